@@ -1,0 +1,60 @@
+/* paddle.c — eager autograd.
+ *
+ * Ops record GradNodes when grad mode is on and an input requires grad. The
+ * VJP rule of every op is written with public ops, so backward runs through
+ * the same dispatcher and can itself be differentiated (create_graph), to any
+ * order.
+ */
+#ifndef PD_AUTOGRAD_H
+#define PD_AUTOGRAD_H
+
+#include "pd/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks a leaf as requiring grad (stop_gradient = !requires_grad). Setting it
+ * on a non-leaf is an error. Returns t. */
+struct pd_tensor *pd_requires_grad_(struct pd_tensor *t, int requires_grad);
+int pd_tensor_requires_grad(const struct pd_tensor *t);
+int pd_tensor_is_leaf(const struct pd_tensor *t);
+/* The accumulated gradient of a leaf (borrowed; NULL if none yet). */
+struct pd_tensor *pd_tensor_grad(const struct pd_tensor *t);
+void pd_tensor_zero_grad(struct pd_tensor *t);      /* drops .grad */
+/* Keep .grad on a non-leaf too. */
+int pd_retain_grad(struct pd_tensor *t);
+/* Name of the GradNode that produced t ("matmul_12.grad"), NULL for leaves. */
+const char *pd_tensor_grad_fn_name(const struct pd_tensor *t);
+
+/* Backward from a scalar (or with an explicit grad of loss's shape).
+ * Accumulates into the .grad of every leaf that requires grad. */
+int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph);
+
+/* Gradients of sum(outputs[i] * grad_outputs[i]) w.r.t. inputs, written to
+ * grads[n_in] (new tensors in the current scope). grad_outputs may be NULL
+ * (ones for scalar outputs). create_graph records the backward ops so the
+ * result can be differentiated again (it implies retain_graph). With
+ * allow_unused, an input the outputs do not depend on gets NULL; without it
+ * that is an error. .grad fields are not touched. */
+int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const *inputs, int n_in,
+            struct pd_tensor *const *grad_outputs, int create_graph, int retain_graph, int allow_unused,
+            struct pd_tensor **grads);
+
+/* Grad mode (thread-local). Guards nest: begin returns the previous mode,
+ * end restores it. */
+int pd_is_grad_enabled(void);
+int pd_set_grad_enabled(int enabled);   /* returns the previous mode */
+int pd_no_grad_begin(void);
+int pd_enable_grad_begin(void);
+void pd_grad_mode_end(int previous);
+
+/* Hook on the gradient flowing into t. It may return a replacement (a new
+ * tensor) or NULL to keep the gradient as it is. */
+typedef struct pd_tensor *(*pd_grad_hook_fn)(struct pd_tensor *grad, void *ctx);
+int pd_tensor_register_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,8 @@
+/* paddle.c — one include for the whole public API. */
+#ifndef PD_PD_H
+#define PD_PD_H
+#include "pd/tensor.h"
+#include "pd/ops.h"
+#include "pd/autograd.h"
+#include "pd/memory.h"
+#endif

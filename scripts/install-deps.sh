@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages paddle.c needs, only those missing.
+# Idempotent; uses sudo only when not root. Set PD_WITH_TORCH=1 to add the
+# PyTorch peer used by the benchmarks (make bench sets it).
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libdnnl-dev libcjson-dev libssl-dev)
+if [ "${PD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3 python3-torch python3-numpy); fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,333 @@
+/* paddle.c — the backward engine.
+ *
+ * Nodes reachable from the roots run in decreasing creation order, which is
+ * a topological order (a consumer is always created after its producers).
+ * Each node runs in a scope of its own, so intermediate gradients are freed
+ * as soon as their consumer has run. With create_graph the VJP rules run
+ * with grad mode on, recording the backward ops for higher-order gradients.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+struct target {              /* pd_grad: where a requested gradient is caught */
+    struct pdi_node *fn;
+    int nr;
+    struct pd_tensor *leaf;
+    struct pd_tensor *grad;  /* accumulated (owned reference) */
+};
+
+struct run {
+    struct pdi_node **nodes;
+    int n, cap;
+    uint64_t epoch;
+    struct pd_tensor ***buf;  /* per node, per output: accumulated gradient */
+    unsigned char *needed;
+    struct target *targets;   /* NULL: accumulate into leaves' .grad */
+    int n_targets;
+    int create_graph, retain_graph;
+};
+
+static uint64_t run_epoch;
+
+static int add_node(struct run *r, struct pdi_node *n)
+{
+    if (!n || n->epoch == r->epoch) return 0;
+    if (r->n == r->cap) {
+        int nc = r->cap ? r->cap * 2 : 64;
+        struct pdi_node **nn = realloc(r->nodes, sizeof *nn * (size_t)nc);
+        if (!nn) return -1;
+        r->nodes = nn;
+        r->cap = nc;
+    }
+    n->epoch = r->epoch;
+    r->nodes[r->n++] = n;
+    return 0;
+}
+
+static int by_seq_desc(const void *a, const void *b)
+{
+    const struct pdi_node *x = *(struct pdi_node *const *)a, *y = *(struct pdi_node *const *)b;
+    return x->seq < y->seq ? 1 : x->seq > y->seq ? -1 : 0;
+}
+
+/* Sum g into *slot (slot owns a reference). */
+static int accumulate(struct pd_tensor **slot, struct pd_tensor *g, int create_graph)
+{
+    if (!*slot) {
+        pd_tensor_retain(g);
+        *slot = g;
+        return PD_OK;
+    }
+    struct pd_tensor *s;
+    if (!create_graph && (*slot)->refcount == 1 && !(*slot)->grad_fn && (*slot)->st->refcount == 1 &&
+        pd_tensor_is_contiguous(*slot)) {
+        s = pd_add_(*slot, g); /* our private buffer: add in place */
+        return s ? PD_OK : pd_last_status();
+    }
+    s = pd_add(*slot, g);
+    if (!s) return pd_last_status();
+    pd_tensor_retain(s);
+    pd_tensor_release(*slot);
+    *slot = s;
+    return PD_OK;
+}
+
+static struct pd_tensor *run_hooks(struct pdi_hook *h, struct pd_tensor *g)
+{
+    for (; h && g; h = h->next) {
+        struct pd_tensor *r = h->fn(g, h->ctx);
+        if (r) g = r;
+    }
+    return g;
+}
+
+static struct target *find_leaf_target(struct run *r, struct pd_tensor *leaf)
+{
+    for (int i = 0; i < r->n_targets; i++)
+        if (r->targets[i].leaf == leaf) return &r->targets[i];
+    return NULL;
+}
+
+static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
+{
+    if (r->targets) {
+        struct target *t = find_leaf_target(r, leaf);
+        return t ? accumulate(&t->grad, g, r->create_graph) : PD_OK;
+    }
+    g = run_hooks(leaf->hooks, g);
+    if (!g) return pd_last_status() ? pd_last_status() : PD_ERR_STATE;
+    if (!r->create_graph && g->grad_fn) g = pd_detach(g);
+    if (!leaf->grad && !r->create_graph && g->refcount > 1) {
+        /* g may be shared (e.g. the same tensor delivered to two leaves):
+         * give .grad its own buffer so later in-place accumulation is safe. */
+        g = pd_clone(g);
+        if (!g) return pd_last_status();
+    }
+    return accumulate(&leaf->grad, g, r->create_graph);
+}
+
+static int check_grad(struct pdi_node *n, int i, struct pd_tensor *g)
+{
+    const struct pdi_meta *m = &n->in_meta[i];
+    if (g->ndim != m->ndim || memcmp(g->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+        char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+        return pdi_errorf(PD_ERR_STATE, "%s: VJP returned a gradient of shape %s for input %d of shape %s", n->name,
+                          pdi_shape_str(g->shape, g->ndim, b0, sizeof b0), i,
+                          pdi_shape_str(m->shape, m->ndim, b1, sizeof b1));
+    }
+    return PD_OK;
+}
+
+static int run_node(struct run *r, int k)
+{
+    struct pdi_node *n = r->nodes[k];
+    struct pd_tensor *gout_small[4], **gout = n->n_out <= 4 ? gout_small : calloc((size_t)n->n_out, sizeof *gout);
+    struct pd_tensor *gin_small[8], **gin = n->n_in <= 8 ? gin_small : calloc((size_t)n->n_in, sizeof *gin);
+    if (!gout || !gin) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    memset(gin, 0, sizeof *gin * (size_t)n->n_in);
+    int rc = PD_OK;
+    for (int j = 0; j < n->n_out && rc == PD_OK; j++) {
+        struct pd_tensor *g = r->buf[k][j];
+        if (!g) {
+            g = pd_zeros(n->out_meta[j].shape, n->out_meta[j].ndim, n->out_meta[j].dtype);
+            if (!g) { rc = pd_last_status(); break; }
+        }
+        g = run_hooks(n->out_hooks[j], g);
+        if (!g) { rc = pd_last_status() ? pd_last_status() : PD_ERR_STATE; break; }
+        if (n->retain_out[j] && n->retained[j]) {
+            struct pd_tensor *keep = r->create_graph ? g : pd_detach(g);
+            if (keep) { pd_tensor_retain(keep); pd_tensor_release(n->retained[j]->grad); n->retained[j]->grad = keep; }
+        }
+        for (int t = 0; t < r->n_targets; t++)
+            if (r->targets[t].fn == n && r->targets[t].nr == j) rc = accumulate(&r->targets[t].grad, g, r->create_graph);
+        gout[j] = g;
+    }
+    if (rc == PD_OK && r->needed[k]) {
+        if (n->released) {
+            rc = pdi_errorf(PD_ERR_STATE,
+                            "%s: backward through a graph that was already freed; pass retain_graph=1 to the first "
+                            "backward to run it again", n->name);
+        } else {
+            rc = pdi_ops[n->op].vjp(n, gout, gin);
+            if (rc == PD_OK && pd_last_status() && !gin[0] && n->n_in == 1 && pdi_node_needs(n, 0)) rc = pd_last_status();
+        }
+        for (int i = 0; i < n->n_in && rc == PD_OK; i++) {
+            struct pdi_edge *e = &n->edges[i];
+            if (!gin[i] || (!e->fn && !e->leaf)) continue;
+            if ((rc = check_grad(n, i, gin[i]))) break;
+            if (e->leaf) rc = deliver_leaf(r, e->leaf, gin[i]);
+            else {
+                int ek = e->fn->idx;
+                rc = accumulate(&r->buf[ek][e->nr], gin[i], r->create_graph);
+            }
+        }
+    }
+    if (!r->retain_graph && rc == PD_OK && r->needed[k]) {
+        for (int i = 0; i < n->n_in; i++) { pd_tensor_release(n->saved_in[i]); n->saved_in[i] = NULL; }
+        for (int j = 0; j < n->n_out; j++) { pd_tensor_release(n->saved_out[j]); n->saved_out[j] = NULL; }
+        n->released = 1;
+    }
+    if (gout != gout_small) free(gout);
+    if (gin != gin_small) free(gin);
+    return rc;
+}
+
+/* roots[i] with seed grads[i] (owned by the caller). */
+static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd_tensor *const *seeds, int n_roots)
+{
+    int rc = PD_OK;
+    r->epoch = __atomic_add_fetch(&run_epoch, 1, __ATOMIC_RELAXED);
+    /* 1. collect reachable nodes */
+    for (int i = 0; i < n_roots; i++)
+        if (add_node(r, roots[i]->grad_fn)) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    for (int k = 0; k < r->n; k++) {
+        struct pdi_node *n = r->nodes[k];
+        for (int i = 0; i < n->n_in; i++)
+            if (add_node(r, n->edges[i].fn)) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    }
+    qsort(r->nodes, (size_t)r->n, sizeof *r->nodes, by_seq_desc);
+    for (int k = 0; k < r->n; k++) r->nodes[k]->idx = k;
+    r->buf = calloc((size_t)r->n + 1, sizeof *r->buf);
+    r->needed = calloc((size_t)r->n + 1, 1);
+    if (!r->buf || !r->needed) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    for (int k = 0; k < r->n; k++) {
+        r->buf[k] = calloc((size_t)r->nodes[k]->n_out, sizeof **r->buf);
+        if (!r->buf[k]) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    }
+    /* 2. which nodes lead somewhere useful (increasing seq = reverse order) */
+    for (int k = r->n - 1; k >= 0; k--) {
+        struct pdi_node *n = r->nodes[k];
+        for (int i = 0; i < n->n_in && !r->needed[k]; i++) {
+            struct pdi_edge *e = &n->edges[i];
+            if (e->leaf) r->needed[k] = !r->targets || find_leaf_target(r, e->leaf);
+            else if (e->fn) {
+                if (r->needed[e->fn->idx]) r->needed[k] = 1;
+                for (int t = 0; t < r->n_targets; t++)
+                    if (r->targets[t].fn == e->fn && r->targets[t].nr == e->nr) r->needed[k] = 1;
+            }
+        }
+    }
+    /* 3. seed */
+    for (int i = 0; i < n_roots && rc == PD_OK; i++) {
+        struct pd_tensor *t = roots[i];
+        if (t->grad_fn) rc = accumulate(&r->buf[t->grad_fn->idx][t->out_nr], seeds[i], r->create_graph);
+        else rc = deliver_leaf(r, t, seeds[i]);
+    }
+    /* 4. run */
+    int prev = pd_set_grad_enabled(r->create_graph);
+    for (int k = 0; k < r->n && rc == PD_OK; k++) {
+        pd_scope_begin();
+        rc = run_node(r, k);
+        pd_scope_end();
+        for (int j = 0; j < r->nodes[k]->n_out; j++) { pd_tensor_release(r->buf[k][j]); r->buf[k][j] = NULL; }
+    }
+    pd_set_grad_enabled(prev);
+    return rc;
+}
+
+static void run_free(struct run *r)
+{
+    if (r->buf)
+        for (int k = 0; k < r->n; k++) {
+            if (!r->buf[k]) continue;
+            for (int j = 0; j < r->nodes[k]->n_out; j++) pd_tensor_release(r->buf[k][j]);
+            free(r->buf[k]);
+        }
+    free(r->buf);
+    free(r->needed);
+    free(r->nodes);
+}
+
+static struct pd_tensor *default_seed(struct pd_tensor *out, const char *who)
+{
+    if (pd_tensor_numel(out) != 1) {
+        char b[PDI_SHAPE_BUF];
+        return pdi_error(PD_ERR_INVALID, "%s: output of shape %s is not a scalar; pass its gradient explicitly", who,
+                         pdi_shape_str(out->shape, out->ndim, b, sizeof b));
+    }
+    return pd_ones_like(out);
+}
+
+static int check_root(struct pd_tensor *t, const char *who)
+{
+    if (!t) return PD_ERR_NULL;
+    if (!t->requires_grad)
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s: the output does not require grad: no differentiable path leads to it (an input "
+                          "with requires_grad, or an op such as argmax or a comparison that has no gradient?)", who);
+    return PD_OK;
+}
+
+int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph)
+{
+    int rc = check_root(loss, "backward");
+    if (rc) return rc;
+    pd_scope_begin();
+    struct pd_tensor *seed = grad ? grad : default_seed(loss, "backward");
+    if (seed && (seed->ndim != loss->ndim || memcmp(seed->shape, loss->shape, sizeof(int64_t) * (size_t)loss->ndim))) {
+        char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+        seed = pdi_error(PD_ERR_INVALID, "backward: grad of shape %s given for an output of shape %s",
+                         pdi_shape_str(grad->shape, grad->ndim, b0, sizeof b0),
+                         pdi_shape_str(loss->shape, loss->ndim, b1, sizeof b1));
+    }
+    if (!seed) { pd_scope_end(); return pd_last_status(); }
+    struct run r = {.retain_graph = retain_graph};
+    rc = run_backward(&r, &loss, &seed, 1);
+    run_free(&r);
+    pd_scope_end();
+    return rc;
+}
+
+int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const *inputs, int n_in,
+            struct pd_tensor *const *grad_outputs, int create_graph, int retain_graph, int allow_unused,
+            struct pd_tensor **grads)
+{
+    if (n_out <= 0 || n_in <= 0 || !outputs || !inputs || !grads)
+        return pdi_errorf(PD_ERR_INVALID, "grad: need at least one output and one input");
+    for (int i = 0; i < n_in; i++) grads[i] = NULL;
+    for (int i = 0; i < n_out; i++) {
+        int rc = check_root(outputs[i], "grad");
+        if (rc) return rc;
+    }
+    struct target *tg = calloc((size_t)n_in, sizeof *tg);
+    struct pd_tensor **seeds = calloc((size_t)n_out, sizeof *seeds);
+    if (!tg || !seeds) { free(tg); free(seeds); return pdi_errorf(PD_ERR_NOMEM, "out of memory (grad)"); }
+    int rc = PD_OK;
+    for (int i = 0; i < n_in && rc == PD_OK; i++) {
+        if (!inputs[i]) { rc = PD_ERR_NULL; break; }
+        if (!inputs[i]->requires_grad) {
+            rc = pdi_errorf(PD_ERR_INVALID, "grad: input %d does not require grad", i);
+            break;
+        }
+        if (inputs[i]->grad_fn) { tg[i].fn = inputs[i]->grad_fn; tg[i].nr = inputs[i]->out_nr; }
+        else tg[i].leaf = inputs[i];
+    }
+    pd_scope_begin();
+    for (int i = 0; i < n_out && rc == PD_OK; i++) {
+        seeds[i] = grad_outputs && grad_outputs[i] ? grad_outputs[i] : default_seed(outputs[i], "grad");
+        if (!seeds[i]) rc = pd_last_status();
+    }
+    if (rc == PD_OK) {
+        struct run r = {.targets = tg, .n_targets = n_in, .create_graph = create_graph,
+                        .retain_graph = retain_graph || create_graph};
+        rc = run_backward(&r, outputs, seeds, n_out);
+        run_free(&r);
+    }
+    pd_scope_end();
+    for (int i = 0; i < n_in; i++) {
+        /* the same leaf may be listed twice: each target caught it once */
+        if (rc == PD_OK && !tg[i].grad && !allow_unused) {
+            rc = pdi_errorf(PD_ERR_INVALID,
+                            "grad: input %d is not used to compute the outputs (pass allow_unused=1 to get NULL)", i);
+        }
+    }
+    for (int i = 0; i < n_in; i++) {
+        if (rc == PD_OK) grads[i] = pdi_scope_add(tg[i].grad);
+        else pd_tensor_release(tg[i].grad);
+    }
+    free(tg);
+    free(seeds);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* paddle.c — the thread-local error (sqlite style: status + message kept
+ * where the caller can ask for it). Library code never prints. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static _Thread_local char err_msg[1024];
+static _Thread_local int err_status;
+
+const char *pd_last_error(void) { return err_msg[0] ? err_msg : "no error"; }
+int pd_last_status(void) { return err_status; }
+void pd_clear_error(void) { err_msg[0] = 0; err_status = 0; }
+
+static void set(int status, const char *fmt, va_list ap)
+{
+    err_status = status;
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+}
+
+void *pdi_error(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set(status, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+int pdi_errorf(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}

@@ -1,0 +1,291 @@
+/* paddle.c — internal structures shared by the core, the ops and the kernels.
+ *
+ * Not installed. Everything here is prefixed pdi_ (shared across files) and
+ * may change without notice. Owners:
+ *   - a pdi_storage owns its bytes; tensors hold references to it;
+ *   - a pd_tensor owns one reference to its storage, its .grad and its
+ *     grad_fn node;
+ *   - a pdi_node owns references to its saved tensors and to the nodes its
+ *     edges point to (never to its own outputs: see pdi_node_save_output).
+ */
+#ifndef PD_INTERNAL_H
+#define PD_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pd/pd.h"
+
+#define PDI_UNUSED(x) ((void)(x))
+
+/* ---- errors ---------------------------------------------------------- */
+/* Set the thread's error and return NULL / the status. */
+void *pdi_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int pdi_errorf(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "[2, 3, 4]" into buf (for messages). */
+const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
+#define PDI_SHAPE_BUF 96
+
+/* ---- storage and tensors --------------------------------------------- */
+struct pdi_storage {
+    int refcount;
+    void *data;
+    size_t nbytes;
+    uint64_t version; /* bumped by every in-place write; checked on saved tensors */
+    int external;     /* data not ours to free */
+};
+
+struct pdi_node;
+struct pdi_hook {
+    pd_grad_hook_fn fn;
+    void *ctx;
+    struct pdi_hook *next;
+};
+
+struct pd_tensor {
+    int refcount;
+    struct pdi_storage *st;
+    enum pd_dtype dtype;
+    int ndim;
+    int64_t shape[PD_MAX_DIMS];
+    int64_t strides[PD_MAX_DIMS]; /* in elements */
+    int64_t offset;               /* in elements */
+    /* autograd */
+    unsigned requires_grad : 1;
+    unsigned retains_grad : 1;
+    struct pd_tensor *grad;
+    struct pdi_node *grad_fn;
+    int out_nr;
+    struct pdi_hook *hooks;       /* leaf hooks (non-leaf hooks live on the node) */
+    uint64_t id;                  /* creation sequence number */
+};
+
+/* A tensor with a fresh contiguous storage (refcount 1, not in a scope). */
+struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
+/* A new handle viewing base's storage (refcount 1, not in a scope). */
+struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
+                                   int ndim, int64_t offset);
+/* Register t in the innermost scope (if any); returns t. */
+struct pd_tensor *pdi_scope_add(struct pd_tensor *t);
+void pdi_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
+int64_t pdi_numel(const int64_t *shape, int ndim);
+int pdi_norm_axis(int axis, int ndim); /* -1 when out of range */
+
+/* ---- views passed to kernels ----------------------------------------- */
+struct pd_kview {
+    char *data; /* element 0 (offset applied) */
+    enum pd_dtype dtype;
+    int ndim;
+    int64_t shape[PD_MAX_DIMS];
+    int64_t strides[PD_MAX_DIMS]; /* elements */
+};
+void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v);
+int pdi_kview_contiguous(const struct pd_kview *v);
+int64_t pdi_kview_numel(const struct pd_kview *v);
+
+/* Element access as double (any dtype) — for reference kernels and tools. */
+double pdi_load(const void *p, enum pd_dtype dt);
+void pdi_store(void *p, enum pd_dtype dt, double v);
+/* Pointer of the element at linear (row-major) index i of the view. */
+char *pdi_kview_ptr(const struct pd_kview *v, int64_t i);
+/* Convert n contiguous elements. */
+void pdi_convert(const void *src, enum pd_dtype sdt, void *dst, enum pd_dtype ddt, int64_t n);
+
+/* Strided N-d walk shared by kernels: coalesces dims that are contiguous in
+ * every operand, then calls fn on runs along the innermost dim. */
+#define PDI_ITER_MAX 8
+typedef void (*pdi_iter_fn)(char **ptrs, const int64_t *inner_strides_bytes, int64_t n, void *ctx);
+/* Operands must all have the given shape (broadcast ones with stride 0).
+ * Splits the outer index space over OpenMP threads when numel is large. */
+void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int ndim, pdi_iter_fn fn, void *ctx);
+
+/* ---- attributes ------------------------------------------------------ */
+/* One plain struct for every op (copied into GradNodes and, later, IR
+ * nodes). Each op documents which slots it uses in ops.def. */
+#define PDI_MAX_ATTR_INTS 24
+struct pdi_attrs {
+    int64_t i[8];
+    double f[4];
+    int64_t v[PDI_MAX_ATTR_INTS]; /* axis lists, shapes, paddings */
+    int nv;
+};
+
+/* ---- the op table ---------------------------------------------------- */
+enum pdi_kind {
+    PDI_KIND_ELEMENTWISE = 0, /* one input, same shape out */
+    PDI_KIND_BROADCAST = 1,   /* inputs broadcast to the out shape */
+    PDI_KIND_INJECTIVE = 2,   /* index/shape movement */
+    PDI_KIND_REDUCE = 3,
+    PDI_KIND_OPAQUE = 4,      /* matmul, conv, softmax ... */
+    PDI_KIND_VIEW = 5,        /* output aliases input 0's storage */
+    PDI_KIND_COUNT
+};
+
+enum pd_op {
+#define PD_OP(name, kind, n_in, n_out, flags, infer, vjp) PD_OP_##name,
+#include "ops/ops.def"
+#undef PD_OP
+    PD_OP_COUNT
+};
+
+/* flags */
+#define PDI_F_NONE 0u
+#define PDI_F_NONDIFF 1u     /* no gradient (comparisons, argmax, ...) */
+#define PDI_F_SAVE_OUT 2u    /* VJP reads outputs (saved without a cycle) */
+#define PDI_F_NO_SAVE_IN 4u  /* VJP does not read input values (only metas) */
+#define PDI_F_VARIADIC 8u    /* n_in / n_out given by the call */
+
+struct pdi_meta {
+    enum pd_dtype dtype;
+    int ndim;
+    int64_t shape[PD_MAX_DIMS];
+    /* view ops only: */
+    int64_t strides[PD_MAX_DIMS];
+    int64_t offset;
+};
+
+struct pdi_call {
+    enum pd_op op;
+    int n_in, n_out;
+    struct pd_tensor *const *in;
+    struct pd_tensor **out;       /* filled by the dispatcher */
+    struct pdi_attrs a;
+    struct pdi_meta *meta;        /* n_out entries, filled by infer */
+    int inplace;                  /* write into in[0] (out[0] = in[0]) */
+};
+
+struct pdi_node;
+typedef int (*pdi_infer_fn)(struct pdi_call *c);
+/* gout[n_out] are never NULL (zeros are filled in); write gin[i] for each
+ * input with pdi_node_needs(n, i) (leave NULL otherwise). Returns status. */
+typedef int (*pdi_vjp_fn)(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin);
+
+struct pdi_opdef {
+    const char *name;
+    enum pdi_kind kind;
+    int n_in, n_out;
+    unsigned flags;
+    pdi_infer_fn infer;
+    pdi_vjp_fn vjp;
+};
+extern const struct pdi_opdef pdi_ops[PD_OP_COUNT];
+
+/* Declarations of every infer and vjp function named in ops.def. */
+#define PD_OP(name, kind, n_in, n_out, flags, infer, vjp) int infer(struct pdi_call *); \
+    int vjp(struct pdi_node *, struct pd_tensor *const *, struct pd_tensor **);
+#include "ops/ops.def"
+#undef PD_OP
+
+/* ---- kernels --------------------------------------------------------- */
+enum pdi_backend { PDI_BACKEND_REF = 0, PDI_BACKEND_CPU = 1, PDI_BACKEND_COUNT };
+
+struct pdi_kcall {
+    enum pd_op op;
+    int n_in, n_out;
+    const struct pd_kview *in;
+    const struct pd_kview *out;
+    const struct pdi_attrs *a;
+};
+typedef int (*pdi_kernel_fn)(const struct pdi_kcall *k);
+
+/* dt is the dtype of input 0 (of output 0 for ops without inputs). */
+void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn);
+/* Register fn for every dtype in the mask (1u << dtype). */
+void pdi_kernel_register_mask(enum pdi_backend be, enum pd_op op, unsigned dtype_mask, pdi_kernel_fn fn);
+pdi_kernel_fn pdi_kernel_lookup(enum pdi_backend be, enum pd_op op, enum pd_dtype dt);
+void pdi_kernels_init(void); /* idempotent, thread-safe */
+#define PDI_DT_FLOATS ((1u << PD_F32) | (1u << PD_F64) | (1u << PD_F16) | (1u << PD_BF16))
+#define PDI_DT_INTS ((1u << PD_I8) | (1u << PD_U8) | (1u << PD_I16) | (1u << PD_I32) | (1u << PD_I64))
+#define PDI_DT_ALL (PDI_DT_FLOATS | PDI_DT_INTS | (1u << PD_BOOL))
+
+/* Kernel families: each file defines pdi_register_<family>(void).
+ * The list lives in src/kernels/families.def. */
+#define PDI_FAMILY(name) void pdi_register_##name(void);
+#include "kernels/families.def"
+#undef PDI_FAMILY
+
+/* Force the backend used by the dispatcher (tests compare REF and CPU).
+ * -1 restores the default (CPU where registered, else REF). Thread-local. */
+void pdi_force_backend(int backend);
+
+/* ---- the dispatcher -------------------------------------------------- */
+/* Runs every stage; on success call->out[0..n_out-1] are new tensors in the
+ * current scope. Returns status. */
+int pdi_dispatch(struct pdi_call *c);
+/* Convenience wrappers for the common shapes of call. */
+struct pd_tensor *pdi_call1(enum pd_op op, struct pd_tensor *x, const struct pdi_attrs *a);
+struct pd_tensor *pdi_call2(enum pd_op op, struct pd_tensor *x, struct pd_tensor *y, const struct pdi_attrs *a);
+struct pd_tensor *pdi_calln(enum pd_op op, struct pd_tensor *const *in, int n_in, const struct pdi_attrs *a);
+
+/* Extension points of the dispatcher (DESIGN §1). Each is NULL until a later
+ * module installs it. A hook returns 1 if it handled the call completely
+ * (outputs set), 0 to continue, negative on error. */
+typedef int (*pdi_stage_fn)(struct pdi_call *c);
+extern pdi_stage_fn pdi_autocast_hook;   /* stage 2: may replace c->in with cast inputs */
+extern pdi_stage_fn pdi_distribute_hook; /* stage 3 */
+extern pdi_stage_fn pdi_trace_hook;      /* stage 4 (capture instead of run) */
+/* Stage 6 observers: called after every op with its outputs. */
+typedef void (*pdi_observer_fn)(const struct pdi_call *c, uint64_t seq, void *ctx);
+int pdi_observer_add(pdi_observer_fn fn, void *ctx);
+void pdi_observer_remove(pdi_observer_fn fn, void *ctx);
+uint64_t pdi_op_seq(void); /* ops dispatched so far on this thread */
+
+/* Infer helpers shared by op families. */
+int pdi_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, int *nout);
+int pdi_infer_same(struct pdi_call *c);      /* out = in[0]'s meta */
+int pdi_infer_broadcast(struct pdi_call *c); /* out = broadcast of inputs, dtype of in[0] */
+void pdi_meta_of(const struct pd_tensor *t, struct pdi_meta *m);
+/* Reduce axes from attrs v[0..nv-1] (empty = all) into a mask; validates. */
+int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned *mask);
+
+/* ---- autograd internals ---------------------------------------------- */
+struct pdi_edge {
+    struct pdi_node *fn;     /* producer node (strong ref), or NULL */
+    int nr;                  /* which output of fn */
+    struct pd_tensor *leaf;  /* leaf requiring grad (strong ref), or NULL */
+};
+
+struct pdi_node {
+    int refcount;
+    enum pd_op op;
+    uint64_t seq;             /* creation order: later nodes run first */
+    struct pdi_attrs a;
+    int n_in, n_out;
+    struct pdi_edge *edges;   /* n_in */
+    struct pd_tensor **saved_in;   /* n_in, refs (or NULL) */
+    uint64_t *saved_ver;           /* storage versions at save time */
+    struct pd_tensor **saved_out;  /* n_out detached aliases (or NULL) */
+    struct pdi_meta *in_meta;      /* n_in */
+    struct pdi_meta *out_meta;     /* n_out */
+    struct pdi_hook **out_hooks;   /* n_out lists */
+    unsigned char *retain_out;     /* n_out: keep grad on the output tensor */
+    struct pd_tensor **retained;   /* n_out weak pointers (for retain_grad) */
+    int released;                  /* saved tensors freed after backward */
+    int idx;                       /* engine scratch: position in this run */
+    uint64_t epoch;                /* engine scratch: which run set idx */
+    char name[48];
+};
+void pdi_node_retain(struct pdi_node *n);
+void pdi_node_release(struct pdi_node *n);
+/* Does input i need a gradient? */
+int pdi_node_needs(const struct pdi_node *n, int i);
+/* Saved input i (borrowed; NULL with an error if the graph was freed or the
+ * tensor modified in place since). */
+struct pd_tensor *pdi_node_in(struct pdi_node *n, int i);
+/* Output j re-attached to this node, so that differentiating through the
+ * VJP sees the forward op (new tensor in the current scope). */
+struct pd_tensor *pdi_node_out(struct pdi_node *n, int j);
+/* Record a node for a finished call (called by the dispatcher). */
+int pdi_autograd_record(struct pdi_call *c);
+
+/* ---- threads --------------------------------------------------------- */
+int pdi_num_threads(void);
+/* Grain: below this many elements, elementwise kernels stay on one thread. */
+#define PDI_PAR_GRAIN 32768
+
+/* ---- allocator ------------------------------------------------------- */
+void *pdi_alloc(size_t nbytes);   /* 64-byte aligned, counted in stats */
+void pdi_free(void *p, size_t nbytes);
+
+#endif

@@ -1,0 +1,74 @@
+/* paddle.c — the strided N-d walk shared by elementwise kernels.
+ *
+ * All operands have the same logical shape (broadcast operands carry stride
+ * 0). Dims of size 1 are dropped and neighbouring dims that are contiguous in
+ * every operand are merged, so a contiguous tensor of any rank becomes one
+ * flat run and the callback sees long inner loops it can vectorise.
+ * Work is split into (outer index, inner chunk) tasks over OpenMP threads.
+ */
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/internal.h"
+
+int pdi_num_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int ndim, pdi_iter_fn fn, void *ctx)
+{
+    int64_t sh[PD_MAX_DIMS], st[PDI_ITER_MAX][PD_MAX_DIMS];
+    int nd = 0;
+    int64_t total = pdi_numel(shape, ndim);
+    if (total == 0) return;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1) continue;
+        int merge = nd > 0;
+        for (int k = 0; k < n_ops && merge; k++) {
+            int64_t es = (int64_t)pd_dtype_size(ops[k]->dtype);
+            if (st[k][nd - 1] != ops[k]->strides[d] * es * shape[d]) merge = 0;
+        }
+        if (merge) {
+            sh[nd - 1] *= shape[d];
+            for (int k = 0; k < n_ops; k++) st[k][nd - 1] = ops[k]->strides[d] * (int64_t)pd_dtype_size(ops[k]->dtype);
+        } else {
+            sh[nd] = shape[d];
+            for (int k = 0; k < n_ops; k++) st[k][nd] = ops[k]->strides[d] * (int64_t)pd_dtype_size(ops[k]->dtype);
+            nd++;
+        }
+    }
+    if (nd == 0) { sh[0] = 1; for (int k = 0; k < n_ops; k++) st[k][0] = 0; nd = 1; }
+    int64_t inner = sh[nd - 1], outer = total / inner;
+    int64_t inner_st[PDI_ITER_MAX];
+    for (int k = 0; k < n_ops; k++) inner_st[k] = st[k][nd - 1];
+
+    int nt = total >= PDI_PAR_GRAIN ? pdi_num_threads() : 1;
+    int64_t chunks = 1;
+    if (nt > 1 && outer < 4 * nt) chunks = (4 * nt + outer - 1) / outer;
+    if (chunks > inner) chunks = inner;
+    int64_t csize = (inner + chunks - 1) / chunks;
+    int64_t ntasks = outer * chunks;
+
+#pragma omp parallel for schedule(static) if (nt > 1)
+    for (int64_t task = 0; task < ntasks; task++) {
+        int64_t o = task / chunks, c = task % chunks;
+        int64_t i0 = c * csize, len = inner - i0 < csize ? inner - i0 : csize;
+        if (len <= 0) continue;
+        char *p[PDI_ITER_MAX];
+        for (int k = 0; k < n_ops; k++) p[k] = ops[k]->data + i0 * inner_st[k];
+        int64_t rem = o;
+        for (int d = nd - 2; d >= 0; d--) {
+            int64_t idx = rem % sh[d];
+            rem /= sh[d];
+            for (int k = 0; k < n_ops; k++) p[k] += idx * st[k][d];
+        }
+        fn(p, inner_st, len, ctx);
+    }
+}

@@ -1,0 +1,475 @@
+/* paddle.c — tensors, storages and scopes.
+ *
+ * Invariants:
+ *   - t->refcount counts every owner: the creating scope (if any), nodes that
+ *     saved it, .grad fields, the user after pd_keep outside all scopes.
+ *   - a storage is freed when its last tensor goes; views share it.
+ *   - shape/strides beyond ndim are unused; a 0-d tensor has numel 1.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int64_t live_tensors;
+static uint64_t next_id;
+
+int64_t pd_live_tensors(void) { return __atomic_load_n(&live_tensors, __ATOMIC_RELAXED); }
+
+int64_t pdi_numel(const int64_t *shape, int ndim)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+void pdi_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+int pdi_norm_axis(int axis, int ndim)
+{
+    int a = axis < 0 ? axis + ndim : axis;
+    return (a < 0 || a >= (ndim ? ndim : 1)) ? -1 : a;
+}
+
+static struct pd_tensor *tensor_shell(void)
+{
+    struct pd_tensor *t = calloc(1, sizeof *t);
+    if (!t) return pdi_error(PD_ERR_NOMEM, "out of memory (tensor handle)");
+    t->refcount = 1;
+    t->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+static int check_shape(const int64_t *shape, int ndim)
+{
+    char b[PDI_SHAPE_BUF];
+    if (ndim < 0 || ndim > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "tensor: ndim %d outside [0, %d]", ndim, PD_MAX_DIMS);
+    if (ndim > 0 && !shape) return pdi_errorf(PD_ERR_INVALID, "tensor: NULL shape with ndim %d", ndim);
+    double total = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return pdi_errorf(PD_ERR_INVALID, "tensor: negative dimension in shape %s",
+                              pdi_shape_str(shape, ndim, b, sizeof b));
+        total *= (double)shape[i];
+    }
+    if (total > 0x1p46)
+        return pdi_errorf(PD_ERR_INVALID, "tensor: shape %s has too many elements",
+                          pdi_shape_str(shape, ndim, b, sizeof b));
+    return PD_OK;
+}
+
+struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
+    if (check_shape(shape, ndim)) return NULL;
+    struct pdi_storage *st = calloc(1, sizeof *st);
+    if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
+    int64_t n = pdi_numel(shape, ndim);
+    st->nbytes = (size_t)n * pd_dtype_size(dt);
+    st->data = pdi_alloc(st->nbytes);
+    if (!st->data) { free(st); return NULL; }
+    st->refcount = 1;
+    struct pd_tensor *t = tensor_shell();
+    if (!t) { pdi_free(st->data, st->nbytes); free(st); return NULL; }
+    t->st = st;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    pdi_contiguous_strides(shape, ndim, t->strides);
+    return t;
+}
+
+struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
+                                   int ndim, int64_t offset)
+{
+    struct pd_tensor *t = tensor_shell();
+    if (!t) return NULL;
+    t->st = base->st;
+    t->st->refcount++;
+    t->dtype = base->dtype;
+    t->ndim = ndim;
+    if (ndim) {
+        memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+        memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+    }
+    t->offset = offset;
+    return t;
+}
+
+static void storage_release(struct pdi_storage *st)
+{
+    if (!st || --st->refcount > 0) return;
+    if (!st->external) pdi_free(st->data, st->nbytes);
+    free(st);
+}
+
+void pd_tensor_retain(struct pd_tensor *t)
+{
+    if (t) t->refcount++;
+}
+
+void pd_tensor_release(struct pd_tensor *t)
+{
+    if (!t || --t->refcount > 0) return;
+    if (t->retains_grad && t->grad_fn && t->grad_fn->retained) t->grad_fn->retained[t->out_nr] = NULL;
+    storage_release(t->st);
+    pd_tensor_release(t->grad);
+    if (t->grad_fn) pdi_node_release(t->grad_fn);
+    for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
+    __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
+    free(t);
+}
+
+/* ---- scopes ---------------------------------------------------------- */
+struct scope {
+    struct pd_tensor **items;
+    int n, cap;
+};
+static _Thread_local struct scope *scopes;
+static _Thread_local int n_scopes, cap_scopes;
+
+void pd_scope_begin(void)
+{
+    if (n_scopes == cap_scopes) {
+        int nc = cap_scopes ? cap_scopes * 2 : 8;
+        struct scope *ns = realloc(scopes, sizeof *ns * (size_t)nc);
+        if (!ns) return; /* leaves tensors to the enclosing scope */
+        scopes = ns;
+        cap_scopes = nc;
+    }
+    scopes[n_scopes++] = (struct scope){0};
+}
+
+void pd_scope_end(void)
+{
+    if (n_scopes == 0) return;
+    struct scope *s = &scopes[--n_scopes];
+    /* Release newest first: outputs go before the inputs they saved. */
+    for (int i = s->n - 1; i >= 0; i--) pd_tensor_release(s->items[i]);
+    free(s->items);
+    if (n_scopes == 0) {
+        free(scopes);
+        scopes = NULL;
+        cap_scopes = 0;
+    }
+}
+
+int pd_scope_depth(void) { return n_scopes; }
+
+static int scope_push(struct scope *s, struct pd_tensor *t)
+{
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 64;
+        struct pd_tensor **ni = realloc(s->items, sizeof *ni * (size_t)nc);
+        if (!ni) return -1;
+        s->items = ni;
+        s->cap = nc;
+    }
+    s->items[s->n++] = t;
+    return 0;
+}
+
+struct pd_tensor *pdi_scope_add(struct pd_tensor *t)
+{
+    if (t && n_scopes > 0 && scope_push(&scopes[n_scopes - 1], t)) {
+        pd_tensor_release(t);
+        return pdi_error(PD_ERR_NOMEM, "out of memory (scope)");
+    }
+    return t;
+}
+
+struct pd_tensor *pd_keep(struct pd_tensor *t)
+{
+    if (!t || n_scopes == 0) return t;
+    struct scope *s = &scopes[n_scopes - 1];
+    for (int i = s->n - 1; i >= 0; i--) {
+        if (s->items[i] == t) {
+            s->items[i] = s->items[--s->n];
+            if (n_scopes > 1 && scope_push(&scopes[n_scopes - 2], t)) return NULL;
+            return t;
+        }
+    }
+    /* Not owned by this scope (a parameter, or kept already): give the
+     * caller a reference of its own in the enclosing scope. */
+    t->refcount++;
+    if (n_scopes > 1 && scope_push(&scopes[n_scopes - 2], t)) return NULL;
+    return t;
+}
+
+/* ---- metadata -------------------------------------------------------- */
+int pd_tensor_ndim(const struct pd_tensor *t) { return t ? t->ndim : -1; }
+int64_t pd_tensor_dim(const struct pd_tensor *t, int axis)
+{
+    if (!t) return -1;
+    int a = pdi_norm_axis(axis, t->ndim);
+    return a < 0 || t->ndim == 0 ? -1 : t->shape[a];
+}
+const int64_t *pd_tensor_shape(const struct pd_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *pd_tensor_strides(const struct pd_tensor *t) { return t ? t->strides : NULL; }
+int64_t pd_tensor_offset(const struct pd_tensor *t) { return t ? t->offset : 0; }
+int64_t pd_tensor_numel(const struct pd_tensor *t) { return t ? pdi_numel(t->shape, t->ndim) : 0; }
+enum pd_dtype pd_tensor_dtype(const struct pd_tensor *t) { return t ? t->dtype : PD_DTYPE_COUNT; }
+int pd_tensor_shares_storage(const struct pd_tensor *a, const struct pd_tensor *b)
+{
+    return a && b && a->st == b->st;
+}
+void *pd_tensor_data(const struct pd_tensor *t)
+{
+    return t ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
+}
+
+int pd_tensor_is_contiguous(const struct pd_tensor *t)
+{
+    if (!t) return 0;
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->strides[i] != s) return 0;
+        s *= t->shape[i];
+    }
+    return 1;
+}
+
+void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v)
+{
+    v->data = pd_tensor_data(t);
+    v->dtype = t->dtype;
+    v->ndim = t->ndim;
+    memcpy(v->shape, t->shape, sizeof v->shape);
+    memcpy(v->strides, t->strides, sizeof v->strides);
+}
+
+int pdi_kview_contiguous(const struct pd_kview *v)
+{
+    int64_t s = 1;
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        if (v->shape[i] != 1 && v->strides[i] != s) return 0;
+        s *= v->shape[i];
+    }
+    return 1;
+}
+
+int64_t pdi_kview_numel(const struct pd_kview *v) { return pdi_numel(v->shape, v->ndim); }
+
+char *pdi_kview_ptr(const struct pd_kview *v, int64_t i)
+{
+    int64_t off = 0;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        int64_t n = v->shape[d];
+        off += (i % n) * v->strides[d];
+        i /= n;
+    }
+    return v->data + off * (int64_t)pd_dtype_size(v->dtype);
+}
+
+/* ---- creation -------------------------------------------------------- */
+struct pd_tensor *pd_empty(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    return pdi_scope_add(pdi_tensor_new(shape, ndim, dt));
+}
+
+static void fill_value(struct pd_tensor *t, double value)
+{
+    int64_t n = pd_tensor_numel(t);
+    size_t es = pd_dtype_size(t->dtype);
+    char *d = t->st->data;
+    if (value == 0.0 && !signbit(value)) { memset(d, 0, (size_t)n * es); return; }
+    if (t->dtype == PD_F32) {
+        float v = (float)value;
+        for (int64_t i = 0; i < n; i++) ((float *)d)[i] = v;
+        return;
+    }
+    char one[8];
+    pdi_store(one, t->dtype, value);
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * (int64_t)es, one, es);
+}
+
+struct pd_tensor *pd_full(const int64_t *shape, int ndim, double value, enum pd_dtype dt)
+{
+    struct pd_tensor *t = pdi_tensor_new(shape, ndim, dt);
+    if (!t) return NULL;
+    fill_value(t, value);
+    return pdi_scope_add(t);
+}
+
+struct pd_tensor *pd_zeros(const int64_t *shape, int ndim, enum pd_dtype dt) { return pd_full(shape, ndim, 0.0, dt); }
+struct pd_tensor *pd_ones(const int64_t *shape, int ndim, enum pd_dtype dt) { return pd_full(shape, ndim, 1.0, dt); }
+struct pd_tensor *pd_scalar(double value, enum pd_dtype dt) { return pd_full(NULL, 0, value, dt); }
+
+struct pd_tensor *pd_empty_like(const struct pd_tensor *t)
+{
+    return t ? pd_empty(t->shape, t->ndim, t->dtype) : NULL;
+}
+struct pd_tensor *pd_zeros_like(const struct pd_tensor *t) { return t ? pd_zeros(t->shape, t->ndim, t->dtype) : NULL; }
+struct pd_tensor *pd_ones_like(const struct pd_tensor *t) { return t ? pd_ones(t->shape, t->ndim, t->dtype) : NULL; }
+struct pd_tensor *pd_full_like(const struct pd_tensor *t, double v)
+{
+    return t ? pd_full(t->shape, t->ndim, v, t->dtype) : NULL;
+}
+
+struct pd_tensor *pd_arange(double start, double stop, double step, enum pd_dtype dt)
+{
+    if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
+        return pdi_error(PD_ERR_INVALID, "arange: need finite start/stop and step != 0 (got %g, %g, %g)", start,
+                         stop, step);
+    double nd = ceil((stop - start) / step);
+    int64_t n = nd > 0 ? (int64_t)nd : 0;
+    struct pd_tensor *t = pdi_tensor_new(&n, 1, dt);
+    if (!t) return NULL;
+    size_t es = pd_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) pdi_store((char *)t->st->data + i * (int64_t)es, dt, start + (double)i * step);
+    return pdi_scope_add(t);
+}
+
+struct pd_tensor *pd_linspace(double start, double stop, int64_t num, enum pd_dtype dt)
+{
+    if (num < 0) return pdi_error(PD_ERR_INVALID, "linspace: num must be >= 0, got %lld", (long long)num);
+    struct pd_tensor *t = pdi_tensor_new(&num, 1, dt);
+    if (!t) return NULL;
+    size_t es = pd_dtype_size(dt);
+    double step = num > 1 ? (stop - start) / (double)(num - 1) : 0;
+    for (int64_t i = 0; i < num; i++) {
+        /* symmetric formula: exact end points */
+        double v = i < num / 2 ? start + step * (double)i : stop - step * (double)(num - 1 - i);
+        pdi_store((char *)t->st->data + i * (int64_t)es, dt, v);
+    }
+    return pdi_scope_add(t);
+}
+
+struct pd_tensor *pd_eye(int64_t n, int64_t m, enum pd_dtype dt)
+{
+    int64_t shape[2] = {n, m < 0 ? n : m};
+    struct pd_tensor *t = pd_zeros(shape, 2, dt);
+    if (!t) return NULL;
+    size_t es = pd_dtype_size(dt);
+    for (int64_t i = 0; i < shape[0] && i < shape[1]; i++)
+        pdi_store((char *)t->st->data + (i * shape[1] + i) * (int64_t)es, dt, 1.0);
+    return t;
+}
+
+struct pd_tensor *pd_from_buffer(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    struct pd_tensor *t = pdi_tensor_new(shape, ndim, dt);
+    if (!t) return NULL;
+    size_t nb = (size_t)pd_tensor_numel(t) * pd_dtype_size(dt);
+    if (nb && !data) { pd_tensor_release(t); return pdi_error(PD_ERR_INVALID, "from_buffer: NULL data"); }
+    if (nb) memcpy(t->st->data, data, nb);
+    return pdi_scope_add(t);
+}
+
+int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
+{
+    if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");
+    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
+    struct pd_kview v;
+    pdi_kview_of(t, &v);
+    int64_t n = pdi_kview_numel(&v);
+    size_t ds = pd_dtype_size(dt);
+    if (pdi_kview_contiguous(&v)) {
+        pdi_convert(v.data, t->dtype, buf, dt, n);
+        return PD_OK;
+    }
+    for (int64_t i = 0; i < n; i++) pdi_convert(pdi_kview_ptr(&v, i), t->dtype, (char *)buf + i * (int64_t)ds, dt, 1);
+    return PD_OK;
+}
+
+double pd_item(const struct pd_tensor *t)
+{
+    if (!t || pd_tensor_numel(t) == 0) return NAN;
+    return pdi_load(pd_tensor_data(t), t->dtype);
+}
+
+double pd_get(const struct pd_tensor *t, const int64_t *index)
+{
+    if (!t) return NAN;
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        if (index[d] < 0 || index[d] >= t->shape[d]) return NAN;
+        off += index[d] * t->strides[d];
+    }
+    return pdi_load((char *)t->st->data + off * (int64_t)pd_dtype_size(t->dtype), t->dtype);
+}
+
+/* ---- printing -------------------------------------------------------- */
+struct sbuf {
+    char *s;
+    size_t n, cap;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
+        size_t nc = (b->cap + (size_t)k + 1) * 2;
+        char *ns = realloc(b->s, nc);
+        if (!ns) return;
+        b->s = ns;
+        b->cap = nc;
+    }
+}
+
+#define PRINT_EDGE 3    /* items shown at each end of an elided dim */
+#define PRINT_LIMIT 1000 /* elide when numel exceeds this */
+
+static void print_rec(struct sbuf *b, const struct pd_tensor *t, int d, int64_t off, int elide, int indent)
+{
+    size_t es = pd_dtype_size(t->dtype);
+    if (d == t->ndim) {
+        double v = pdi_load((char *)t->st->data + off * (int64_t)es, t->dtype);
+        if (t->dtype == PD_BOOL) sb_printf(b, v != 0 ? "True" : "False");
+        else if (!pd_dtype_is_float(t->dtype)) sb_printf(b, "%lld", (long long)v);
+        else if (isnan(v)) sb_printf(b, "nan");
+        else if (isinf(v)) sb_printf(b, v > 0 ? "inf" : "-inf");
+        else if (v != 0 && (fabs(v) >= 1e6 || fabs(v) < 1e-4)) sb_printf(b, "%.4e", v);
+        else sb_printf(b, "%.4f", v);
+        return;
+    }
+    sb_printf(b, "[");
+    int64_t n = t->shape[d];
+    for (int64_t i = 0; i < n; i++) {
+        if (elide && n > 2 * PRINT_EDGE && i == PRINT_EDGE) {
+            sb_printf(b, d == t->ndim - 1 ? "..., " : "...,\n%*s", d == t->ndim - 1 ? 0 : indent + d + 1, "");
+            i = n - PRINT_EDGE;
+        }
+        print_rec(b, t, d + 1, off + i * t->strides[d], elide, indent);
+        if (i + 1 < n) {
+            if (d == t->ndim - 1) sb_printf(b, ", ");
+            else sb_printf(b, ",\n%*s", indent + d + 1, "");
+        }
+    }
+    sb_printf(b, "]");
+}
+
+char *pd_tensor_to_string(const struct pd_tensor *t)
+{
+    struct sbuf b = {0};
+    if (!t) { sb_printf(&b, "tensor(NULL)"); return b.s; }
+    char sh[PDI_SHAPE_BUF];
+    sb_printf(&b, "tensor(");
+    print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
+    sb_printf(&b, ", shape=%s, dtype=%s%s)", pdi_shape_str(t->shape, t->ndim, sh, sizeof sh), pd_dtype_name(t->dtype),
+              t->requires_grad ? ", requires_grad" : (t->grad_fn ? ", grad_fn" : ""));
+    return b.s;
+}
+
+void pd_tensor_print(const struct pd_tensor *t)
+{
+    char *s = pd_tensor_to_string(t);
+    if (s) { puts(s); free(s); }
+}

@@ -1,0 +1,329 @@
+/* paddle.c — the one dispatcher (DESIGN §1) and the op/kernel tables.
+ *
+ * pdi_dispatch runs, in order: check + infer meta, autocast, distribute,
+ * trace-or-run, record autograd, observe. Stages 2–4 are hooks that later
+ * modules install (NULL means "pass through"). Outputs join the current
+ * scope only after every stage succeeded, so a failure leaks nothing.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
+#define PD_OP(name, kind, n_in, n_out, flags, infer, vjp) \
+    [PD_OP_##name] = {#name, PDI_KIND_##kind, n_in, n_out, flags, infer, vjp},
+#include "ops/ops.def"
+#undef PD_OP
+};
+
+int pdi_vjp_none(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
+{
+    PDI_UNUSED(gout);
+    PDI_UNUSED(gin);
+    return pdi_errorf(PD_ERR_STATE, "%s is not differentiable", pdi_ops[n->op].name);
+}
+
+/* ---- kernel registry ------------------------------------------------- */
+static pdi_kernel_fn kernels[PDI_BACKEND_COUNT][PD_OP_COUNT][PD_DTYPE_COUNT];
+static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
+static _Thread_local int forced_backend = -1;
+
+void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn)
+{
+    if ((unsigned)be < PDI_BACKEND_COUNT && (unsigned)op < PD_OP_COUNT && (unsigned)dt < PD_DTYPE_COUNT)
+        kernels[be][op][dt] = fn;
+}
+
+void pdi_kernel_register_mask(enum pdi_backend be, enum pd_op op, unsigned mask, pdi_kernel_fn fn)
+{
+    for (int d = 0; d < PD_DTYPE_COUNT; d++)
+        if (mask & (1u << d)) pdi_kernel_register(be, op, (enum pd_dtype)d, fn);
+}
+
+pdi_kernel_fn pdi_kernel_lookup(enum pdi_backend be, enum pd_op op, enum pd_dtype dt)
+{
+    pdi_kernels_init();
+    if ((unsigned)be >= PDI_BACKEND_COUNT || (unsigned)op >= PD_OP_COUNT || (unsigned)dt >= PD_DTYPE_COUNT) return NULL;
+    return kernels[be][op][dt];
+}
+
+static void kernels_init_once(void)
+{
+#define PDI_FAMILY(name) pdi_register_##name();
+#include "kernels/families.def"
+#undef PDI_FAMILY
+}
+
+void pdi_kernels_init(void) { pthread_once(&kernels_once, kernels_init_once); }
+void pdi_force_backend(int backend) { forced_backend = backend; }
+
+/* ---- hooks and observers --------------------------------------------- */
+pdi_stage_fn pdi_autocast_hook;
+pdi_stage_fn pdi_distribute_hook;
+pdi_stage_fn pdi_trace_hook;
+
+#define MAX_OBSERVERS 16
+static struct {
+    pdi_observer_fn fn;
+    void *ctx;
+} observers[MAX_OBSERVERS];
+static int n_observers;
+static _Thread_local uint64_t op_seq;
+
+int pdi_observer_add(pdi_observer_fn fn, void *ctx)
+{
+    if (n_observers == MAX_OBSERVERS) return pdi_errorf(PD_ERR_INVALID, "too many observers (max %d)", MAX_OBSERVERS);
+    observers[n_observers].fn = fn;
+    observers[n_observers].ctx = ctx;
+    n_observers++;
+    return PD_OK;
+}
+
+void pdi_observer_remove(pdi_observer_fn fn, void *ctx)
+{
+    for (int i = 0; i < n_observers; i++) {
+        if (observers[i].fn == fn && observers[i].ctx == ctx) {
+            memmove(&observers[i], &observers[i + 1], sizeof observers[0] * (size_t)(n_observers - i - 1));
+            n_observers--;
+            return;
+        }
+    }
+}
+
+uint64_t pdi_op_seq(void) { return op_seq; }
+
+/* ---- infer helpers --------------------------------------------------- */
+void pdi_meta_of(const struct pd_tensor *t, struct pdi_meta *m)
+{
+    m->dtype = t->dtype;
+    m->ndim = t->ndim;
+    memcpy(m->shape, t->shape, sizeof m->shape);
+    memcpy(m->strides, t->strides, sizeof m->strides);
+    m->offset = t->offset;
+}
+
+int pdi_infer_same(struct pdi_call *c)
+{
+    pdi_meta_of(c->in[0], &c->meta[0]);
+    return PD_OK;
+}
+
+int pdi_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, int *nout)
+{
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t da = i < n - na ? 1 : a[i - (n - na)];
+        int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
+        if (da != db && da != 1 && db != 1) return -1;
+        out[i] = da == 1 ? db : da;
+    }
+    *nout = n;
+    return 0;
+}
+
+int pdi_infer_broadcast(struct pdi_call *c)
+{
+    int64_t shape[PD_MAX_DIMS];
+    int nd = c->in[0]->ndim;
+    memcpy(shape, c->in[0]->shape, sizeof shape);
+    for (int i = 1; i < c->n_in; i++) {
+        int64_t tmp[PD_MAX_DIMS];
+        int nt;
+        if (pdi_broadcast_shapes(shape, nd, c->in[i]->shape, c->in[i]->ndim, tmp, &nt)) {
+            char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+            return pdi_errorf(PD_ERR_INVALID, "%s: shapes %s and %s do not broadcast", pdi_ops[c->op].name,
+                              pdi_shape_str(c->in[0]->shape, c->in[0]->ndim, b0, sizeof b0),
+                              pdi_shape_str(c->in[i]->shape, c->in[i]->ndim, b1, sizeof b1));
+        }
+        memcpy(shape, tmp, sizeof shape);
+        nd = nt;
+    }
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = c->in[0]->dtype;
+    m->ndim = nd;
+    memcpy(m->shape, shape, sizeof shape);
+    return PD_OK;
+}
+
+int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned *mask)
+{
+    *mask = 0;
+    if (c->a.nv == 0) {
+        *mask = x->ndim ? (1u << x->ndim) - 1 : 0;
+        return PD_OK;
+    }
+    for (int i = 0; i < c->a.nv; i++) {
+        int ax = pdi_norm_axis((int)c->a.v[i], x->ndim);
+        if (ax < 0 || (x->ndim == 0 && c->a.v[i] != 0 && c->a.v[i] != -1))
+            return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
+                              (long long)c->a.v[i], x->ndim);
+        if (x->ndim == 0) continue;
+        if (*mask & (1u << ax))
+            return pdi_errorf(PD_ERR_INVALID, "%s: axis %d repeated", pdi_ops[c->op].name, ax);
+        *mask |= 1u << ax;
+    }
+    return PD_OK;
+}
+
+/* ---- the dispatcher -------------------------------------------------- */
+#define MAX_OUT 4
+
+/* The input whose dtype selects the kernel: the first data input. */
+static int key_input(enum pd_op op)
+{
+    return op == PD_OP_where || op == PD_OP_embedding ? 1 : 0;
+}
+
+static pdi_kernel_fn find_kernel(enum pd_op op, enum pd_dtype dt)
+{
+    if (forced_backend >= 0) return kernels[forced_backend][op][dt];
+    return kernels[PDI_BACKEND_CPU][op][dt] ? kernels[PDI_BACKEND_CPU][op][dt] : kernels[PDI_BACKEND_REF][op][dt];
+}
+
+static void release_outs(struct pdi_call *c)
+{
+    for (int j = 0; j < c->n_out; j++) {
+        if (!(c->inplace && j == 0)) pd_tensor_release(c->out[j]);
+        c->out[j] = NULL;
+    }
+}
+
+static int run(struct pdi_call *c)
+{
+    const struct pdi_opdef *d = &pdi_ops[c->op];
+    if (d->kind == PDI_KIND_VIEW) {
+        struct pdi_meta *m = &c->meta[0];
+        c->out[0] = pdi_tensor_alias(c->in[0], m->shape, m->strides, m->ndim, m->offset);
+        return c->out[0] ? PD_OK : PD_ERR_NOMEM;
+    }
+    for (int j = 0; j < c->n_out; j++) {
+        if (c->inplace && j == 0) {
+            c->out[0] = c->in[0];
+            continue;
+        }
+        c->out[j] = pdi_tensor_new(c->meta[j].shape, c->meta[j].ndim, c->meta[j].dtype);
+        if (!c->out[j]) { release_outs(c); return pd_last_status(); }
+    }
+    enum pd_dtype key = c->n_in ? c->in[key_input(c->op)]->dtype : c->meta[0].dtype;
+    pdi_kernel_fn fn = find_kernel(c->op, key);
+    if (!fn) {
+        release_outs(c);
+        return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no kernel for dtype %s", d->name, pd_dtype_name(key));
+    }
+    struct pd_kview inv_small[8], outv[MAX_OUT];
+    struct pd_kview *inv = c->n_in <= 8 ? inv_small : malloc(sizeof *inv * (size_t)c->n_in);
+    if (!inv) { release_outs(c); return pdi_errorf(PD_ERR_NOMEM, "out of memory"); }
+    for (int j = 0; j < c->n_out; j++) pdi_kview_of(c->out[j], &outv[j]);
+    for (int i = 0; i < c->n_in; i++) {
+        pdi_kview_of(c->in[i], &inv[i]);
+        if (d->kind == PDI_KIND_BROADCAST) {
+            /* Expand to the out shape: aligned right, stride 0 where broadcast. */
+            struct pd_kview e = inv[i];
+            int nd = outv[0].ndim, sh = nd - inv[i].ndim;
+            e.ndim = nd;
+            for (int k = 0; k < nd; k++) {
+                int src = k - sh;
+                e.shape[k] = outv[0].shape[k];
+                e.strides[k] = (src < 0 || inv[i].shape[src] == 1) ? 0 : inv[i].strides[src];
+            }
+            inv[i] = e;
+        }
+    }
+    struct pdi_kcall k = {c->op, c->n_in, c->n_out, inv, outv, &c->a};
+    int rc = fn(&k);
+    if (inv != inv_small) free(inv);
+    if (rc) {
+        release_outs(c);
+        if (pd_last_status() == 0) pdi_errorf(rc, "%s: kernel failed", d->name);
+        return rc;
+    }
+    return PD_OK;
+}
+
+int pdi_dispatch(struct pdi_call *c)
+{
+    const struct pdi_opdef *d = &pdi_ops[c->op];
+    pdi_kernels_init();
+    for (int j = 0; j < c->n_out; j++) c->out[j] = NULL;
+    for (int i = 0; i < c->n_in; i++)
+        if (!c->in[i]) return PD_ERR_NULL; /* keep the earlier op's message */
+    if (!(d->flags & PDI_F_VARIADIC) && (c->n_in != d->n_in || c->n_out != d->n_out))
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected %d inputs and %d outputs, got %d and %d", d->name, d->n_in,
+                          d->n_out, c->n_in, c->n_out);
+    if (c->n_out > MAX_OUT) return pdi_errorf(PD_ERR_INVALID, "%s: too many outputs", d->name);
+
+    /* 1. check and infer meta */
+    struct pdi_meta meta[MAX_OUT];
+    memset(meta, 0, sizeof meta);
+    c->meta = meta;
+    int rc = d->infer(c);
+    if (rc) return rc;
+    if (c->inplace) {
+        const struct pd_tensor *x = c->in[0];
+        if (meta[0].ndim != x->ndim || memcmp(meta[0].shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) ||
+            meta[0].dtype != x->dtype) {
+            char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+            return pdi_errorf(PD_ERR_INVALID, "%s_: result %s %s cannot be written into %s %s in place", d->name,
+                              pdi_shape_str(meta[0].shape, meta[0].ndim, b0, sizeof b0), pd_dtype_name(meta[0].dtype),
+                              pdi_shape_str(x->shape, x->ndim, b1, sizeof b1), pd_dtype_name(x->dtype));
+        }
+    }
+
+    /* 2. autocast, 3. distribute: hooks may rewrite inputs or take the call. */
+    pdi_stage_fn stages[2] = {pdi_autocast_hook, pdi_distribute_hook};
+    for (int s = 0; s < 2; s++) {
+        if (!stages[s]) continue;
+        rc = stages[s](c);
+        if (rc < 0) return rc;
+        if (rc == 1) return PD_OK;
+    }
+
+    /* 4. trace or run */
+    if (pdi_trace_hook) {
+        rc = pdi_trace_hook(c);
+        if (rc < 0) return rc;
+        if (rc == 1) return PD_OK;
+    }
+    rc = run(c);
+    if (rc) return rc;
+
+    /* 5. record autograd */
+    if (!c->inplace && !(d->flags & PDI_F_NONDIFF) && pd_is_grad_enabled()) {
+        rc = pdi_autograd_record(c);
+        if (rc) { release_outs(c); return rc; }
+    }
+
+    /* 6. observe */
+    op_seq++;
+    for (int i = 0; i < n_observers; i++) observers[i].fn(c, op_seq, observers[i].ctx);
+    for (int j = 0; j < c->n_out; j++) {
+        if (c->inplace && j == 0) { c->in[0]->st->version++; continue; }
+        if (!pdi_scope_add(c->out[j])) {
+            for (int k = j + 1; k < c->n_out; k++) pd_tensor_release(c->out[k]);
+            return PD_ERR_NOMEM;
+        }
+    }
+    return PD_OK;
+}
+
+struct pd_tensor *pdi_calln(enum pd_op op, struct pd_tensor *const *in, int n_in, const struct pdi_attrs *a)
+{
+    struct pd_tensor *out[MAX_OUT];
+    struct pdi_call c = {.op = op, .n_in = n_in, .n_out = 1, .in = in, .out = out};
+    if (a) c.a = *a;
+    return pdi_dispatch(&c) ? NULL : out[0];
+}
+
+struct pd_tensor *pdi_call1(enum pd_op op, struct pd_tensor *x, const struct pdi_attrs *a)
+{
+    struct pd_tensor *in[1] = {x};
+    return pdi_calln(op, in, 1, a);
+}
+
+struct pd_tensor *pdi_call2(enum pd_op op, struct pd_tensor *x, struct pd_tensor *y, const struct pdi_attrs *a)
+{
+    struct pd_tensor *in[2] = {x, y};
+    return pdi_calln(op, in, 2, a);
+}
