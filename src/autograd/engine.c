@@ -18,7 +18,13 @@ struct target {              /* pd_grad: where a requested gradient is caught */
     struct pd_tensor *grad;  /* accumulated (owned reference) */
 };
 
+struct leaf_grad {           /* a leaf's gradient summed over this run */
+    struct pd_tensor *leaf, *grad;
+};
+
 struct run {
+    struct leaf_grad *leaves;
+    int n_leaves, cap_leaves;
     struct pdi_node **nodes;
     int n, cap;
     uint64_t epoch;
@@ -90,12 +96,30 @@ static struct target *find_leaf_target(struct run *r, struct pd_tensor *leaf)
     return NULL;
 }
 
+/* Sum a leaf's incoming gradients over the run; hooks and .grad see the
+ * total once (flush_leaves), as PyTorch's AccumulateGrad does. */
 static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
 {
     if (r->targets) {
         struct target *t = find_leaf_target(r, leaf);
         return t ? accumulate(&t->grad, g, r->create_graph) : PD_OK;
     }
+    for (int i = 0; i < r->n_leaves; i++)
+        if (r->leaves[i].leaf == leaf) return accumulate(&r->leaves[i].grad, g, r->create_graph);
+    if (r->n_leaves == r->cap_leaves) {
+        int nc = r->cap_leaves ? r->cap_leaves * 2 : 16;
+        struct leaf_grad *nl = realloc(r->leaves, sizeof *nl * (size_t)nc);
+        if (!nl) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+        r->leaves = nl;
+        r->cap_leaves = nc;
+    }
+    r->leaves[r->n_leaves].leaf = leaf;
+    r->leaves[r->n_leaves].grad = NULL;
+    return accumulate(&r->leaves[r->n_leaves++].grad, g, r->create_graph);
+}
+
+static int flush_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
+{
     g = run_hooks(leaf->hooks, g);
     if (!g) return pd_last_status() ? pd_last_status() : PD_ERR_STATE;
     if (!r->create_graph && g->grad_fn) g = pd_detach(g);
@@ -223,12 +247,19 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         pd_scope_end();
         for (int j = 0; j < r->nodes[k]->n_out; j++) { pd_tensor_release(r->buf[k][j]); r->buf[k][j] = NULL; }
     }
+    for (int i = 0; i < r->n_leaves && rc == PD_OK; i++) {
+        pd_scope_begin();
+        rc = flush_leaf(r, r->leaves[i].leaf, r->leaves[i].grad);
+        pd_scope_end();
+    }
     pd_set_grad_enabled(prev);
     return rc;
 }
 
 static void run_free(struct run *r)
 {
+    for (int i = 0; i < r->n_leaves; i++) pd_tensor_release(r->leaves[i].grad);
+    free(r->leaves);
     if (r->buf)
         for (int k = 0; k < r->n; k++) {
             if (!r->buf[k]) continue;

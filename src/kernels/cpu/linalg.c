@@ -1,0 +1,606 @@
+/* paddle.c — CPU kernels for matmul (oneDNN), and the oneDNN plumbing shared
+ * with cpu/conv.c: the engine, per-thread streams, a cache of primitives,
+ * and strided pack/convert helpers.
+ *
+ * matmul, by dtype:
+ *   f32   dnnl_sgemm on the operands' own memory: a matrix whose last two
+ *         dims have a unit stride in either dim is passed as 'N' or 'T' with
+ *         its leading dimension, so contiguous and transposed views are not
+ *         copied; other layouts are packed once. Broadcast batch dims are a
+ *         loop over offsets (stride 0); a batched a times a 2-d b folds the
+ *         batch into M (one GEMM, the linear-layer case). Many small
+ *         matrices run one GEMM per OpenMP thread.
+ *   bf16  the oneDNN matmul primitive (bf16 in, f32 accumulation, bf16 out),
+ *         cached by (shapes, strides); where the CPU has no bf16 support
+ *         (oneDNN answers "unimplemented", e.g. AVX2 machines) the operands
+ *         are widened to f32 and go through sgemm.
+ *   f16   widened to f32, sgemm, rounded back.
+ *   f64   a blocked C kernel (OpenMP over rows); for gradchecks.
+ * Outputs are fresh contiguous tensors (the dispatcher allocates them), and
+ * a beta = 0 GEMM never reads them, so they are not zero-filled (except for
+ * K = 0, where there is nothing to multiply).
+ *
+ * Cache: entries are refcounted; the cache owns one reference and a caller
+ * one while executing, so eviction never frees a primitive in use. Creation
+ * happens under the cache mutex (rare); execution does not hold it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels/cpu/linalg_dnnl.h"
+
+/* ---- engine and streams ---------------------------------------------- */
+static dnnl_engine_t engine;
+static int engine_status = 1; /* 1: not tried */
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static pthread_key_t stream_key;
+
+static void stream_free(void *s) { dnnl_stream_destroy((dnnl_stream_t)s); }
+
+static void engine_init(void)
+{
+    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0) == dnnl_success ? 0 : -1;
+    if (engine_status == 0 && pthread_key_create(&stream_key, stream_free)) engine_status = -1;
+}
+
+dnnl_engine_t pdi_dnnl_engine(void)
+{
+    pthread_once(&engine_once, engine_init);
+    return engine_status == 0 ? engine : NULL;
+}
+
+static dnnl_stream_t thread_stream(void)
+{
+    if (!pdi_dnnl_engine()) return NULL;
+    dnnl_stream_t s = pthread_getspecific(stream_key);
+    if (!s) {
+        if (dnnl_stream_create(&s, engine, dnnl_stream_default_flags) != dnnl_success) return NULL;
+        pthread_setspecific(stream_key, s);
+    }
+    return s;
+}
+
+/* ---- primitive cache ------------------------------------------------- */
+#define CACHE_CAP 128
+static struct pdi_dnnl_entry *cache[CACHE_CAP];
+static uint64_t cache_clock;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_free(struct pdi_dnnl_entry *e)
+{
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    if (e->pd) dnnl_primitive_desc_destroy(e->pd);
+    free(e);
+}
+
+void pdi_dnnl_put(struct pdi_dnnl_entry *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&cache_mu);
+    int last = --e->refs == 0;
+    pthread_mutex_unlock(&cache_mu);
+    if (last) entry_free(e);
+}
+
+struct pdi_dnnl_entry *pdi_dnnl_get(const void *key, size_t klen, pdi_dnnl_build_fn build)
+{
+    if (klen > PDI_DNNL_KEY_MAX) return pdi_error(PD_ERR_INVALID, "oneDNN cache: key of %zu bytes is too long", klen);
+    if (!pdi_dnnl_engine()) return pdi_error(PD_ERR_UNSUPPORTED, "oneDNN: cannot create a CPU engine");
+    pthread_mutex_lock(&cache_mu);
+    int victim = 0;
+    for (int i = 0; i < CACHE_CAP; i++) {
+        struct pdi_dnnl_entry *e = cache[i];
+        if (e && e->klen == klen && !memcmp(e->key, key, klen)) {
+            e->stamp = ++cache_clock;
+            e->refs++;
+            pthread_mutex_unlock(&cache_mu);
+            return e;
+        }
+        if (!e) victim = i;
+        else if (cache[victim] && e->stamp < cache[victim]->stamp) victim = i;
+    }
+    struct pdi_dnnl_entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        pthread_mutex_unlock(&cache_mu);
+        return pdi_error(PD_ERR_NOMEM, "out of memory (oneDNN cache)");
+    }
+    memcpy(e->key, key, klen);
+    e->klen = klen;
+    dnnl_status_t st = build(key, e);
+    if (st == dnnl_success && e->pd) {
+        const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+        e->scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
+        if (!e->prim && dnnl_primitive_create(&e->prim, e->pd) != dnnl_success) st = dnnl_runtime_error;
+    }
+    if (st != dnnl_success) {
+        /* "unimplemented" is remembered (the caller takes another path);
+         * anything else is an error and is not cached. */
+        if (e->prim) dnnl_primitive_destroy(e->prim);
+        if (e->pd) dnnl_primitive_desc_destroy(e->pd);
+        e->prim = NULL;
+        e->pd = NULL;
+        if (st != dnnl_unimplemented) {
+            pthread_mutex_unlock(&cache_mu);
+            free(e);
+            return pdi_error(PD_ERR_UNSUPPORTED, "oneDNN: cannot create a primitive (status %d)", (int)st);
+        }
+    }
+    if (cache[victim]) {
+        struct pdi_dnnl_entry *old = cache[victim];
+        if (--old->refs == 0) entry_free(old);
+    }
+    e->refs = 2; /* the cache's and the caller's */
+    e->stamp = ++cache_clock;
+    cache[victim] = e;
+    pthread_mutex_unlock(&cache_mu);
+    return e;
+}
+
+int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args)
+{
+    dnnl_stream_t s = thread_stream();
+    if (!s) return pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot create a stream");
+    dnnl_exec_arg_t ex[PDI_DNNL_MAX_ARGS + 1];
+    int m = 0, rc = PD_OK;
+    void *scratch = NULL;
+    if (n > PDI_DNNL_MAX_ARGS) return pdi_errorf(PD_ERR_INVALID, "oneDNN: too many arguments");
+    for (int i = 0; i < n; i++) {
+        ex[m].arg = args[i].arg;
+        if (dnnl_memory_create(&ex[m].memory, args[i].md, engine, args[i].ptr) != dnnl_success) {
+            rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap argument %d", args[i].arg);
+            goto out;
+        }
+        m++;
+    }
+    if (e->scratch) {
+        scratch = pdi_alloc(e->scratch);
+        const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+        if (!scratch || dnnl_memory_create(&ex[m].memory, sp, engine, scratch) != dnnl_success) {
+            rc = pdi_errorf(PD_ERR_NOMEM, "oneDNN: out of memory for a %zu-byte scratchpad", e->scratch);
+            goto out;
+        }
+        ex[m++].arg = DNNL_ARG_SCRATCHPAD;
+    }
+    if (dnnl_primitive_execute(e->prim, s, m, ex) != dnnl_success || dnnl_stream_wait(s) != dnnl_success)
+        rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: primitive execution failed");
+out:
+    for (int i = 0; i < m; i++) dnnl_memory_destroy(ex[i].memory);
+    if (scratch) pdi_free(scratch, e->scratch);
+    return rc;
+}
+
+dnnl_primitive_attr_t pdi_dnnl_user_scratchpad(void)
+{
+    dnnl_primitive_attr_t a = NULL;
+    if (dnnl_primitive_attr_create(&a) != dnnl_success) return NULL;
+    dnnl_primitive_attr_set_scratchpad_mode(a, dnnl_scratchpad_mode_user);
+    return a;
+}
+
+dnnl_data_type_t pdi_dnnl_dt(enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_F32: return dnnl_f32;
+    case PD_BF16: return dnnl_bf16;
+    case PD_F16: return dnnl_f16;
+    default: return dnnl_data_type_undef;
+    }
+}
+
+/* ---- conversions and packing ----------------------------------------- */
+static inline float bf16_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1);                                            /* nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+static inline float f16_f32(uint16_t h)
+{
+#ifdef __F16C__
+    return _cvtsh_ss(h);
+#else
+    return pd_f16_to_f32(h);
+#endif
+}
+
+static inline uint16_t f32_f16(float f)
+{
+#ifdef __F16C__
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
+    return pd_f32_to_f16(f);
+#endif
+}
+
+static inline float load_f(const char *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_F32: return *(const float *)p;
+    case PD_BF16: return bf16_f32(*(const uint16_t *)p);
+    case PD_F16: return f16_f32(*(const uint16_t *)p);
+    default: return (float)pdi_load(p, dt);
+    }
+}
+
+static inline void store_f(char *p, enum pd_dtype dt, float v)
+{
+    switch (dt) {
+    case PD_F32: *(float *)p = v; break;
+    case PD_BF16: *(uint16_t *)p = f32_bf16(v); break;
+    case PD_F16: *(uint16_t *)p = f32_f16(v); break;
+    default: pdi_store(p, dt, v);
+    }
+}
+
+struct conv_ctx {
+    enum pd_dtype dd, sd;
+};
+
+/* One run of pdi_iter: p[0] destination, p[1] source. */
+static void convert_run(char **p, const int64_t *st, int64_t n, void *ctx)
+{
+    const struct conv_ctx *c = ctx;
+    size_t ds = pd_dtype_size(c->dd), ss = pd_dtype_size(c->sd);
+    if (c->dd == c->sd && st[0] == (int64_t)ds && st[1] == (int64_t)ss) {
+        memcpy(p[0], p[1], (size_t)n * ds);
+        return;
+    }
+    if (c->dd == PD_F64 || c->sd == PD_F64) {
+        for (int64_t i = 0; i < n; i++) pdi_store(p[0] + i * st[0], c->dd, pdi_load(p[1] + i * st[1], c->sd));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) store_f(p[0] + i * st[0], c->dd, load_f(p[1] + i * st[1], c->sd));
+}
+
+void pdi_linalg_copy(const struct pd_kview *dst, const struct pd_kview *src)
+{
+    struct pd_kview d = *dst, s = *src;
+    struct pd_kview *ops[2] = {&d, &s};
+    struct conv_ctx c = {dst->dtype, src->dtype};
+    pdi_iter(2, ops, dst->shape, dst->ndim, convert_run, &c);
+}
+
+/* A contiguous view of shape like v over buf. */
+void pdi_linalg_contig_view(const struct pd_kview *like, enum pd_dtype dt, void *buf, struct pd_kview *out)
+{
+    out->data = buf;
+    out->dtype = dt;
+    out->ndim = like->ndim;
+    memcpy(out->shape, like->shape, sizeof out->shape);
+    pdi_contiguous_strides(like->shape, like->ndim, out->strides);
+}
+
+void *pdi_linalg_pack(const struct pd_kview *v, enum pd_dtype dt, struct pd_kview *out)
+{
+    int64_t n = pdi_kview_numel(v);
+    size_t bytes = (size_t)(n > 0 ? n : 1) * pd_dtype_size(dt);
+    void *buf = pdi_alloc(bytes);
+    if (!buf) return pdi_error(PD_ERR_NOMEM, "out of memory (%zu bytes to pack an operand)", bytes);
+    pdi_linalg_contig_view(v, dt, buf, out);
+    pdi_linalg_copy(out, v);
+    return buf;
+}
+
+void pdi_linalg_unpack_free(void *buf, const struct pd_kview *v)
+{
+    if (buf) pdi_free(buf, (size_t)(pdi_kview_numel(v) > 0 ? pdi_kview_numel(v) : 1) * pd_dtype_size(v->dtype));
+}
+
+/* ---- matmul geometry ------------------------------------------------- */
+/* op(X) of one operand: rows x cols per batch, element strides rs/cs of
+ * op(X), and per out-batch-dim strides (0 where X is broadcast). */
+struct opnd {
+    const char *data;
+    int64_t rows, cols, rs, cs;
+    int64_t bst[PD_MAX_DIMS];
+};
+
+static void opnd_of(const struct pd_kview *v, int trans, const struct pd_kview *y, struct opnd *o)
+{
+    int nd = v->ndim, nb = y->ndim - 2, sh = nb - (nd - 2);
+    int64_t r = v->shape[nd - 2], c = v->shape[nd - 1], rs = v->strides[nd - 2], cs = v->strides[nd - 1];
+    o->data = v->data;
+    o->rows = trans ? c : r;
+    o->cols = trans ? r : c;
+    o->rs = trans ? cs : rs;
+    o->cs = trans ? rs : cs;
+    for (int d = 0; d < nb; d++) {
+        int dv = d - sh;
+        o->bst[d] = (dv < 0 || v->shape[dv] == 1) ? 0 : v->strides[dv];
+    }
+}
+
+/* Row-major BLAS form of op(X): 'N' with ld = row stride (unit column
+ * stride), or 'T' with ld = column stride (unit row stride). Strides of
+ * size-1 dims are free. Returns 0 if neither fits (pack first). */
+static char blas_form(const struct opnd *o, int64_t *ld)
+{
+    int64_t r = o->rows, c = o->cols;
+    int64_t cs = c <= 1 ? 1 : o->cs, rs = r <= 1 ? (c > 1 ? c : 1) : o->rs;
+    if (cs == 1 && rs >= (c > 1 ? c : 1)) { *ld = rs; return 'N'; }
+    rs = r <= 1 ? 1 : o->rs;
+    cs = c <= 1 ? (r > 1 ? r : 1) : o->cs;
+    if (rs == 1 && cs >= (r > 1 ? r : 1)) { *ld = cs; return 'T'; }
+    return 0;
+}
+
+static int64_t batch_offset(const int64_t *bst, const int64_t *bshape, int nb, int64_t t)
+{
+    int64_t off = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        off += (t % bshape[d]) * bst[d];
+        t /= bshape[d];
+    }
+    return off;
+}
+
+/* Can the batch of a fold into M? (a advances by M rows per batch step
+ * over every non-trivial out batch dim, and b is the same for all.) */
+static int can_fold(const struct opnd *a, const struct opnd *b, char fa, int64_t lda, const int64_t *bshape, int nb)
+{
+    if (fa != 'N') return 0;
+    int64_t want = a->rows * lda;
+    for (int d = nb - 1; d >= 0; d--) {
+        if (bshape[d] == 1) continue;
+        if (b->bst[d] != 0 || a->bst[d] != want) return 0;
+        want *= bshape[d];
+    }
+    return 1;
+}
+
+/* ---- f32 through sgemm ----------------------------------------------- */
+/* y (contiguous f32 [batch..., M, N]) = op(a) op(b) for f32 operands. */
+static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, const int64_t *bshape, int nb)
+{
+    int64_t m = a->rows, k = a->cols, n = b->cols, lda = 0, ldb = 0;
+    char fa = blas_form(a, &lda), fb = blas_form(b, &ldb);
+    int64_t batch = pdi_numel(bshape, nb);
+    if (can_fold(a, b, fa, lda, bshape, nb)) {
+        m *= batch;
+        batch = 1;
+    }
+    const float *pa = (const float *)a->data, *pb = (const float *)b->data;
+    /* Small matrices: one GEMM per thread (oneDNN runs single-threaded inside
+     * a parallel region); large ones: oneDNN's own threading per GEMM. */
+    int par = batch > 1 && pdi_num_threads() > 1 && (m * n * k <= 160 * 160 * 160 || batch >= 4 * pdi_num_threads());
+    int bad = 0;
+#pragma omp parallel for schedule(dynamic, 1) if (par) reduction(| : bad)
+    for (int64_t t = 0; t < batch; t++) {
+        const float *at = pa + (batch > 1 ? batch_offset(a->bst, bshape, nb, t) : 0);
+        const float *bt = pb + (batch > 1 ? batch_offset(b->bst, bshape, nb, t) : 0);
+        if (dnnl_sgemm(fa, fb, m, n, k, 1.0f, at, lda, bt, ldb, 0.0f, y + t * m * n, n) != dnnl_success) bad = 1;
+    }
+    return bad ? pdi_errorf(PD_ERR_UNSUPPORTED, "matmul: dnnl_sgemm failed (M %lld, N %lld, K %lld)", (long long)m,
+                            (long long)n, (long long)k)
+               : PD_OK;
+}
+
+/* Makes o describe v as an f32 operand in a BLAS form: v itself when it
+ * already is one, else a packed f32 copy (*buf, to free). */
+static int prepare(const struct pd_kview *v, int trans, const struct pd_kview *y, struct opnd *o, void **buf,
+                   struct pd_kview *packed)
+{
+    int64_t ld;
+    *buf = NULL;
+    opnd_of(v, trans, y, o);
+    if (v->dtype == PD_F32 && blas_form(o, &ld)) return PD_OK;
+    if (!(*buf = pdi_linalg_pack(v, PD_F32, packed))) return pd_last_status();
+    opnd_of(packed, trans, y, o);
+    return PD_OK;
+}
+
+/* ---- the oneDNN matmul primitive (bf16; f32 on request) --------------- */
+struct mm_key {
+    int kind, dt, nd, pad;
+    int64_t dims[3][PD_MAX_DIMS], strides[3][PD_MAX_DIMS];
+};
+
+static dnnl_status_t build_matmul(const void *key, struct pdi_dnnl_entry *e)
+{
+    const struct mm_key *k = key;
+    dnnl_memory_desc_t md[3];
+    for (int i = 0; i < 3; i++) {
+        dnnl_dims_t d, s;
+        for (int j = 0; j < k->nd; j++) { d[j] = k->dims[i][j]; s[j] = k->strides[i][j]; }
+        dnnl_status_t st = dnnl_memory_desc_init_by_strides(&md[i], k->nd, d, (dnnl_data_type_t)k->dt, s);
+        if (st != dnnl_success) return st;
+    }
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t st = dnnl_matmul_desc_init(&desc, &md[0], &md[1], NULL, &md[2]);
+    if (st != dnnl_success) return st;
+    dnnl_primitive_attr_t attr = pdi_dnnl_user_scratchpad();
+    st = dnnl_primitive_desc_create(&e->pd, &desc, attr, pdi_dnnl_engine(), NULL);
+    dnnl_primitive_attr_destroy(attr);
+    for (int i = 0; i < 3; i++) e->md[i] = md[i];
+    return st;
+}
+
+/* Fills the key rows for one operand (BLAS form required). */
+static void key_operand(struct mm_key *k, int i, const struct opnd *o, char form, int64_t ld, const int64_t *bshape,
+                        int nb)
+{
+    int64_t outer = 1;
+    for (int d = 0; d < nb; d++)
+        if (o->bst[d] > outer) outer = o->bst[d];
+    outer *= 2; /* any stride beyond the others suits a size-1 dim */
+    if (outer < ld * (o->rows > o->cols ? o->rows : o->cols)) outer = ld * (o->rows > o->cols ? o->rows : o->cols) + 1;
+    for (int d = 0; d < nb; d++) {
+        k->dims[i][d] = o->bst[d] ? bshape[d] : 1;
+        k->strides[i][d] = o->bst[d] ? o->bst[d] : outer;
+    }
+    k->dims[i][nb] = o->rows;
+    k->dims[i][nb + 1] = o->cols;
+    k->strides[i][nb] = form == 'N' ? ld : 1;
+    k->strides[i][nb + 1] = form == 'N' ? 1 : ld;
+}
+
+/* 1: done; 0: not available (unimplemented here, take another path). */
+static int matmul_primitive(const struct opnd *a, const struct opnd *b, const struct pd_kview *y, int *rc)
+{
+    int nb = y->ndim - 2;
+    int64_t lda, ldb;
+    char fa = blas_form(a, &lda), fb = blas_form(b, &ldb);
+    if (!fa || !fb) return 0;
+    struct mm_key k;
+    memset(&k, 0, sizeof k);
+    k.kind = 1;
+    k.dt = pdi_dnnl_dt(y->dtype);
+    k.nd = y->ndim;
+    key_operand(&k, 0, a, fa, lda, y->shape, nb);
+    key_operand(&k, 1, b, fb, ldb, y->shape, nb);
+    for (int d = 0; d < y->ndim; d++) {
+        k.dims[2][d] = y->shape[d];
+        k.strides[2][d] = y->strides[d];
+    }
+    struct pdi_dnnl_entry *e = pdi_dnnl_get(&k, sizeof k, build_matmul);
+    if (!e) { *rc = pd_last_status(); return 1; }
+    if (!e->prim) { pdi_dnnl_put(e); return 0; }
+    struct pdi_dnnl_arg args[3] = {
+        {DNNL_ARG_SRC, &e->md[0], (void *)a->data},
+        {DNNL_ARG_WEIGHTS, &e->md[1], (void *)b->data},
+        {DNNL_ARG_DST, &e->md[2], y->data},
+    };
+    *rc = pdi_dnnl_run(e, 3, args);
+    pdi_dnnl_put(e);
+    return 1;
+}
+
+/* PD_DNNL_MATMUL=1 routes f32 through the primitive too (for comparison). */
+static int f32_primitive = -1;
+
+static int use_f32_primitive(void)
+{
+    if (f32_primitive < 0) {
+        const char *s = getenv("PD_DNNL_MATMUL");
+        f32_primitive = s && s[0] == '1';
+    }
+    return f32_primitive;
+}
+
+/* ---- f64 ------------------------------------------------------------- */
+#define F64_MB 16
+#define F64_KC 128
+#define F64_NC 256
+
+/* y (contiguous [batch..., M, N]) = op(a) op(b) in double: row blocks of
+ * op(a) over threads, blocked over K and N so a tile of op(b) stays in L2;
+ * the inner loop runs along a row of op(b) (vectorised when contiguous). */
+static int matmul_f64(const struct pdi_kcall *kc, const struct opnd *a0, const struct opnd *b0, const int64_t *bshape,
+                      int nb)
+{
+    const struct pd_kview *y = &kc->out[0];
+    int64_t m = a0->rows, k = a0->cols, n = b0->cols, batch = pdi_numel(bshape, nb);
+    double *out = (double *)y->data;
+    int nt = m * n * k * batch >= 32768 ? pdi_num_threads() : 1;
+    int64_t mblocks = (m + F64_MB - 1) / F64_MB;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t task = 0; task < batch * mblocks; task++) {
+        int64_t t = task / mblocks, i0 = (task % mblocks) * F64_MB, i1 = i0 + F64_MB < m ? i0 + F64_MB : m;
+        const double *pa = (const double *)a0->data + batch_offset(a0->bst, bshape, nb, t);
+        const double *pb = (const double *)b0->data + batch_offset(b0->bst, bshape, nb, t);
+        double *c = out + t * m * n;
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t j = 0; j < n; j++) c[i * n + j] = 0;
+        for (int64_t p0 = 0; p0 < k; p0 += F64_KC) {
+            int64_t p1 = p0 + F64_KC < k ? p0 + F64_KC : k;
+            for (int64_t j0 = 0; j0 < n; j0 += F64_NC) {
+                int64_t j1 = j0 + F64_NC < n ? j0 + F64_NC : n;
+                for (int64_t i = i0; i < i1; i++) {
+                    double *ci = c + i * n;
+                    for (int64_t p = p0; p < p1; p++) {
+                        double av = pa[i * a0->rs + p * a0->cs];
+                        const double *bp = pb + p * b0->rs;
+                        if (b0->cs == 1) {
+                            for (int64_t j = j0; j < j1; j++) ci[j] += av * bp[j];
+                        } else {
+                            for (int64_t j = j0; j < j1; j++) ci[j] += av * bp[j * b0->cs];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return PD_OK;
+}
+
+/* ---- the kernel ------------------------------------------------------ */
+static int cpu_matmul(const struct pdi_kcall *kc)
+{
+    const struct pd_kview *av = &kc->in[0], *bv = &kc->in[1], *y = &kc->out[0];
+    int ta = (int)kc->a->i[0], tb = (int)kc->a->i[1], nb = y->ndim - 2;
+    enum pd_dtype dt = y->dtype;
+    int64_t ny = pdi_kview_numel(y);
+    if (ny == 0) return PD_OK;
+    struct opnd a, b;
+    opnd_of(av, ta, y, &a);
+    opnd_of(bv, tb, y, &b);
+    if (a.cols == 0) { /* K = 0: an empty sum */
+        memset(y->data, 0, (size_t)ny * pd_dtype_size(dt));
+        return PD_OK;
+    }
+    if (dt == PD_F64) return matmul_f64(kc, &a, &b, y->shape, nb);
+
+    int rc = PD_OK;
+    struct pd_kview pa, pb;
+    void *ba = NULL, *bb = NULL;
+    if (dt == PD_BF16 || (dt == PD_F32 && use_f32_primitive())) {
+        /* keep the operands in their dtype; pack only layouts without a BLAS form */
+        int64_t ld;
+        if (!blas_form(&a, &ld)) {
+            if (!(ba = pdi_linalg_pack(av, dt, &pa))) return pd_last_status();
+            opnd_of(&pa, ta, y, &a);
+        }
+        if (!blas_form(&b, &ld)) {
+            if (!(bb = pdi_linalg_pack(bv, dt, &pb))) { pdi_linalg_unpack_free(ba, &pa); return pd_last_status(); }
+            opnd_of(&pb, tb, y, &b);
+        }
+        int done = matmul_primitive(&a, &b, y, &rc);
+        pdi_linalg_unpack_free(ba, &pa);
+        pdi_linalg_unpack_free(bb, &pb);
+        if (done) return rc;
+        ba = bb = NULL;
+        opnd_of(av, ta, y, &a);
+        opnd_of(bv, tb, y, &b);
+    }
+    /* f32 sgemm; other dtypes widened to f32 first */
+    int widen = dt != PD_F32;
+    float *out = widen ? NULL : (float *)y->data;
+    rc = prepare(av, ta, y, &a, &ba, &pa);
+    if (!rc) rc = prepare(bv, tb, y, &b, &bb, &pb);
+    if (!rc && widen && !(out = pdi_alloc((size_t)ny * sizeof(float))))
+        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%lld floats)", (long long)ny);
+    if (!rc) rc = sgemm_batched(&a, &b, out, y->shape, nb);
+    if (!rc && widen) {
+        struct pd_kview ov;
+        pdi_linalg_contig_view(y, PD_F32, out, &ov);
+        pdi_linalg_copy(y, &ov);
+    }
+    if (widen && out) pdi_free(out, (size_t)ny * sizeof(float));
+    pdi_linalg_unpack_free(ba, &pa);
+    pdi_linalg_unpack_free(bb, &pb);
+    return rc;
+}
+
+void pdi_register_cpu_linalg(void)
+{
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_matmul, PDI_DT_FLOATS, cpu_matmul);
+    pdi_register_cpu_conv();
+}

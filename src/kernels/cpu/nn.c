@@ -1,0 +1,571 @@
+/* paddle.c — CPU kernels for the nn family: softmax, log_softmax, nll_loss,
+ * layer_norm, rms_norm, embedding, one_hot.
+ *
+ * Row ops (softmax over an axis, the norms over trailing dims) share one
+ * driver: a "row" is a 1-d strided run of the input; rows are split over
+ * OpenMP threads; each row is computed in the compute type (f32 for
+ * f32/bf16/f16, f64 for f64) either in place in the output (when it already
+ * has that type) or in a per-thread row buffer, so bf16/f16 are widened a
+ * row at a time while the row is hot in cache. Sums are accumulated in f32
+ * blocks of NN_BLOCK elements added into a double, which keeps long rows
+ * accurate at f32 speed. Softmax over a non-last axis of a contiguous f32
+ * tensor runs column blocks instead, vectorised across the inner dim.
+ * exp is a branch-free Cody-Waite + polynomial exp that vectorises and keeps
+ * NaN, inf and subnormal results right (libm's expf does not vectorise).
+ * Index values are checked before any read; a bad one fails the call.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
+#include "core/internal.h"
+
+/* FP ops here never trap, so GCC may if-convert the clamps in exp_f32 and
+ * vectorise every loop that calls it (with the default -ftrapping-math it
+ * refuses to compute the polynomial speculatively). Results are unchanged. */
+#pragma GCC optimize("no-trapping-math")
+
+#define NN_BLOCK 256
+#define NN_GRAIN 16384 /* elements below which a kernel stays on one thread */
+
+/* ---- scalar helpers -------------------------------------------------- */
+static inline float bf16_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Round to nearest even; NaN stays a quiet NaN (as pd_f32_to_bf16). */
+static inline uint16_t f32_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t r = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : r;
+}
+
+/* exp(x) = 2^n exp(r), n = round(x / ln2), |r| <= ln2/2; Cephes polynomial
+ * (~1 ulp). 2^n is applied as two halves so subnormal results are right;
+ * x is clamped to [-104, 89] (exp underflows to 0 / overflows to inf there);
+ * NaN passes the clamps and comes out NaN. */
+static inline float exp_f32(float x)
+{
+    float xc = x < -104.0f ? -104.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
+    float n = t - 12582912.0f;
+    float r = xc - n * 0.693145751953125f;
+    r = r - n * 1.428606765330187e-06f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t ti;
+    memcpy(&ti, &t, 4);
+    int32_t ni = ti - 0x4B400000, e1 = ni >> 1, e2 = ni - e1;
+    uint32_t b1 = (uint32_t)(e1 + 127) << 23, b2 = (uint32_t)(e2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, 4);
+    memcpy(&s2, &b2, 4);
+    return p * s1 * s2;
+}
+
+static inline int64_t load_index(const char *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    default: return 0;
+    }
+}
+
+/* Element offset of linear index lin over dims [d0, d1) of v, skipping dim
+ * `skip` (row-major order over the remaining dims). */
+static int64_t lin_offset(const struct pd_kview *v, int d0, int d1, int skip, int64_t lin)
+{
+    int64_t off = 0;
+    for (int d = d1 - 1; d >= d0; d--) {
+        if (d == skip) continue;
+        int64_t sz = v->shape[d];
+        off += (lin % sz) * v->strides[d];
+        lin /= sz;
+    }
+    return off;
+}
+
+/* ---- row conversions to/from the compute type ------------------------ */
+static void load_row(const char *p, int64_t stride, enum pd_dtype dt, void *dst, enum pd_dtype ct, int64_t n)
+{
+    if (ct == PD_F64) {
+        double *d = dst;
+        if (dt == PD_F64 && stride == 1) { memcpy(d, p, (size_t)n * sizeof *d); return; }
+        int64_t sb = stride * (int64_t)pd_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++) d[i] = pdi_load(p + i * sb, dt);
+        return;
+    }
+    float *d = dst;
+    if (stride == 1) {
+        switch (dt) {
+        case PD_F32: memcpy(d, p, (size_t)n * sizeof *d); return;
+        case PD_BF16: {
+            const uint16_t *s = (const uint16_t *)p;
+            for (int64_t i = 0; i < n; i++) d[i] = bf16_f32(s[i]);
+            return;
+        }
+        case PD_F16: {
+            const uint16_t *s = (const uint16_t *)p;
+            int64_t i = 0;
+#ifdef __F16C__
+            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+#endif
+            for (; i < n; i++) d[i] = pd_f16_to_f32(s[i]);
+            return;
+        }
+        default: break;
+        }
+    }
+    int64_t sb = stride * (int64_t)pd_dtype_size(dt);
+    switch (dt) {
+    case PD_F32: for (int64_t i = 0; i < n; i++) d[i] = *(const float *)(p + i * sb); break;
+    case PD_BF16: for (int64_t i = 0; i < n; i++) d[i] = bf16_f32(*(const uint16_t *)(p + i * sb)); break;
+    default: for (int64_t i = 0; i < n; i++) d[i] = (float)pdi_load(p + i * sb, dt); break;
+    }
+}
+
+static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride, enum pd_dtype dt, int64_t n)
+{
+    int64_t sb = stride * (int64_t)pd_dtype_size(dt);
+    if (ct == PD_F64) {
+        const double *s = src;
+        if (dt == PD_F64 && stride == 1) { memcpy(p, s, (size_t)n * sizeof *s); return; }
+        for (int64_t i = 0; i < n; i++) pdi_store(p + i * sb, dt, s[i]);
+        return;
+    }
+    const float *s = src;
+    if (stride == 1 && dt == PD_BF16) {
+        uint16_t *d = (uint16_t *)p;
+        for (int64_t i = 0; i < n; i++) d[i] = f32_bf16(s[i]);
+        return;
+    }
+    if (stride == 1 && dt == PD_F16) {
+        uint16_t *d = (uint16_t *)p;
+        int64_t i = 0;
+#ifdef __F16C__
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+        for (; i < n; i++) d[i] = pd_f32_to_f16(s[i]);
+        return;
+    }
+    switch (dt) {
+    case PD_F32: for (int64_t i = 0; i < n; i++) *(float *)(p + i * sb) = s[i]; break;
+    case PD_BF16: for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * sb) = f32_bf16(s[i]); break;
+    default: for (int64_t i = 0; i < n; i++) pdi_store(p + i * sb, dt, s[i]); break;
+    }
+}
+
+/* ---- row math, in f32 and f64 ---------------------------------------- */
+/* softmax / log_softmax of one contiguous row; y may alias x. */
+#define NN_SOFTMAX_ROW(T, SFX, EXP, LOG)                                                            \
+    static void softmax_row_##SFX(const T *x, T *y, int64_t n, int log_out)                        \
+    {                                                                                               \
+        T m = -INFINITY;                                                                            \
+        _Pragma("omp simd reduction(max : m)") for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m; \
+        double s = 0;                                                                               \
+        for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
+            int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
+            T bs = 0;                                                                               \
+            if (log_out) {                                                                          \
+                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += EXP(x[j] - m); \
+            } else {                                                                                \
+                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) {          \
+                    T e = EXP(x[j] - m);                                                            \
+                    y[j] = e;                                                                       \
+                    bs += e;                                                                        \
+                }                                                                                   \
+            }                                                                                       \
+            s += bs;                                                                                \
+        }                                                                                           \
+        if (log_out) {                                                                              \
+            T ls = (T)LOG(s);                                                                       \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = (x[j] - m) - ls;             \
+        } else {                                                                                    \
+            T inv = (T)(1.0 / s);                                                                   \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] *= inv;                        \
+        }                                                                                           \
+    }
+
+/* layer_norm (centre = 1) / rms_norm of one contiguous row: two passes
+ * (mean, then the second moment about it); y may alias x. The mean is
+ * summed relative to x[0] and subtracted as a head (mu) and tail (mulo)
+ * pair, so a large common offset does not cost the f32 path its accuracy
+ * (a row 1000 +- 0.01 stays within 1e-5 of the double result). */
+#define NN_NORM_ROW(T, SFX)                                                                         \
+    static void norm_row_##SFX(const T *x, T *y, int64_t n, const T *w, const T *b, double eps, int centre) \
+    {                                                                                               \
+        double mean = 0, ss = 0;                                                                    \
+        if (centre && n > 0) {                                                                      \
+            T k0 = x[0]; /* sum x - x[0]: a common offset does not swamp the f32 sums */            \
+            for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                          \
+                int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                 \
+                T bs = 0;                                                                           \
+                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += x[j] - k0; \
+                mean += bs;                                                                         \
+            }                                                                                       \
+            mean = (double)k0 + mean / (double)n;                                                   \
+        }                                                                                           \
+        T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
+        for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
+            int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
+            T bs = 0;                                                                               \
+            _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) {              \
+                T d = (x[j] - mu) - mulo;                                                           \
+                bs += d * d;                                                                        \
+            }                                                                                       \
+            ss += bs;                                                                               \
+        }                                                                                           \
+        T rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                            \
+        if (b) {                                                                                    \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = ((x[j] - mu) - mulo) * rstd * w[j] + b[j]; \
+        } else {                                                                                    \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = ((x[j] - mu) - mulo) * rstd * w[j]; \
+        }                                                                                           \
+    }
+
+NN_SOFTMAX_ROW(float, f32, exp_f32, log)
+NN_SOFTMAX_ROW(double, f64, exp, log)
+NN_NORM_ROW(float, f32)
+NN_NORM_ROW(double, f64)
+
+/* ---- the row driver -------------------------------------------------- */
+/* Row r starts at lin_offset(v, 0, nlead, skip, r) and has len elements at
+ * element stride xs (ys in y). */
+struct nn_rows {
+    const struct pd_kview *x, *y;
+    int64_t nrows, len, xs, ys;
+    int nlead, skip;
+    enum pd_dtype ct; /* compute type: PD_F32 or PD_F64 */
+};
+
+/* Contiguous rows in the compute type; y may be x. */
+typedef void (*nn_row_fn)(const void *x, void *y, int64_t n, const void *ctx);
+
+static int run_rows(const struct nn_rows *R, nn_row_fn fn, const void *ctx)
+{
+    const struct pd_kview *x = R->x, *y = R->y;
+    size_t ces = pd_dtype_size(R->ct), xes = pd_dtype_size(x->dtype), yes = pd_dtype_size(y->dtype);
+    /* direct: compute into y's row (y in the compute type, contiguous along
+     * the row); from x's row too when x is as well, else from a copy in y */
+    int direct = y->dtype == R->ct && R->ys == 1, x_direct = direct && x->dtype == R->ct && R->xs == 1;
+    int failed = 0;
+    int par = R->nrows > 1 && R->nrows * R->len >= NN_GRAIN;
+#pragma omp parallel if (par) reduction(| : failed)
+    {
+        void *buf = direct ? NULL : malloc(ces * (size_t)R->len + 1);
+        if (!direct && !buf) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < R->nrows; r++) {
+            if (!direct && !buf) continue;
+            const char *xp = x->data + lin_offset(x, 0, R->nlead, R->skip, r) * (int64_t)xes;
+            char *yp = y->data + lin_offset(y, 0, R->nlead, R->skip, r) * (int64_t)yes;
+            if (x_direct) {
+                fn(xp, yp, R->len, ctx);
+                continue;
+            }
+            void *row = direct ? (void *)yp : buf;
+            load_row(xp, R->xs, x->dtype, row, R->ct, R->len);
+            fn(row, row, R->len, ctx);
+            if (!direct) store_row(row, R->ct, yp, R->ys, y->dtype, R->len);
+        }
+        free(buf);
+    }
+    return failed ? pdi_errorf(PD_ERR_NOMEM, "out of memory (nn row buffer)") : PD_OK;
+}
+
+/* ---- softmax / log_softmax ------------------------------------------- */
+static void softmax_fn_f32(const void *x, void *y, int64_t n, const void *ctx)
+{
+    softmax_row_f32(x, y, n, *(const int *)ctx);
+}
+
+static void softmax_fn_f64(const void *x, void *y, int64_t n, const void *ctx)
+{
+    softmax_row_f64(x, y, n, *(const int *)ctx);
+}
+
+/* Contiguous f32 [outer, len, inner], inner > 1: blocks of up to NN_BLOCK
+ * columns, each pass vectorised across the columns. */
+static void softmax_cols_f32(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, int log_out)
+{
+    int64_t nb = (inner + NN_BLOCK - 1) / NN_BLOCK, tasks = outer * nb;
+    int par = tasks > 1 && outer * len * inner >= NN_GRAIN;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t o = t / nb, c0 = (t % nb) * NN_BLOCK, nc = inner - c0 < NN_BLOCK ? inner - c0 : NN_BLOCK;
+        const float *xo = x + o * len * inner + c0;
+        float *yo = y + o * len * inner + c0;
+        float m[NN_BLOCK], fs[NN_BLOCK];
+        double ds[NN_BLOCK];
+        for (int64_t c = 0; c < nc; c++) { m[c] = -INFINITY; fs[c] = 0; ds[c] = 0; }
+        for (int64_t a = 0; a < len; a++) {
+            const float *xr = xo + a * inner;
+#pragma omp simd
+            for (int64_t c = 0; c < nc; c++) m[c] = xr[c] > m[c] ? xr[c] : m[c];
+        }
+        for (int64_t a = 0; a < len; a++) {
+            const float *xr = xo + a * inner;
+            float *yr = yo + a * inner;
+            if (log_out) {
+#pragma omp simd
+                for (int64_t c = 0; c < nc; c++) fs[c] += exp_f32(xr[c] - m[c]);
+            } else {
+#pragma omp simd
+                for (int64_t c = 0; c < nc; c++) {
+                    float e = exp_f32(xr[c] - m[c]);
+                    yr[c] = e;
+                    fs[c] += e;
+                }
+            }
+            if ((a + 1) % NN_BLOCK == 0 || a + 1 == len) /* flush f32 partial sums into double */
+                for (int64_t c = 0; c < nc; c++) { ds[c] += fs[c]; fs[c] = 0; }
+        }
+        /* reuse fs as the per-column factor: 1/sum or log(sum) */
+        for (int64_t c = 0; c < nc; c++) fs[c] = log_out ? (float)log(ds[c]) : (float)(1.0 / ds[c]);
+        for (int64_t a = 0; a < len; a++) {
+            const float *xr = xo + a * inner;
+            float *yr = yo + a * inner;
+            if (log_out) {
+#pragma omp simd
+                for (int64_t c = 0; c < nc; c++) yr[c] = (xr[c] - m[c]) - fs[c];
+            } else {
+#pragma omp simd
+                for (int64_t c = 0; c < nc; c++) yr[c] *= fs[c];
+            }
+        }
+    }
+}
+
+static int cpu_softmax(const struct pdi_kcall *k)
+{
+    struct pd_kview x = k->in[0], y = k->out[0];
+    int log_out = k->op == PD_OP_log_softmax;
+    int ax = (int)k->a->i[0];
+    if (x.ndim == 0) { /* one element: a row of length 1 */
+        x.ndim = y.ndim = 1;
+        x.shape[0] = y.shape[0] = 1;
+        x.strides[0] = y.strides[0] = 1;
+        ax = 0;
+    }
+    int64_t len = x.shape[ax], outer = pdi_numel(x.shape, ax), inner = pdi_numel(x.shape + ax + 1, x.ndim - ax - 1);
+    if (outer * len * inner == 0) return PD_OK;
+    if (inner > 1 && x.dtype == PD_F32 && pdi_kview_contiguous(&x) && pdi_kview_contiguous(&y)) {
+        softmax_cols_f32((const float *)x.data, (float *)y.data, outer, len, inner, log_out);
+        return PD_OK;
+    }
+    struct nn_rows R = {&x, &y, outer * inner, len, x.strides[ax], y.strides[ax], x.ndim, ax,
+                        x.dtype == PD_F64 ? PD_F64 : PD_F32};
+    return run_rows(&R, R.ct == PD_F64 ? softmax_fn_f64 : softmax_fn_f32, &log_out);
+}
+
+/* ---- layer_norm / rms_norm ------------------------------------------- */
+struct norm_ctx {
+    const void *w, *b; /* contiguous [M] in the compute type; w never NULL */
+    double eps;
+    int centre;
+};
+
+static void norm_fn_f32(const void *x, void *y, int64_t n, const void *ctx)
+{
+    const struct norm_ctx *c = ctx;
+    norm_row_f32(x, y, n, c->w, c->b, c->eps, c->centre);
+}
+
+static void norm_fn_f64(const void *x, void *y, int64_t n, const void *ctx)
+{
+    const struct norm_ctx *c = ctx;
+    norm_row_f64(x, y, n, c->w, c->b, c->eps, c->centre);
+}
+
+/* A parameter (any strides) as a contiguous array of M values in ct;
+ * ones (fill = 1) or NULL when absent. */
+static void *param_buf(const struct pd_kview *p, int64_t M, enum pd_dtype ct, int fill_ones)
+{
+    if (!p && !fill_ones) return NULL;
+    void *buf = malloc(pd_dtype_size(ct) * (size_t)M + 1);
+    if (!buf) return NULL;
+    for (int64_t j = 0; j < M; j++) {
+        double v = p ? pdi_load(pdi_kview_ptr(p, j), p->dtype) : 1.0;
+        if (ct == PD_F64) ((double *)buf)[j] = v;
+        else ((float *)buf)[j] = (float)v;
+    }
+    return buf;
+}
+
+static void copy_run(char **p, const int64_t *st, int64_t n, void *ctx)
+{
+    size_t es = *(const size_t *)ctx;
+    for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * st[0], p[1] + i * st[1], es);
+}
+
+static int cpu_norm(const struct pdi_kcall *k)
+{
+    const struct pd_kview *y = &k->out[0];
+    struct pd_kview x = k->in[0];
+    int centre = k->op == PD_OP_layer_norm;
+    int has_w = k->a->i[1] != 0, has_b = centre && k->a->i[2] != 0;
+    int nk = (int)k->a->i[0], lead = x.ndim - nk;
+    int64_t M = 1;
+    for (int d = lead; d < x.ndim; d++) M *= x.shape[d];
+    int64_t rows = pdi_numel(x.shape, lead);
+    if (rows * M == 0) return PD_OK;
+    /* The trailing dims (size-1 dims aside) must form one strided run of
+     * stride xs; otherwise work on a contiguous copy of x. */
+    int64_t xs = 1, expect = 0;
+    int merged = 1, first = 1;
+    for (int d = x.ndim - 1; d >= lead; d--) {
+        if (x.shape[d] == 1) continue;
+        if (!first && x.strides[d] != expect) merged = 0;
+        if (first) xs = x.strides[d];
+        first = 0;
+        expect = x.strides[d] * x.shape[d];
+    }
+    void *copy = NULL;
+    if (!merged) {
+        size_t es = pd_dtype_size(x.dtype);
+        copy = malloc(es * (size_t)(rows * M));
+        if (!copy) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%s input copy)", pdi_ops[k->op].name);
+        struct pd_kview c = x;
+        c.data = copy;
+        pdi_contiguous_strides(c.shape, c.ndim, c.strides);
+        struct pd_kview *ops[2] = {&c, &x};
+        pdi_iter(2, ops, x.shape, x.ndim, copy_run, &es);
+        x = c;
+        xs = 1;
+    }
+    enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
+    struct norm_ctx c = {param_buf(has_w ? &k->in[1] : NULL, M, ct, 1),
+                         param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->f[0], centre};
+    int rc;
+    if (!c.w || (has_b && !c.b)) {
+        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_ops[k->op].name);
+    } else {
+        struct nn_rows R = {&x, y, rows, M, xs, 1, lead, -1, ct};
+        rc = run_rows(&R, ct == PD_F64 ? norm_fn_f64 : norm_fn_f32, &c);
+    }
+    free((void *)c.w);
+    free((void *)c.b);
+    free(copy);
+    return rc;
+}
+
+/* ---- nll_loss -------------------------------------------------------- */
+/* One gather per target; serial with a double sum so the result does not
+ * depend on the thread count (the work is O(targets), not O(logits)). */
+static int cpu_nll_loss(const struct pdi_kcall *k)
+{
+    const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
+    int64_t ignore = k->a->i[0], reduction = k->a->i[1];
+    int64_t N = 1, C = lp->shape[0], D = 1;
+    if (lp->ndim >= 2) {
+        N = lp->shape[0];
+        C = lp->shape[1];
+        for (int d = 2; d < lp->ndim; d++) D *= lp->shape[d];
+    }
+    size_t les = pd_dtype_size(lp->dtype), tes = pd_dtype_size(t->dtype), yes = pd_dtype_size(y->dtype);
+    int64_t cstride = lp->ndim >= 2 ? lp->strides[1] : lp->strides[0], nstride = lp->ndim >= 2 ? lp->strides[0] : 0;
+    double sum = 0;
+    int64_t count = 0;
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t d = 0; d < D; d++) {
+            int64_t ti = n * D + d;
+            int64_t c = load_index(t->data + lin_offset(t, 0, t->ndim, -1, ti) * (int64_t)tes, t->dtype);
+            double v = 0;
+            if (c != ignore) {
+                if (c < 0 || c >= C)
+                    return pdi_errorf(PD_ERR_INVALID, "nll_loss: target %lld at position %lld out of range [0, %lld)",
+                                      (long long)c, (long long)ti, (long long)C);
+                int64_t off = n * nstride + c * cstride + (lp->ndim > 2 ? lin_offset(lp, 2, lp->ndim, -1, d) : 0);
+                v = -pdi_load(lp->data + off * (int64_t)les, lp->dtype);
+                sum += v;
+                count++;
+            }
+            if (reduction == PD_REDUCE_NONE) pdi_store(y->data + ti * (int64_t)yes, y->dtype, v);
+        }
+    }
+    if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
+    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / (double)count); /* 0/0: NaN, as torch */
+    return PD_OK;
+}
+
+/* ---- embedding ------------------------------------------------------- */
+static int cpu_embedding(const struct pdi_kcall *k)
+{
+    const struct pd_kview *ids = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(ids), V = w->shape[0], D = w->shape[1];
+    size_t es = pd_dtype_size(w->dtype), ies = pd_dtype_size(ids->dtype);
+    int64_t *rows = malloc(sizeof *rows * (size_t)n + 1);
+    if (!rows) return pdi_errorf(PD_ERR_NOMEM, "out of memory (embedding)");
+    int contig_ids = pdi_kview_contiguous(ids);
+    for (int64_t i = 0; i < n; i++) {
+        const char *p = ids->data + (contig_ids ? i : lin_offset(ids, 0, ids->ndim, -1, i)) * (int64_t)ies;
+        rows[i] = load_index(p, ids->dtype);
+        if (rows[i] < 0 || rows[i] >= V) {
+            int64_t bad = rows[i];
+            free(rows);
+            return pdi_errorf(PD_ERR_INVALID, "embedding: id %lld at position %lld is out of range for a weight of "
+                              "V = %lld rows (valid ids are 0..%lld)", (long long)bad, (long long)i, (long long)V,
+                              (long long)V - 1);
+        }
+    }
+    int par = n > 1 && n * D >= NN_GRAIN;
+    int64_t s0 = w->strides[0] * (int64_t)es, s1 = w->strides[1] * (int64_t)es;
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t i = 0; i < n; i++) {
+        char *dst = y->data + i * D * (int64_t)es;
+        const char *src = w->data + rows[i] * s0;
+        if (s1 == (int64_t)es) memcpy(dst, src, (size_t)D * es);
+        else for (int64_t j = 0; j < D; j++) memcpy(dst + j * (int64_t)es, src + j * s1, es);
+    }
+    free(rows);
+    return PD_OK;
+}
+
+/* ---- one_hot --------------------------------------------------------- */
+static int cpu_one_hot(const struct pdi_kcall *k)
+{
+    const struct pd_kview *ids = &k->in[0], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(ids), C = k->a->i[0];
+    size_t ies = pd_dtype_size(ids->dtype);
+    int64_t *out = (int64_t *)y->data;
+    memset(out, 0, sizeof *out * (size_t)(n * C));
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = load_index(ids->data + lin_offset(ids, 0, ids->ndim, -1, i) * (int64_t)ies, ids->dtype);
+        if (c < 0 || c >= C)
+            return pdi_errorf(PD_ERR_INVALID, "one_hot: class value %lld at position %lld out of range [0, %lld)",
+                              (long long)c, (long long)i, (long long)C);
+        out[i * C + c] = 1;
+    }
+    return PD_OK;
+}
+
+void pdi_register_cpu_nn(void)
+{
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_softmax, PDI_DT_FLOATS, cpu_softmax);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_log_softmax, PDI_DT_FLOATS, cpu_softmax);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_nll_loss, PDI_DT_FLOATS, cpu_nll_loss);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_layer_norm, PDI_DT_FLOATS, cpu_norm);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_rms_norm, PDI_DT_FLOATS, cpu_norm);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_embedding, PDI_DT_ALL, cpu_embedding);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_one_hot, PDI_DT_INTS, cpu_one_hot);
+}

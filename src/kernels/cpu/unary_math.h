@@ -1,0 +1,266 @@
+/* paddle.c — f32 elementary functions written to auto-vectorise.
+ *
+ * Every function here is branch-free (selects, not jumps), uses no libm call
+ * and no table, and reinterprets bits through memcpy, so that GCC/Clang at
+ * -O3 turn a loop `y[i] = pdi_vexpf(x[i])` into AVX2/AVX-512 code. Accuracy
+ * is a few ulp of f32 over the whole range, with IEEE behaviour at the edges
+ * (exp overflows to inf and underflows through the subnormals to 0, log(0)
+ * is -inf, log(<0) is NaN, NaN propagates).
+ *
+ * Shared by the CPU kernels of several families (softmax, losses, ...):
+ * static inline on purpose, since a call per element would stop the
+ * vectoriser.
+ */
+#ifndef PD_CPU_UNARY_MATH_H
+#define PD_CPU_UNARY_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline float pdi_f32_of_bits(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+static inline uint32_t pdi_bits_of_f32(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+
+/* c ? a : b as a bitwise blend. Plain ?: on floats is not if-converted by
+ * GCC under the default -ftrapping-math once any float arithmetic follows
+ * it, which leaves a branch in the loop and stops the vectoriser. */
+static inline float pdi_vsel(int c, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)(c != 0);
+    return pdi_f32_of_bits((pdi_bits_of_f32(a) & m) | (pdi_bits_of_f32(b) & ~m));
+}
+static inline int32_t pdi_vseli(int c, int32_t a, int32_t b)
+{
+    uint32_t m = 0u - (uint32_t)(c != 0);
+    return (int32_t)(((uint32_t)a & m) | ((uint32_t)b & ~m));
+}
+
+/* floor/ceil/trunc from rintf (round to nearest even in the default
+ * mode), which GCC vectorises where it does not vectorise floorf/ceilf
+ * under -ftrapping-math. Exact: |x| >= 2^23 is already an integer. */
+static inline float pdi_vfloorf(float x)
+{
+    float r = rintf(x);
+    return pdi_vsel(r > x, r - 1.0f, r);
+}
+static inline float pdi_vceilf(float x)
+{
+    float r = rintf(x);
+    return pdi_vsel(r < x, r + 1.0f, r);
+}
+static inline float pdi_vtruncf(float x) { return pdi_vsel(x < 0.0f, pdi_vceilf(x), pdi_vfloorf(x)); }
+
+/* exp: Cephes expf (degree-6 polynomial on [-ln2/2, ln2/2], ~1 ulp).
+ * x = k ln2 + r; 2^k is applied as 2^(k/2) * 2^(k - k/2) so that every
+ * k in [-150, 128] (the whole non-trivial range, subnormal results
+ * included) is two normal-exponent multiplications and rounds once. */
+static inline float pdi_vexpf(float x)
+{
+    x = pdi_vsel(x < -104.0f, -104.0f, x); /* NaN passes both clamps */
+    x = pdi_vsel(x > 89.0f, 89.0f, x);
+    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    float kf = x * 1.44269504088896341f + magic;
+    int32_t k = (int32_t)(pdi_bits_of_f32(kf) - pdi_bits_of_f32(magic));
+    kf -= magic;
+    float r = x - kf * 0.693359375f;
+    r = r - kf * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    int32_t k1 = k >> 1, k2 = k - k1;
+    float s1 = pdi_f32_of_bits((uint32_t)(k1 + 127) << 23);
+    float s2 = pdi_f32_of_bits((uint32_t)(k2 + 127) << 23);
+    return p * s1 * s2;
+}
+
+/* log of the mantissa part: x = 2^e * (1 + f), f in [sqrt(.5)-1, sqrt(2)-1);
+ * returns log(1 + f) and sets *e. Cephes logf polynomial. x must be a
+ * positive finite number (callers fix up the special cases). */
+static inline float pdi_vlogf_parts(float x, float *e_out)
+{
+    int sub = x < 1.17549435e-38f; /* subnormal: scale into the normal range */
+    float xs = pdi_vsel(sub, x * 8388608.0f, x);
+    uint32_t u = pdi_bits_of_f32(xs);
+    int32_t e = (int32_t)((u >> 23) & 0xffu) - 126;
+    float m = pdi_f32_of_bits((u & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
+    e = pdi_vseli(sub, e - 23, e);
+    int lt = m < 0.707106781186547524f;
+    e = pdi_vseli(lt, e - 1, e);
+    m = pdi_vsel(lt, m + m - 1.0f, m - 1.0f);
+    float z = m * m;
+    float y = 7.0376836292e-2f;
+    y = y * m - 1.1514610310e-1f;
+    y = y * m + 1.1676998740e-1f;
+    y = y * m - 1.2420140846e-1f;
+    y = y * m + 1.4249322787e-1f;
+    y = y * m - 1.6668057665e-1f;
+    y = y * m + 2.0000714765e-1f;
+    y = y * m - 2.4999993993e-1f;
+    y = y * m + 3.3333331174e-1f;
+    y = y * m * z;
+    y = y - 0.5f * z;
+    *e_out = (float)e;
+    return m + y;
+}
+
+/* IEEE special cases shared by the logs: +inf -> +inf, 0 -> -inf, <0 -> NaN, NaN -> NaN. */
+static inline float pdi_vlog_fix(float x, float r)
+{
+    r = pdi_vsel(x == INFINITY, INFINITY, r);
+    r = pdi_vsel(x == 0.0f, -INFINITY, r);
+    r = pdi_vsel(x < 0.0f, NAN, r);
+    return pdi_vsel(x != x, x, r);
+}
+
+static inline float pdi_vlogf(float x)
+{
+    float e, lm = pdi_vlogf_parts(x, &e);
+    /* e ln2 in two parts (Cephes) keeps the sum accurate */
+    float r = (lm + e * -2.12194440e-4f) + e * 0.693359375f;
+    return pdi_vlog_fix(x, r);
+}
+
+/* log2 = e + log(m) log2(e): exact at powers of two. */
+static inline float pdi_vlog2f(float x)
+{
+    float e, lm = pdi_vlogf_parts(x, &e);
+    return pdi_vlog_fix(x, lm * 1.44269504088896341f + e);
+}
+
+/* log1p(x) = log(u) * x / (u - 1) with u = 1 + x (Goldberg): the factor
+ * corrects the rounding of u, so small x keep full relative accuracy. */
+static inline float pdi_vlog1pf(float x)
+{
+    float u = 1.0f + x;
+    float d = u - 1.0f;
+    float r = pdi_vlogf(u) * (x / pdi_vsel(d == 0.0f, 1.0f, d));
+    r = pdi_vsel(d == 0.0f, x, r);
+    return pdi_vsel(x == INFINITY, INFINITY, r);
+}
+
+/* expm1: Taylor to x^10/10! for |x| < 0.5 (no cancellation), exp(x) - 1 beyond. */
+static inline float pdi_vexpm1f(float x)
+{
+    float p = 1.0f / 3628800.0f;
+    p = p * x + 1.0f / 362880.0f;
+    p = p * x + 1.0f / 40320.0f;
+    p = p * x + 1.0f / 5040.0f;
+    p = p * x + 1.0f / 720.0f;
+    p = p * x + 1.0f / 120.0f;
+    p = p * x + 1.0f / 24.0f;
+    p = p * x + 1.0f / 6.0f;
+    p = p * x + 0.5f;
+    float small = p * (x * x) + x;
+    float big = pdi_vexpf(x) - 1.0f;
+    return copysignf(pdi_vsel(fabsf(x) < 0.5f, small, big), x); /* sign of x; keeps -0 */
+}
+
+/* tanh: odd polynomial for |x| < 0.625 (Cephes tanhf), 1 - 2/(e^2|x| + 1) beyond. */
+static inline float pdi_vtanhf(float x)
+{
+    float ax = fabsf(x), z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = p * z * x + x;
+    float big = 1.0f - 2.0f / (pdi_vexpf(2.0f * ax) + 1.0f);
+    return copysignf(pdi_vsel(ax < 0.625f, small, big), x); /* odd; keeps -0 */
+}
+
+/* sigmoid from e = exp(-|x|) <= 1: no overflow, and the negative side
+ * e / (1 + e) keeps its relative accuracy down to the subnormals. */
+static inline float pdi_vsigmoidf(float x)
+{
+    float e = pdi_vexpf(-fabsf(x)), r = 1.0f / (1.0f + e);
+    return pdi_vsel(x < 0.0f, e * r, r);
+}
+
+/* erf for |x| < 1: Maclaurin series to x^23 (truncation < 1e-9 relative). */
+static inline float pdi_verf_small(float x)
+{
+    float z = x * x;
+    /* c_k = 2/sqrt(pi) (-1)^k / (k! (2k + 1)), k = 11 .. 0 */
+    float q = -1.22905553e-09f;
+    q = q * z + 1.48071928e-08f;
+    q = q * z - 1.63658447e-07f;
+    q = q * z + 1.64621144e-06f;
+    q = q * z - 1.49256504e-05f;
+    q = q * z + 1.20553330e-04f;
+    q = q * z - 8.54832702e-04f;
+    q = q * z + 5.22397763e-03f;
+    q = q * z - 2.68661706e-02f;
+    q = q * z + 1.12837917e-01f;
+    q = q * z - 3.76126389e-01f;
+    q = q * z + 1.12837917e+00f;
+    return q * x;
+}
+
+/* erfc for |x| >= 1 (ax = |x|): Numerical Recipes' Chebyshev fit,
+ * relative error < 1.2e-7 everywhere. */
+static inline float pdi_verfc_big(float ax)
+{
+    float t = 1.0f / (1.0f + 0.5f * ax);
+    float q = 0.17087277f;
+    q = q * t - 0.82215223f;
+    q = q * t + 1.48851587f;
+    q = q * t - 1.13520398f;
+    q = q * t + 0.27886807f;
+    q = q * t - 0.18628806f;
+    q = q * t + 0.09678418f;
+    q = q * t + 0.37409196f;
+    q = q * t + 1.00002368f;
+    q = q * t - 1.26551223f;
+    return t * pdi_vexpf(q - ax * ax);
+}
+
+static inline float pdi_verff(float x)
+{
+    float ax = fabsf(x);
+    float big = copysignf(1.0f - pdi_verfc_big(ax), x);
+    return pdi_vsel(ax < 1.0f, pdi_verf_small(x), big);
+}
+
+/* gelu, erf form: x/2 (1 + erf(x/sqrt2)); for x < 0 the sum is erfc(|u|),
+ * computed directly so the tail keeps its relative accuracy. */
+static inline float pdi_vgelu_erff(float x)
+{
+    float u = x * 0.70710678118654752f, au = fabsf(u);
+    float ec = pdi_verfc_big(au);
+    float big = pdi_vsel(x < 0.0f, ec, 2.0f - ec);
+    float small = 1.0f + pdi_verf_small(u);
+    return 0.5f * x * pdi_vsel(au < 1.0f, small, big);
+}
+
+/* gelu, tanh form (PyTorch's formula): x/2 (1 + tanh(u)), u = k (x + 0.044715 x^3),
+ * evaluated as x sigmoid(2u) (the same function) so the negative tail has
+ * no cancellation. */
+static inline float pdi_vgelu_tanhf(float x)
+{
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x * pdi_vsigmoidf(2.0f * u);
+}
+
+static inline float pdi_vsiluf(float x) { return x * pdi_vsigmoidf(x); }
+
+/* softplus: linear above threshold; else (max(bx,0) + log1p(exp(-|bx|))) / b. */
+static inline float pdi_vsoftplusf(float x, float beta, float inv_beta, float thr)
+{
+    float bx = beta * x;
+    float sp = (pdi_vsel(bx > 0.0f, bx, 0.0f) + pdi_vlog1pf(pdi_vexpf(-fabsf(bx)))) * inv_beta;
+    return pdi_vsel(bx > thr, x, sp);
+}
+
+/* mish = x tanh(log1p(e^x)) = x n / (n + 2), n = e^x (e^x + 2); x for x > 20. */
+static inline float pdi_vmishf(float x)
+{
+    float e = pdi_vexpf(x), n = e * (e + 2.0f);
+    return pdi_vsel(x > 20.0f, x, x * n / (n + 2.0f));
+}
+
+#endif

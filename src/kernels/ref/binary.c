@@ -1,0 +1,235 @@
+/* paddle.c — reference kernels for the binary family: arithmetic,
+ * comparisons, logic and where. The oracle: element by element through
+ * pdi_kview_ptr, floats in double (pdi_load/pdi_store round once), integers
+ * exactly in int64 with wrap-around, never optimised.
+ *
+ * The dispatcher hands every input already broadcast to the out shape, and
+ * of one dtype (binary.c's infer checks it); where's cond is bool.
+ *
+ * Integer semantics (shared with the CPU kernels, which must agree):
+ *   add/sub/mul wrap around modulo 2^bits like PyTorch;
+ *   division by zero does not trap: floor_divide(a, 0) = 0 and
+ *   remainder(a, 0) = 0 (NumPy's choice; PyTorch raises);
+ *   floor_divide(INT_MIN, -1) wraps to INT_MIN, remainder(x, -1) = 0;
+ *   pow(a, b < 0) = 1 for a == 1, +-1 for a == -1, else 0 (the integer part
+ *   of the real result; a == 0 gives 0 instead of a division by zero).
+ * Bool arithmetic: add/maximum are "or", mul/minimum are "and".
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int is_float(enum pd_dtype dt) { return pd_dtype_is_float(dt); }
+
+static int64_t load_i(const void *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    case PD_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+/* Truncating store: keeps the low bits (wrap-around), bool is v != 0. */
+static void store_i(void *p, enum pd_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case PD_I8: *(int8_t *)p = (int8_t)v; break;
+    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case PD_I16: *(int16_t *)p = (int16_t)v; break;
+    case PD_I32: *(int32_t *)p = (int32_t)v; break;
+    case PD_I64: *(int64_t *)p = v; break;
+    case PD_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* ---- float arithmetic in double --------------------------------------- */
+/* Python's floor division: a - remainder(a, b) is an exact multiple of b. */
+static double f_floordiv(double a, double b)
+{
+    if (b == 0) return a / b;
+    double mod = fmod(a, b);
+    double div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1.0;
+    if (div == 0) return copysign(0.0, a / b);
+    double fl = floor(div);
+    if (div - fl > 0.5) fl += 1.0;
+    return fl;
+}
+
+static double f_rem(double a, double b)
+{
+    double m = fmod(a, b);
+    if (m != 0 && (b < 0) != (m < 0)) m += b;
+    return m;
+}
+
+static double f_arith(enum pd_op op, double x, double y)
+{
+    switch (op) {
+    case PD_OP_add: return x + y;
+    case PD_OP_sub: return x - y;
+    case PD_OP_mul: return x * y;
+    case PD_OP_div: return x / y;
+    case PD_OP_pow: return pow(x, y);
+    case PD_OP_maximum: return isnan(x) || isnan(y) ? NAN : x > y ? x : y;
+    case PD_OP_minimum: return isnan(x) || isnan(y) ? NAN : x < y ? x : y;
+    case PD_OP_remainder: return f_rem(x, y);
+    case PD_OP_floor_divide: return f_floordiv(x, y);
+    case PD_OP_atan2: return atan2(x, y);
+    default: return NAN;
+    }
+}
+
+/* ---- integer arithmetic in int64 -------------------------------------- */
+static int64_t i_floordiv(int64_t a, int64_t b)
+{
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0 - (uint64_t)a); /* INT64_MIN / -1 wraps */
+    int64_t q = a / b; /* truncates toward zero */
+    if (q * b != a && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+
+static int64_t i_rem(int64_t a, int64_t b)
+{
+    if (b == 0 || b == -1) return 0;
+    return a - i_floordiv(a, b) * b;
+}
+
+static int64_t i_pow(int64_t a, int64_t b)
+{
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)a; /* a^b mod 2^64 by square and multiply */
+    for (uint64_t e = (uint64_t)b; e; e >>= 1) {
+        if (e & 1) r *= x;
+        x *= x;
+    }
+    return (int64_t)r;
+}
+
+static int64_t i_arith(enum pd_op op, int64_t x, int64_t y, int is_bool)
+{
+    if (is_bool) {
+        switch (op) {
+        case PD_OP_add:
+        case PD_OP_maximum: return x | y;
+        case PD_OP_mul:
+        case PD_OP_minimum: return x & y;
+        default: return 0;
+        }
+    }
+    switch (op) {
+    case PD_OP_add: return (int64_t)((uint64_t)x + (uint64_t)y);
+    case PD_OP_sub: return (int64_t)((uint64_t)x - (uint64_t)y);
+    case PD_OP_mul: return (int64_t)((uint64_t)x * (uint64_t)y);
+    case PD_OP_pow: return i_pow(x, y);
+    case PD_OP_maximum: return x > y ? x : y;
+    case PD_OP_minimum: return x < y ? x : y;
+    case PD_OP_remainder: return i_rem(x, y);
+    case PD_OP_floor_divide: return i_floordiv(x, y);
+    default: return 0;
+    }
+}
+
+static int ref_arith(const struct pdi_kcall *k)
+{
+    const struct pd_kview *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    enum pd_dtype dt = a->dtype;
+    int64_t n = pdi_kview_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        const char *pa = pdi_kview_ptr(a, i), *pb = pdi_kview_ptr(b, i);
+        char *py = pdi_kview_ptr(y, i);
+        if (is_float(dt)) pdi_store(py, dt, f_arith(k->op, pdi_load(pa, dt), pdi_load(pb, dt)));
+        else store_i(py, dt, i_arith(k->op, load_i(pa, dt), load_i(pb, dt), dt == PD_BOOL));
+    }
+    return PD_OK;
+}
+
+/* ---- comparisons and logic -------------------------------------------- */
+/* Three-way comparison; NaN compares unordered (every test false but ne). */
+static int ref_compare(const struct pdi_kcall *k)
+{
+    const struct pd_kview *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    enum pd_dtype dt = a->dtype;
+    int64_t n = pdi_kview_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        const char *pa = pdi_kview_ptr(a, i), *pb = pdi_kview_ptr(b, i);
+        int lt, gt, eq;
+        if (is_float(dt)) {
+            double x = pdi_load(pa, dt), z = pdi_load(pb, dt);
+            lt = x < z; gt = x > z; eq = x == z;
+        } else {
+            int64_t x = load_i(pa, dt), z = load_i(pb, dt);
+            lt = x < z; gt = x > z; eq = x == z;
+        }
+        int r = 0;
+        switch (k->op) {
+        case PD_OP_eq: r = eq; break;
+        case PD_OP_ne: r = !eq; break;
+        case PD_OP_lt: r = lt; break;
+        case PD_OP_le: r = lt || eq; break;
+        case PD_OP_gt: r = gt; break;
+        case PD_OP_ge: r = gt || eq; break;
+        default: break;
+        }
+        *(uint8_t *)pdi_kview_ptr(y, i) = (uint8_t)r;
+    }
+    return PD_OK;
+}
+
+/* Nonzero is true; NaN is nonzero, -0.0 is zero. */
+static int ref_logical(const struct pdi_kcall *k)
+{
+    const struct pd_kview *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
+    enum pd_dtype dt = a->dtype;
+    int64_t n = pdi_kview_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        int x = pdi_load(pdi_kview_ptr(a, i), dt) != 0.0;
+        int z = pdi_load(pdi_kview_ptr(b, i), dt) != 0.0;
+        int r = k->op == PD_OP_logical_and ? x && z : k->op == PD_OP_logical_or ? x || z : x != z;
+        *(uint8_t *)pdi_kview_ptr(y, i) = (uint8_t)r;
+    }
+    return PD_OK;
+}
+
+/* where(cond, a, b): copies the chosen element's bytes (exact, any dtype). */
+static int ref_where(const struct pdi_kcall *k)
+{
+    const struct pd_kview *c = &k->in[0], *a = &k->in[1], *b = &k->in[2], *y = &k->out[0];
+    size_t es = pd_dtype_size(y->dtype);
+    int64_t n = pdi_kview_numel(y);
+    for (int64_t i = 0; i < n; i++) {
+        const struct pd_kview *src = *(const uint8_t *)pdi_kview_ptr(c, i) ? a : b;
+        memcpy(pdi_kview_ptr(y, i), pdi_kview_ptr(src, i), es);
+    }
+    return PD_OK;
+}
+
+void pdi_register_ref_binary(void)
+{
+    const unsigned num = PDI_DT_FLOATS | PDI_DT_INTS;
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_add, PDI_DT_ALL, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_sub, num, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_mul, PDI_DT_ALL, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_div, PDI_DT_FLOATS, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_pow, num, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_maximum, PDI_DT_ALL, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_minimum, PDI_DT_ALL, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_remainder, num, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_floor_divide, num, ref_arith);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_atan2, PDI_DT_FLOATS, ref_arith);
+    const enum pd_op cmp[] = {PD_OP_eq, PD_OP_ne, PD_OP_lt, PD_OP_le, PD_OP_gt, PD_OP_ge};
+    for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++)
+        pdi_kernel_register_mask(PDI_BACKEND_REF, cmp[i], PDI_DT_ALL, ref_compare);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_logical_and, PDI_DT_ALL, ref_logical);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_logical_or, PDI_DT_ALL, ref_logical);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_logical_xor, PDI_DT_ALL, ref_logical);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_where, PDI_DT_ALL, ref_where);
+}

@@ -1,0 +1,170 @@
+/* paddle.c — reference kernels for the nn family: softmax, log_softmax,
+ * nll_loss, layer_norm, rms_norm, embedding, one_hot.
+ *
+ * The oracle: element by element through pdi_kview_ptr (any strides), in
+ * double, written for obviousness and never optimised. Index values (targets,
+ * ids, classes) are checked before use; a bad one fails the call with its
+ * value and the valid range.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int64_t ref_index(const char *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    default: return 0;
+    }
+}
+
+/* x viewed as [outer, len, inner] around axis (a 0-d x is one element). */
+static void split_axis(const struct pd_kview *x, int ax, int64_t *outer, int64_t *len, int64_t *inner)
+{
+    *outer = 1;
+    *len = 1;
+    *inner = 1;
+    for (int d = 0; d < x->ndim; d++) {
+        if (d < ax) *outer *= x->shape[d];
+        else if (d == ax) *len = x->shape[d];
+        else *inner *= x->shape[d];
+    }
+}
+
+/* softmax = exp(x - max) / sum; log_softmax = (x - max) - log(sum).
+ * An all -inf row gives NaN (as PyTorch); NaN anywhere in a row spreads. */
+static int ref_softmax(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    int log_out = k->op == PD_OP_log_softmax;
+    int64_t outer, len, inner;
+    split_axis(x, (int)k->a->i[0], &outer, &len, &inner);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t i = 0; i < inner; i++) {
+            double m = -INFINITY, s = 0;
+            for (int64_t a = 0; a < len; a++) {
+                double v = pdi_load(pdi_kview_ptr(x, (o * len + a) * inner + i), x->dtype);
+                if (v > m) m = v;
+            }
+            for (int64_t a = 0; a < len; a++) s += exp(pdi_load(pdi_kview_ptr(x, (o * len + a) * inner + i), x->dtype) - m);
+            for (int64_t a = 0; a < len; a++) {
+                int64_t li = (o * len + a) * inner + i;
+                double v = pdi_load(pdi_kview_ptr(x, li), x->dtype) - m;
+                pdi_store(pdi_kview_ptr(y, li), y->dtype, log_out ? v - log(s) : exp(v) / s);
+            }
+        }
+    }
+    return PD_OK;
+}
+
+/* logp [N, C, D...] (or [C]), target [N, D...] (or []). */
+static int ref_nll_loss(const struct pdi_kcall *k)
+{
+    const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
+    int64_t ignore = k->a->i[0], reduction = k->a->i[1];
+    int64_t N = 1, C = lp->shape[0], D = 1;
+    if (lp->ndim >= 2) {
+        N = lp->shape[0];
+        C = lp->shape[1];
+        for (int d = 2; d < lp->ndim; d++) D *= lp->shape[d];
+    }
+    double sum = 0;
+    int64_t count = 0;
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t d = 0; d < D; d++) {
+            int64_t ti = n * D + d, c = ref_index(pdi_kview_ptr(t, ti), t->dtype);
+            double v = 0;
+            if (c != ignore) {
+                if (c < 0 || c >= C)
+                    return pdi_errorf(PD_ERR_INVALID, "nll_loss: target %lld at position %lld out of range [0, %lld)",
+                                      (long long)c, (long long)ti, (long long)C);
+                v = -pdi_load(pdi_kview_ptr(lp, (n * C + c) * D + d), lp->dtype);
+                sum += v;
+                count++;
+            }
+            if (reduction == PD_REDUCE_NONE) pdi_store(pdi_kview_ptr(y, ti), y->dtype, v);
+        }
+    }
+    if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
+    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / (double)count); /* 0/0: NaN, as torch */
+    return PD_OK;
+}
+
+/* x [rows, M] (M = the trailing n_norm_axes dims), params [M]. */
+static int ref_norm(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    int centre = k->op == PD_OP_layer_norm;
+    int has_w = k->a->i[1] != 0, has_b = centre && k->a->i[2] != 0;
+    const struct pd_kview *w = has_w ? &k->in[1] : NULL, *b = has_b ? &k->in[1 + has_w] : NULL;
+    double eps = k->a->f[0];
+    int64_t M = 1;
+    for (int d = x->ndim - (int)k->a->i[0]; d < x->ndim; d++) M *= x->shape[d];
+    int64_t rows = M ? pdi_kview_numel(x) / M : 0;
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0;
+        if (centre) {
+            for (int64_t j = 0; j < M; j++) mean += pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype);
+            mean /= (double)M;
+        }
+        for (int64_t j = 0; j < M; j++) {
+            double v = pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean;
+            var += v * v;
+        }
+        double rstd = 1.0 / sqrt(var / (double)M + eps);
+        for (int64_t j = 0; j < M; j++) {
+            double v = (pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean) * rstd;
+            if (w) v *= pdi_load(pdi_kview_ptr(w, j), w->dtype);
+            if (b) v += pdi_load(pdi_kview_ptr(b, j), b->dtype);
+            pdi_store(pdi_kview_ptr(y, r * M + j), y->dtype, v);
+        }
+    }
+    return PD_OK;
+}
+
+/* out[i, :] = weight[ids[i], :] (bytes copied: any dtype). */
+static int ref_embedding(const struct pdi_kcall *k)
+{
+    const struct pd_kview *ids = &k->in[0], *w = &k->in[1], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(ids), V = w->shape[0], D = w->shape[1];
+    size_t es = pd_dtype_size(w->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = ref_index(pdi_kview_ptr(ids, i), ids->dtype);
+        if (id < 0 || id >= V)
+            return pdi_errorf(PD_ERR_INVALID, "embedding: id %lld at position %lld is out of range for a weight of "
+                              "V = %lld rows (valid ids are 0..%lld)", (long long)id, (long long)i, (long long)V,
+                              (long long)V - 1);
+        for (int64_t j = 0; j < D; j++) memcpy(pdi_kview_ptr(y, i * D + j), pdi_kview_ptr(w, id * D + j), es);
+    }
+    return PD_OK;
+}
+
+static int ref_one_hot(const struct pdi_kcall *k)
+{
+    const struct pd_kview *ids = &k->in[0], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(ids), C = k->a->i[0];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = ref_index(pdi_kview_ptr(ids, i), ids->dtype);
+        if (c < 0 || c >= C)
+            return pdi_errorf(PD_ERR_INVALID, "one_hot: class value %lld at position %lld out of range [0, %lld)",
+                              (long long)c, (long long)i, (long long)C);
+        for (int64_t j = 0; j < C; j++) pdi_store(pdi_kview_ptr(y, i * C + j), PD_I64, j == c ? 1.0 : 0.0);
+    }
+    return PD_OK;
+}
+
+void pdi_register_ref_nn(void)
+{
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_softmax, PDI_DT_FLOATS, ref_softmax);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_log_softmax, PDI_DT_FLOATS, ref_softmax);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_nll_loss, PDI_DT_FLOATS, ref_nll_loss);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_layer_norm, PDI_DT_FLOATS, ref_norm);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_rms_norm, PDI_DT_FLOATS, ref_norm);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_embedding, PDI_DT_ALL, ref_embedding);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_one_hot, PDI_DT_INTS, ref_one_hot);
+}

@@ -1,0 +1,198 @@
+/* paddle.c — reference kernels of the unary family: the oracle.
+ *
+ * Naive and obviously correct, never optimised: one element at a time
+ * through pdi_kview_ptr (any strides). Floats are computed in double with
+ * libm and rounded once into the output dtype by pdi_store. Integers are
+ * computed exactly in int64 and wrap on store (neg(int8 -128) = -128, like
+ * PyTorch), except scale/add_scalar by a non-integral scalar and clip
+ * bounds, which go through double (truncate toward zero, saturate).
+ * cast: integer/bool <-> integer/bool exactly (wrapping, bool is != 0);
+ * anything involving a float through double (float -> int truncates toward
+ * zero and saturates, NaN -> 0).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* ---- the float semantics, in double ---------------------------------- */
+static double ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
+{
+    switch (op) {
+    case PD_OP_neg: return -v;
+    case PD_OP_abs: return fabs(v);
+    case PD_OP_sign: return v > 0 ? 1.0 : v < 0 ? -1.0 : v; /* keeps +-0 and NaN */
+    case PD_OP_exp: return exp(v);
+    case PD_OP_expm1: return expm1(v);
+    case PD_OP_log: return log(v);
+    case PD_OP_log1p: return log1p(v);
+    case PD_OP_log2: return log2(v);
+    case PD_OP_sqrt: return sqrt(v);
+    case PD_OP_rsqrt: return 1.0 / sqrt(v);
+    case PD_OP_square: return v * v;
+    case PD_OP_reciprocal: return 1.0 / v;
+    case PD_OP_sin: return sin(v);
+    case PD_OP_cos: return cos(v);
+    case PD_OP_tan: return tan(v);
+    case PD_OP_tanh: return tanh(v);
+    case PD_OP_sigmoid: return 1.0 / (1.0 + exp(-v));
+    case PD_OP_relu: return v > 0 || isnan(v) ? v : 0.0;
+    case PD_OP_leaky_relu: return v > 0 ? v : v * a->f[0];
+    case PD_OP_elu: return v > 0 ? v : a->f[0] * expm1(v);
+    case PD_OP_gelu:
+        if (a->i[0] == 0) return 0.5 * v * erfc(-v * M_SQRT1_2);
+        return 0.5 * v * (1.0 + tanh(M_2_SQRTPI * M_SQRT1_2 * (v + 0.044715 * v * v * v)));
+    case PD_OP_silu: return v / (1.0 + exp(-v));
+    case PD_OP_softplus: {
+        double bv = a->f[0] * v;
+        return bv > a->f[1] ? v : log1p(exp(bv)) / a->f[0];
+    }
+    case PD_OP_mish: return v * tanh(log1p(exp(v)));
+    case PD_OP_erf: return erf(v);
+    case PD_OP_floor: return floor(v);
+    case PD_OP_ceil: return ceil(v);
+    case PD_OP_round: return nearbyint(v); /* default mode: half to even */
+    case PD_OP_trunc: return trunc(v);
+    case PD_OP_clip: {
+        double r = v < a->f[0] ? a->f[0] : v;
+        return r > a->f[1] ? a->f[1] : r; /* lo > hi gives hi, like PyTorch */
+    }
+    case PD_OP_pow_scalar: return pow(v, a->f[0]);
+    case PD_OP_scale: return v * a->f[0];
+    case PD_OP_add_scalar: return v + a->f[0];
+    case PD_OP_logical_not: return v == 0;
+    case PD_OP_isnan: return isnan(v);
+    case PD_OP_isinf: return isinf(v);
+    case PD_OP_isfinite: return isfinite(v);
+    default: return NAN;
+    }
+}
+
+/* Floats (and every dtype for the bool-valued ops: exact for those). */
+static int ref_float(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(y);
+    for (int64_t i = 0; i < n; i++)
+        pdi_store(pdi_kview_ptr(y, i), y->dtype, ref_op(k->op, pdi_load(pdi_kview_ptr(x, i), x->dtype), k->a));
+    return PD_OK;
+}
+
+/* ---- integers, exactly ----------------------------------------------- */
+static int64_t load_i64(const void *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    case PD_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+/* Keeps the low bits (two's complement wrap); bool is != 0. */
+static void store_i64(void *p, enum pd_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case PD_I8: *(int8_t *)p = (int8_t)v; break;
+    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case PD_I16: *(int16_t *)p = (int16_t)v; break;
+    case PD_I32: *(int32_t *)p = (int32_t)v; break;
+    case PD_I64: *(int64_t *)p = v; break;
+    case PD_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+static void int_range(enum pd_dtype dt, double *lo, double *hi)
+{
+    switch (dt) {
+    case PD_I8: *lo = -128; *hi = 127; break;
+    case PD_U8: *lo = 0; *hi = 255; break;
+    case PD_I16: *lo = -32768; *hi = 32767; break;
+    case PD_I32: *lo = -2147483648.0; *hi = 2147483647.0; break;
+    default: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; break;
+    }
+}
+
+/* Wrapping int64 arithmetic without undefined behaviour. */
+static int64_t wrap(uint64_t u) { int64_t r; memcpy(&r, &u, sizeof r); return r; }
+
+/* Is s an integer small enough that x*s / x+s can be done in int64? */
+static int integral_scalar(double s) { return s == floor(s) && fabs(s) <= 0x1p62; }
+
+static int ref_int(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(y);
+    double s = k->a->f[0], dlo, dhi;
+    int_range(y->dtype, &dlo, &dhi);
+    /* clip bounds: the nearest integers inside [lo, hi], within the dtype */
+    double clo = fmin(fmax(ceil(k->a->f[0]), dlo), dhi), chi = fmax(fmin(floor(k->a->f[1]), dhi), dlo);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = load_i64(pdi_kview_ptr(x, i), x->dtype), r = v;
+        char *out = pdi_kview_ptr(y, i);
+        switch (k->op) {
+        case PD_OP_neg: r = wrap(0u - (uint64_t)v); break;
+        case PD_OP_abs: r = v < 0 ? wrap(0u - (uint64_t)v) : v; break;
+        case PD_OP_sign: r = (v > 0) - (v < 0); break;
+        case PD_OP_square: r = wrap((uint64_t)v * (uint64_t)v); break;
+        case PD_OP_relu: r = v > 0 ? v : 0; break;
+        case PD_OP_clip:
+            r = (double)v < clo ? (int64_t)clo : v;
+            r = (double)r > chi ? (int64_t)chi : r;
+            break;
+        case PD_OP_scale:
+        case PD_OP_add_scalar:
+            if (!integral_scalar(s)) {
+                pdi_store(out, y->dtype, k->op == PD_OP_scale ? (double)v * s : (double)v + s);
+                continue;
+            }
+            r = k->op == PD_OP_scale ? wrap((uint64_t)v * (uint64_t)(int64_t)s) : wrap((uint64_t)v + (uint64_t)(int64_t)s);
+            break;
+        default: break; /* floor, ceil, round, trunc: identity on integers */
+        }
+        store_i64(out, y->dtype, r);
+    }
+    return PD_OK;
+}
+
+/* ---- cast ------------------------------------------------------------ */
+static int ref_cast(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    int64_t n = pdi_kview_numel(y);
+    int exact = !pd_dtype_is_float(x->dtype) && !pd_dtype_is_float(y->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        const char *p = pdi_kview_ptr(x, i);
+        char *q = pdi_kview_ptr(y, i);
+        if (exact) store_i64(q, y->dtype, load_i64(p, x->dtype));
+        else pdi_store(q, y->dtype, pdi_load(p, x->dtype));
+    }
+    return PD_OK;
+}
+
+void pdi_register_ref_unary(void)
+{
+    static const enum pd_op float_only[] = {
+        PD_OP_exp,  PD_OP_expm1,   PD_OP_log,        PD_OP_log1p, PD_OP_log2,     PD_OP_sqrt, PD_OP_rsqrt,
+        PD_OP_reciprocal, PD_OP_sin, PD_OP_cos,      PD_OP_tan,   PD_OP_tanh,     PD_OP_sigmoid, PD_OP_leaky_relu,
+        PD_OP_elu,  PD_OP_gelu,    PD_OP_silu,       PD_OP_softplus, PD_OP_mish,  PD_OP_erf,  PD_OP_pow_scalar,
+    };
+    static const enum pd_op numeric[] = {
+        PD_OP_neg,   PD_OP_abs,  PD_OP_sign, PD_OP_square, PD_OP_relu,  PD_OP_floor,
+        PD_OP_ceil,  PD_OP_round, PD_OP_trunc, PD_OP_clip, PD_OP_scale, PD_OP_add_scalar,
+    };
+    static const enum pd_op to_bool[] = {PD_OP_logical_not, PD_OP_isnan, PD_OP_isinf, PD_OP_isfinite};
+    for (size_t i = 0; i < sizeof float_only / sizeof float_only[0]; i++)
+        pdi_kernel_register_mask(PDI_BACKEND_REF, float_only[i], PDI_DT_FLOATS, ref_float);
+    for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
+        pdi_kernel_register_mask(PDI_BACKEND_REF, numeric[i], PDI_DT_FLOATS, ref_float);
+        pdi_kernel_register_mask(PDI_BACKEND_REF, numeric[i], PDI_DT_INTS, ref_int);
+    }
+    for (size_t i = 0; i < sizeof to_bool / sizeof to_bool[0]; i++)
+        pdi_kernel_register_mask(PDI_BACKEND_REF, to_bool[i], PDI_DT_ALL, ref_float);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_cast, PDI_DT_ALL, ref_cast);
+}

@@ -1,0 +1,479 @@
+/* paddle.c — the neural-network family: softmax, log_softmax, nll_loss,
+ * layer_norm, rms_norm, embedding, one_hot (rows in ops_nn.def), and the
+ * composite public functions built from public ops: cross_entropy,
+ * mse_loss, dropout.
+ *
+ * Invariants:
+ *   - infer functions validate everything a kernel relies on, except the
+ *     values of index tensors (targets, ids, classes): kernels check those
+ *     and fail with the bad value, never reading out of bounds;
+ *   - VJP rules use public ops only, so they can be differentiated again;
+ *     the norms recompute their statistics from the saved input instead of
+ *     saving them (no extra outputs, and the recomputation is what makes
+ *     second-order gradients come out right);
+ *   - composites own nothing: every tensor they make belongs to the scope.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int is_int_dtype(enum pd_dtype dt)
+{
+    return dt == PD_I8 || dt == PD_U8 || dt == PD_I16 || dt == PD_I32 || dt == PD_I64;
+}
+
+static int64_t load_index(const char *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    default: return 0;
+    }
+}
+
+/* Status of a finished VJP: the gradient (or the error of its last op). */
+static int vjp_status(const struct pd_tensor *t) { return t ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL); }
+
+/* ---- infer ----------------------------------------------------------- */
+int pdi_infer_softmax(struct pdi_call *c)
+{
+    const struct pd_tensor *x = c->in[0];
+    const char *op = pdi_ops[c->op].name;
+    int64_t ax = c->a.i[0];
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
+    if (x->ndim == 0 ? ax != 0 : (ax < 0 || ax >= x->ndim))
+        return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", op, (long long)ax, x->ndim);
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = x->dtype;
+    m->ndim = x->ndim;
+    memcpy(m->shape, x->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* logp [N, C, d...] with target [N, d...], or logp [C] with a 0-d target. */
+static int check_class_target(const char *op, const struct pd_tensor *logp, const struct pd_tensor *target)
+{
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    int ok = logp->ndim >= 1 && target->ndim == logp->ndim - 1;
+    if (ok && logp->ndim >= 2) {
+        ok = target->shape[0] == logp->shape[0];
+        for (int k = 1; k < target->ndim && ok; k++) ok = target->shape[k] == logp->shape[k + 1];
+    }
+    if (!ok)
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s: target shape %s does not match input %s (expected input [N, C, d...] with target "
+                          "[N, d...], or input [C] with a 0-d target)", op,
+                          pdi_shape_str(target->shape, target->ndim, b1, sizeof b1),
+                          pdi_shape_str(logp->shape, logp->ndim, b0, sizeof b0));
+    return PD_OK;
+}
+
+int pdi_infer_nll_loss(struct pdi_call *c)
+{
+    const struct pd_tensor *lp = c->in[0], *t = c->in[1];
+    if (!pd_dtype_is_float(lp->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss: input must be floating point, got %s", pd_dtype_name(lp->dtype));
+    if (!is_int_dtype(t->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss: target must hold integer class indices, got %s",
+                          pd_dtype_name(t->dtype));
+    if (c->a.i[1] < 0 || c->a.i[1] >= PD_REDUCTION_COUNT)
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss: reduction %lld is not none (0), mean (1) or sum (2)",
+                          (long long)c->a.i[1]);
+    int rc = check_class_target("nll_loss", lp, t);
+    if (rc) return rc;
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = lp->dtype;
+    m->ndim = c->a.i[1] == PD_REDUCE_NONE ? t->ndim : 0;
+    memcpy(m->shape, t->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* layer_norm: x, [w], [b]; rms_norm: x, [w]. Parameters have the shape of
+ * the normalised (trailing) dims and x's dtype. */
+int pdi_infer_norm(struct pdi_call *c)
+{
+    const char *op = pdi_ops[c->op].name;
+    int has_w = c->a.i[1] != 0, has_b = c->op == PD_OP_layer_norm && c->a.i[2] != 0;
+    if (c->n_in != 1 + has_w + has_b)
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected %d inputs (x%s%s), got %d", op, 1 + has_w + has_b,
+                          has_w ? ", weight" : "", has_b ? ", bias" : "", c->n_in);
+    const struct pd_tensor *x = c->in[0];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF], b2[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
+    int64_t k = c->a.i[0];
+    if (k < 1 || k > x->ndim)
+        return pdi_errorf(PD_ERR_INVALID, "%s: n_norm_axes %lld out of range [1, %d] for x of shape %s", op,
+                          (long long)k, x->ndim, pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    if (!(c->a.f[0] >= 0)) return pdi_errorf(PD_ERR_INVALID, "%s: eps must be >= 0, got %g", op, c->a.f[0]);
+    const int64_t *nshape = x->shape + (x->ndim - k);
+    for (int i = 1; i < c->n_in; i++) {
+        const struct pd_tensor *p = c->in[i];
+        const char *what = i == 1 && has_w ? "weight" : "bias";
+        if (p->dtype != x->dtype)
+            return pdi_errorf(PD_ERR_INVALID, "%s: %s dtype %s differs from x dtype %s", op, what,
+                              pd_dtype_name(p->dtype), pd_dtype_name(x->dtype));
+        if (p->ndim != k || memcmp(p->shape, nshape, sizeof(int64_t) * (size_t)k))
+            return pdi_errorf(PD_ERR_INVALID, "%s: %s shape %s must equal the normalised shape %s of x %s", op, what,
+                              pdi_shape_str(p->shape, p->ndim, b0, sizeof b0),
+                              pdi_shape_str(nshape, (int)k, b1, sizeof b1),
+                              pdi_shape_str(x->shape, x->ndim, b2, sizeof b2));
+    }
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = x->dtype;
+    m->ndim = x->ndim;
+    memcpy(m->shape, x->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+int pdi_infer_embedding(struct pdi_call *c)
+{
+    const struct pd_tensor *ids = c->in[0], *w = c->in[1];
+    char b0[PDI_SHAPE_BUF];
+    if (!is_int_dtype(ids->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "embedding: ids must be integers, got %s", pd_dtype_name(ids->dtype));
+    if (w->ndim != 2)
+        return pdi_errorf(PD_ERR_INVALID, "embedding: weight must be 2-d [V, D], got %s",
+                          pdi_shape_str(w->shape, w->ndim, b0, sizeof b0));
+    if (ids->ndim + 1 > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "embedding: ids have %d dims; the output would exceed %d", ids->ndim,
+                          PD_MAX_DIMS);
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = w->dtype;
+    m->ndim = ids->ndim + 1;
+    memcpy(m->shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
+    m->shape[ids->ndim] = w->shape[1];
+    return PD_OK;
+}
+
+int pdi_infer_one_hot(struct pdi_call *c)
+{
+    const struct pd_tensor *ids = c->in[0];
+    if (!is_int_dtype(ids->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "one_hot: ids must be integers, got %s", pd_dtype_name(ids->dtype));
+    if (c->a.i[0] < 0)
+        return pdi_errorf(PD_ERR_INVALID, "one_hot: num_classes must be >= 0 here (got %lld)", (long long)c->a.i[0]);
+    if (ids->ndim + 1 > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "one_hot: ids have %d dims; the output would exceed %d", ids->ndim,
+                          PD_MAX_DIMS);
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = PD_I64;
+    m->ndim = ids->ndim + 1;
+    memcpy(m->shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
+    m->shape[ids->ndim] = c->a.i[0];
+    return PD_OK;
+}
+
+/* ---- VJP rules (public ops only) ------------------------------------- */
+/* softmax: dx = y * (g - sum(g * y, axis)). */
+int pdi_vjp_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *y = pdi_node_out(n, 0);
+    int ax = (int)n->a.i[0];
+    struct pd_tensor *s = pd_sum(pd_mul(g[0], y), &ax, 1, 1);
+    gin[0] = pd_mul(y, pd_sub(g[0], s));
+    return vjp_status(gin[0]);
+}
+
+/* log_softmax: dx = g - exp(y) * sum(g, axis). */
+int pdi_vjp_log_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *y = pdi_node_out(n, 0);
+    int ax = (int)n->a.i[0];
+    gin[0] = pd_sub(g[0], pd_mul(pd_exp(y), pd_sum(g[0], &ax, 1, 1)));
+    return vjp_status(gin[0]);
+}
+
+/* nll_loss: d logp = scatter of -g (over the count of kept targets for
+ * mean) at the target classes: one_hot(target) * (-g * valid / count),
+ * moved from [N, d..., C] to the [N, C, d...] layout. */
+int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    if (!pdi_node_needs(n, 0)) return PD_OK;
+    struct pd_tensor *target = pdi_node_in(n, 1);
+    if (!target) return pd_last_status();
+    const struct pdi_meta *lm = &n->in_meta[0];
+    enum pd_dtype dt = lm->dtype;
+    int64_t C = lm->ndim == 1 ? lm->shape[0] : lm->shape[1];
+    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.i[0], PD_I64));
+    /* ignored targets may hold any value (e.g. -100): point them at class 0, their weight is 0 */
+    struct pd_tensor *safe = pd_where(valid, target, pd_scalar(0, target->dtype));
+    struct pd_tensor *w = pd_cast(valid, dt);
+    if (n->a.i[1] == PD_REDUCE_MEAN) /* when every target is ignored, w is all 0: divide by 1, not 0 */
+        w = pd_div(w, pd_clip(pd_sum(w, NULL, 0, 0), 1.0, INFINITY));
+    w = pd_neg(pd_mul(w, g[0]));
+    struct pd_tensor *grad = pd_mul(pd_cast(pd_one_hot(safe, C), dt), pd_unsqueeze(w, -1));
+    if (grad && lm->ndim >= 2) {
+        int perm[PD_MAX_DIMS], nd = lm->ndim;
+        perm[0] = 0;
+        perm[1] = nd - 1;
+        for (int i = 2; i < nd; i++) perm[i] = i - 1;
+        grad = pd_permute(grad, perm, nd);
+    }
+    gin[0] = grad;
+    return vjp_status(gin[0]);
+}
+
+static struct pd_tensor *cast_to(struct pd_tensor *t, enum pd_dtype dt)
+{
+    return t && t->dtype != dt ? pd_cast(t, dt) : t;
+}
+
+/* Shared backward of layer_norm (centre = 1) and rms_norm (centre = 0).
+ * With xm = x - mean (or x), rstd = 1/sqrt(mean(xm^2) + eps), xhat = xm * rstd
+ * and gh = g * w:
+ *   dx = rstd * (gh - [mean(gh)] - xhat * mean(gh * xhat))
+ *   dw = sum_lead(g * xhat), db = sum_lead(g).
+ * bf16/f16 are computed in f32 and cast back. */
+static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, int centre)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0);
+    if (!x) return pd_last_status();
+    int has_w = n->a.i[1] != 0, has_b = centre && n->a.i[2] != 0;
+    struct pd_tensor *w = NULL;
+    if (has_w && !(w = pdi_node_in(n, 1))) return pd_last_status();
+    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    int k = (int)n->a.i[0], nd = x->ndim, lead = nd - k;
+    int axes[PD_MAX_DIMS], lax[PD_MAX_DIMS];
+    for (int i = 0; i < k; i++) axes[i] = lead + i;
+    for (int i = 0; i < lead; i++) lax[i] = i;
+
+    struct pd_tensor *xc = cast_to(x, ct), *gc = cast_to(g[0], ct);
+    struct pd_tensor *xm = centre ? pd_sub(xc, pd_mean(xc, axes, k, 1)) : xc;
+    struct pd_tensor *rstd = pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xm), axes, k, 1), n->a.f[0]));
+    struct pd_tensor *xhat = pd_mul(xm, rstd);
+    struct pd_tensor *gh = has_w ? pd_mul(gc, cast_to(w, ct)) : gc;
+    if (pdi_node_needs(n, 0)) {
+        struct pd_tensor *inner = pd_sub(gh, pd_mul(xhat, pd_mean(pd_mul(gh, xhat), axes, k, 1)));
+        if (centre) inner = pd_sub(inner, pd_mean(gh, axes, k, 1));
+        gin[0] = cast_to(pd_mul(rstd, inner), dt);
+        if (!gin[0]) return vjp_status(NULL);
+    }
+    /* parameter gradients sum over the leading (batch) dims */
+    struct pd_tensor *gp[2] = {has_w ? pd_mul(gc, xhat) : NULL, has_b ? gc : NULL};
+    for (int j = 0, slot = 1; j < 2; j++) {
+        if (!(j == 0 ? has_w : has_b)) continue;
+        if (pdi_node_needs(n, slot)) {
+            struct pd_tensor *r = lead ? pd_sum(gp[j], lax, lead, 0) : gp[j];
+            gin[slot] = cast_to(r, dt);
+            if (!gin[slot]) return vjp_status(NULL);
+        }
+        slot++;
+    }
+    return PD_OK;
+}
+
+int pdi_vjp_layer_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    return norm_vjp(n, g, gin, 1);
+}
+
+int pdi_vjp_rms_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    return norm_vjp(n, g, gin, 0);
+}
+
+/* embedding: d weight = scatter-add of the rows of g at ids. index_add when
+ * the index family provides it (memory O(V*D)); otherwise
+ * one_hot(ids)^T @ g (memory O(n*V)). ids get no gradient. */
+int pdi_vjp_embedding(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    if (!pdi_node_needs(n, 1)) return PD_OK;
+    struct pd_tensor *ids = pdi_node_in(n, 0);
+    if (!ids) return pd_last_status();
+    const struct pdi_meta *wm = &n->in_meta[1];
+    enum pd_dtype dt = wm->dtype;
+    int64_t V = wm->shape[0], D = wm->shape[1], cnt = pd_tensor_numel(ids);
+    int64_t s1[1] = {cnt}, s2[2] = {cnt, D};
+    struct pd_tensor *flat = pd_reshape(ids, s1, 1);
+    if (flat && flat->dtype != PD_I64 && flat->dtype != PD_I32) flat = pd_cast(flat, PD_I64);
+    struct pd_tensor *g2 = pd_reshape(g[0], s2, 2);
+    if (pdi_kernel_lookup(PDI_BACKEND_REF, PD_OP_index_add, dt))
+        gin[1] = pd_index_add(pd_zeros(wm->shape, 2, dt), 0, flat, g2);
+    else
+        gin[1] = pd_matmul(pd_cast(pd_one_hot(flat, V), dt), g2, 1, 0);
+    return vjp_status(gin[1]);
+}
+
+/* ---- public wrappers ------------------------------------------------- */
+static struct pd_tensor *softmax_call(enum pd_op op, struct pd_tensor *x, int axis)
+{
+    if (!x) return NULL;
+    int ax = x->ndim == 0 ? (axis == 0 || axis == -1 ? 0 : -1) : pdi_norm_axis(axis, x->ndim);
+    if (ax < 0)
+        return pdi_error(PD_ERR_INVALID, "%s: axis %d out of range for a %d-d tensor", pdi_ops[op].name, axis,
+                         x->ndim);
+    struct pdi_attrs a = {.i = {ax}};
+    return pdi_call1(op, x, &a);
+}
+
+struct pd_tensor *pd_softmax(struct pd_tensor *x, int axis) { return softmax_call(PD_OP_softmax, x, axis); }
+struct pd_tensor *pd_log_softmax(struct pd_tensor *x, int axis) { return softmax_call(PD_OP_log_softmax, x, axis); }
+
+struct pd_tensor *pd_nll_loss(struct pd_tensor *logp, struct pd_tensor *target, int64_t ignore_index,
+                              enum pd_reduction reduction)
+{
+    struct pdi_attrs a = {.i = {ignore_index, (int64_t)reduction}};
+    return pdi_call2(PD_OP_nll_loss, logp, target, &a);
+}
+
+static struct pd_tensor *reduce_loss(struct pd_tensor *l, enum pd_reduction r)
+{
+    if (r == PD_REDUCE_SUM) return pd_sum(l, NULL, 0, 0);
+    if (r == PD_REDUCE_MEAN) return pd_mean(l, NULL, 0, 0);
+    return l;
+}
+
+/* Probability targets (torch semantics): loss = -sum_c t_c log_softmax(x)_c
+ * with t smoothed to t (1 - eps) + eps / C; mean divides by numel / C. */
+static struct pd_tensor *cross_entropy_probs(struct pd_tensor *logp, struct pd_tensor *target, int cax, int64_t C,
+                                             double ls, enum pd_reduction reduction)
+{
+    struct pd_tensor *t = cast_to(target, logp->dtype);
+    if (ls > 0) t = pd_add_scalar(pd_scale(t, 1.0 - ls), ls / (double)C);
+    struct pd_tensor *l = pd_neg(pd_sum(pd_mul(logp, t), &cax, 1, 0));
+    if (reduction != PD_REDUCE_MEAN) return reduce_loss(l, reduction);
+    int64_t rows = C > 0 ? pd_tensor_numel(logp) / C : 0;
+    return pd_scale(pd_sum(l, NULL, 0, 0), rows ? 1.0 / (double)rows : NAN);
+}
+
+/* Class targets: (1 - eps) * nll + eps / C * smooth, where smooth is
+ * -sum_c logp (0 at ignored targets) reduced like nll (mean over kept). */
+static struct pd_tensor *cross_entropy_classes(struct pd_tensor *logp, struct pd_tensor *target, int cax, int64_t C,
+                                               int64_t ignore_index, double ls, enum pd_reduction reduction)
+{
+    struct pd_tensor *nll = pd_nll_loss(logp, target, ignore_index, reduction);
+    if (!(ls > 0)) return nll;
+    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)ignore_index, PD_I64));
+    struct pd_tensor *smooth = pd_where(valid, pd_neg(pd_sum(logp, &cax, 1, 0)), pd_scalar(0, logp->dtype));
+    struct pd_tensor *s = reduce_loss(smooth, reduction == PD_REDUCE_MEAN ? PD_REDUCE_SUM : reduction);
+    if (reduction == PD_REDUCE_MEAN) s = pd_div(s, pd_sum(pd_cast(valid, logp->dtype), NULL, 0, 0));
+    return pd_add(pd_scale(nll, 1.0 - ls), pd_scale(s, ls / (double)C));
+}
+
+struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *target, int64_t ignore_index,
+                                   double label_smoothing, enum pd_reduction reduction)
+{
+    if (!logits || !target) return NULL;
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(logits->dtype))
+        return pdi_error(PD_ERR_INVALID, "cross_entropy: logits must be floating point, got %s",
+                         pd_dtype_name(logits->dtype));
+    if (logits->ndim < 1) return pdi_error(PD_ERR_INVALID, "cross_entropy: logits must have at least 1 dim (classes)");
+    if ((unsigned)reduction >= PD_REDUCTION_COUNT)
+        return pdi_error(PD_ERR_INVALID, "cross_entropy: reduction %d is not none (0), mean (1) or sum (2)",
+                         (int)reduction);
+    if (!(label_smoothing >= 0 && label_smoothing <= 1))
+        return pdi_error(PD_ERR_INVALID, "cross_entropy: label_smoothing must be in [0, 1], got %g", label_smoothing);
+    int cax = logits->ndim == 1 ? 0 : 1;
+    int64_t C = logits->shape[cax];
+    if (pd_dtype_is_float(target->dtype)) {
+        if (target->ndim != logits->ndim ||
+            memcmp(target->shape, logits->shape, sizeof(int64_t) * (size_t)logits->ndim))
+            return pdi_error(PD_ERR_INVALID,
+                             "cross_entropy: floating-point target %s must be class probabilities with the logits' "
+                             "shape %s (class indices must be integers)",
+                             pdi_shape_str(target->shape, target->ndim, b0, sizeof b0),
+                             pdi_shape_str(logits->shape, logits->ndim, b1, sizeof b1));
+        if (ignore_index >= 0)
+            return pdi_error(PD_ERR_INVALID,
+                             "cross_entropy: ignore_index (%lld) is not supported with probability targets",
+                             (long long)ignore_index);
+        return cross_entropy_probs(pd_log_softmax(logits, cax), target, cax, C, label_smoothing, reduction);
+    }
+    if (!is_int_dtype(target->dtype))
+        return pdi_error(PD_ERR_INVALID, "cross_entropy: target must be integer class indices or float "
+                         "probabilities, got %s", pd_dtype_name(target->dtype));
+    if (check_class_target("cross_entropy", logits, target)) return NULL;
+    return cross_entropy_classes(pd_log_softmax(logits, cax), target, cax, C, ignore_index, label_smoothing,
+                                 reduction);
+}
+
+struct pd_tensor *pd_mse_loss(struct pd_tensor *x, struct pd_tensor *y, enum pd_reduction reduction)
+{
+    if (!x || !y) return NULL;
+    if ((unsigned)reduction >= PD_REDUCTION_COUNT)
+        return pdi_error(PD_ERR_INVALID, "mse_loss: reduction %d is not none (0), mean (1) or sum (2)",
+                         (int)reduction);
+    return reduce_loss(pd_square(pd_sub(x, y)), reduction);
+}
+
+static struct pd_tensor *norm_call(enum pd_op op, struct pd_tensor *x, int n_norm_axes, struct pd_tensor *w,
+                                   struct pd_tensor *b, double eps)
+{
+    if (!x) return NULL;
+    struct pd_tensor *in[3] = {x, NULL, NULL};
+    int n = 1;
+    /* Mixed precision (bf16 x, f32 weight) is accepted: parameters follow x. */
+    if (w) in[n++] = pd_dtype_is_float(w->dtype) ? cast_to(w, x->dtype) : w;
+    if (b) in[n++] = pd_dtype_is_float(b->dtype) ? cast_to(b, x->dtype) : b;
+    struct pdi_attrs a = {.i = {n_norm_axes, w != NULL, b != NULL}, .f = {eps}};
+    return pdi_calln(op, in, n, &a);
+}
+
+struct pd_tensor *pd_layer_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight,
+                                struct pd_tensor *bias, double eps)
+{
+    return norm_call(PD_OP_layer_norm, x, n_norm_axes, weight, bias, eps);
+}
+
+struct pd_tensor *pd_rms_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight, double eps)
+{
+    return norm_call(PD_OP_rms_norm, x, n_norm_axes, weight, NULL, eps);
+}
+
+/* x * mask * 1/(1-p) with mask ~ Bernoulli(1 - p) from g: the gradient comes
+ * from mul/scale, and the same generator state reproduces the mask. */
+struct pd_tensor *pd_dropout(struct pd_tensor *x, double p, int training, struct pd_generator *g)
+{
+    if (!x) return NULL;
+    if (!(p >= 0 && p <= 1)) return pdi_error(PD_ERR_INVALID, "dropout: p must be in [0, 1], got %g", p);
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_error(PD_ERR_INVALID, "dropout: x must be floating point, got %s", pd_dtype_name(x->dtype));
+    if (!training || p == 0) {
+        pd_tensor_retain(x); /* x itself, one more owner in this scope */
+        return pdi_scope_add(x);
+    }
+    if (p == 1) return pd_mul(x, pd_scalar(0, x->dtype)); /* as torch: zeros, NaN stays NaN */
+    enum pd_dtype pdt = x->dtype == PD_F64 ? PD_F64 : PD_F32;
+    struct pd_tensor *keep = pd_full(x->shape, x->ndim, 1.0 - p, pdt);
+    struct pd_tensor *mask = cast_to(pd_bernoulli(keep, g), x->dtype);
+    return pd_scale(pd_mul(x, mask), 1.0 / (1.0 - p));
+}
+
+struct pd_tensor *pd_embedding(struct pd_tensor *ids, struct pd_tensor *weight)
+{
+    return pdi_call2(PD_OP_embedding, ids, weight, NULL);
+}
+
+struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
+{
+    if (!ids) return NULL;
+    if (!is_int_dtype(ids->dtype))
+        return pdi_error(PD_ERR_INVALID, "one_hot: ids must be integers, got %s", pd_dtype_name(ids->dtype));
+    if (num_classes < -1)
+        return pdi_error(PD_ERR_INVALID, "one_hot: num_classes must be -1 (infer) or >= 0, got %lld",
+                         (long long)num_classes);
+    if (num_classes == -1) {
+        /* Inferred from the data (a host read, as in torch). */
+        struct pd_kview v;
+        pdi_kview_of(ids, &v);
+        int64_t n = pdi_kview_numel(&v), mx = -1;
+        if (n == 0) return pdi_error(PD_ERR_INVALID, "one_hot: cannot infer num_classes from an empty tensor");
+        for (int64_t i = 0; i < n; i++) {
+            int64_t c = load_index(pdi_kview_ptr(&v, i), v.dtype);
+            if (c < 0)
+                return pdi_error(PD_ERR_INVALID, "one_hot: class value %lld at position %lld is negative",
+                                 (long long)c, (long long)i);
+            if (c > mx) mx = c;
+        }
+        num_classes = mx + 1;
+    }
+    struct pdi_attrs a = {.i = {num_classes}};
+    return pdi_call1(PD_OP_one_hot, ids, &a);
+}

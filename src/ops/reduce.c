@@ -1,0 +1,505 @@
+/* paddle.c — reduction ops: public wrappers, infer-meta and VJP rules.
+ *
+ * Attribute layout (see ops_reduce.def): axes in v[0..nv-1] (nv = 0: all
+ * axes), i0 keepdim, i1 correction (var/std) or reverse (cumsum/cumprod),
+ * f0 p (norm). The infer functions validate axes through pdi_axes_mask and
+ * are the only place that decides output dtypes; kernels trust them.
+ *
+ * Choice: mean/var/std/logsumexp/norm are defined on floats only; their
+ * public wrappers cast integer and bool input to f32 first (a call through
+ * the op table with an integer tensor is an error).
+ *
+ * VJP rules use public ops only, so they are differentiable again. Exactness
+ * notes: prod and cumprod have exact first derivatives with zeros in the
+ * input (zero-count masks); their second derivatives are exact only for
+ * inputs without zeros. max/min route the gradient to the returned index;
+ * amax/amin (and norm p=inf) split it evenly among ties, as PyTorch does.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* ---- shared helpers -------------------------------------------------- */
+/* Mask of reduced axes from attrs (already validated by infer). */
+static unsigned attrs_mask(const struct pdi_attrs *a, int ndim)
+{
+    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
+    unsigned m = 0;
+    for (int i = 0; i < a->nv; i++) {
+        int ax = pdi_norm_axis((int)a->v[i], ndim);
+        if (ax >= 0 && ndim > 0) m |= 1u << ax;
+    }
+    return m;
+}
+
+static int64_t mask_count(const int64_t *shape, int ndim, unsigned mask)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        if (mask & (1u << d)) n *= shape[d];
+    return n;
+}
+
+static const char *axes_str(const struct pdi_attrs *a, char *buf, size_t n)
+{
+    if (a->nv == 0) { snprintf(buf, n, "all"); return buf; }
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < a->nv && k + 24 < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "[", (long long)a->v[i]);
+    snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+/* Fill meta[0..n_out-1] with the reduced shape and dtype dt (indices of
+ * max/min are int64). nonempty: the op has no identity element. */
+static int reduce_meta(struct pdi_call *c, enum pd_dtype dt, int nonempty)
+{
+    const struct pd_tensor *x = c->in[0];
+    unsigned mask;
+    if (pdi_axes_mask(c, x, &mask)) return PD_ERR_INVALID;
+    if (nonempty && mask_count(x->shape, x->ndim, mask) == 0) {
+        char b0[PDI_SHAPE_BUF], b1[64];
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s: cannot reduce %s over axes %s: the reduced set is empty and %s has no identity "
+                          "(reduce over non-empty axes)",
+                          pdi_ops[c->op].name, pdi_shape_str(x->shape, x->ndim, b0, sizeof b0),
+                          axes_str(&c->a, b1, sizeof b1), pdi_ops[c->op].name);
+    }
+    int keep = c->a.i[0] != 0;
+    struct pdi_meta m = {.dtype = dt};
+    for (int d = 0; d < x->ndim; d++) {
+        if (!(mask & (1u << d))) m.shape[m.ndim++] = x->shape[d];
+        else if (keep) m.shape[m.ndim++] = 1;
+    }
+    for (int j = 0; j < c->n_out; j++) {
+        c->meta[j] = m;
+        if (j > 0) c->meta[j].dtype = PD_I64;
+    }
+    return PD_OK;
+}
+
+static enum pd_dtype accum_dtype(enum pd_dtype dt) { return pd_dtype_is_float(dt) ? dt : PD_I64; }
+
+/* ---- infer ----------------------------------------------------------- */
+/* sum, prod (integers -> int64), amax, amin (same dtype, non-empty). */
+int pdi_infer_reduce(struct pdi_call *c)
+{
+    enum pd_dtype dt = c->in[0]->dtype;
+    if (c->op == PD_OP_sum || c->op == PD_OP_prod) return reduce_meta(c, accum_dtype(dt), 0);
+    return reduce_meta(c, dt, 1);
+}
+
+/* mean, var, std, logsumexp, norm. */
+int pdi_infer_reduce_float(struct pdi_call *c)
+{
+    const char *name = pdi_ops[c->op].name;
+    enum pd_dtype dt = c->in[0]->dtype;
+    if (!pd_dtype_is_float(dt))
+        return pdi_errorf(PD_ERR_INVALID, "%s: expects a floating-point tensor, got %s (pd_%s casts to f32 first)",
+                          name, pd_dtype_name(dt), name);
+    if (c->op == PD_OP_norm) {
+        double p = c->a.f[0];
+        if (!(p == 1.0 || p == 2.0 || isinf(p)) || p < 0)
+            return pdi_errorf(PD_ERR_INVALID, "norm: p must be 1, 2 or inf, got %g", p);
+    }
+    if ((c->op == PD_OP_var || c->op == PD_OP_std) && c->a.i[1] < 0)
+        return pdi_errorf(PD_ERR_INVALID, "%s: correction must be >= 0, got %lld", name, (long long)c->a.i[1]);
+    return reduce_meta(c, dt, 0);
+}
+
+/* argmax, argmin: one axis or all (flattened index). */
+int pdi_infer_reduce_index(struct pdi_call *c)
+{
+    if (c->a.nv > 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: takes one axis (or none for the flattened tensor), got %d",
+                          pdi_ops[c->op].name, c->a.nv);
+    if (c->in[0]->dtype == PD_BOOL)
+        return pdi_errorf(PD_ERR_INVALID, "%s: bool input is not supported (cast it first)", pdi_ops[c->op].name);
+    return reduce_meta(c, PD_I64, 1);
+}
+
+/* max, min along one axis: values and int64 indices. */
+int pdi_infer_reduce_index2(struct pdi_call *c)
+{
+    if (c->a.nv != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: takes exactly one axis, got %d", pdi_ops[c->op].name, c->a.nv);
+    if (c->in[0]->dtype == PD_BOOL)
+        return pdi_errorf(PD_ERR_INVALID, "%s: bool input is not supported (cast it first)", pdi_ops[c->op].name);
+    return reduce_meta(c, c->in[0]->dtype, 1);
+}
+
+/* all, any. */
+int pdi_infer_reduce_bool(struct pdi_call *c) { return reduce_meta(c, PD_BOOL, 0); }
+
+/* cumsum, cumprod: same shape; integers -> int64. */
+int pdi_infer_scan(struct pdi_call *c)
+{
+    const struct pd_tensor *x = c->in[0];
+    int64_t ax = c->a.i[0];
+    if (x->ndim == 0 ? ax != 0 : (ax < 0 || ax >= x->ndim))
+        return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
+                          (long long)ax, x->ndim);
+    pdi_meta_of(x, &c->meta[0]);
+    c->meta[0].dtype = accum_dtype(x->dtype);
+    return PD_OK;
+}
+
+/* ---- public wrappers ------------------------------------------------- */
+static int fill_axes(const char *op, struct pdi_attrs *a, const int *axes, int n_axes)
+{
+    if (n_axes < 0 || n_axes > PDI_MAX_ATTR_INTS)
+        return pdi_errorf(PD_ERR_INVALID, "%s: %d axes given (at most %d)", op, n_axes, PDI_MAX_ATTR_INTS);
+    if (n_axes && !axes) return pdi_errorf(PD_ERR_INVALID, "%s: axes is NULL but n_axes is %d", op, n_axes);
+    for (int i = 0; i < n_axes; i++) a->v[i] = axes[i];
+    a->nv = n_axes;
+    return PD_OK;
+}
+
+/* A 0-d tensor takes axis 0 or -1 (as PyTorch); pdi_norm_axis only accepts
+ * 0 there, so -1 is rewritten. */
+static void axes_0d(struct pdi_attrs *a, const struct pd_tensor *x)
+{
+    if (x->ndim == 0)
+        for (int i = 0; i < a->nv; i++)
+            if (a->v[i] == -1) a->v[i] = 0;
+}
+
+static struct pd_tensor *reduce_call(enum pd_op op, struct pd_tensor *x, const int *axes, int n_axes, int keepdim,
+                                     struct pdi_attrs *a)
+{
+    if (!x) return NULL;
+    if (fill_axes(pdi_ops[op].name, a, axes, n_axes)) return NULL;
+    axes_0d(a, x);
+    a->i[0] = keepdim != 0;
+    return pdi_call1(op, x, a);
+}
+
+/* Integer/bool input of a float-only reduction is cast to f32 (documented). */
+static struct pd_tensor *float_input(struct pd_tensor *x)
+{
+    if (!x || pd_dtype_is_float(x->dtype)) return x;
+    return pd_cast(x, PD_F32);
+}
+
+struct pd_tensor *pd_sum(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_sum, x, axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_mean(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_mean, float_input(x), axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_prod(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_prod, x, axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_amax(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_amax, x, axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_amin(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_amin, x, axes, n_axes, keepdim, &a);
+}
+
+static struct pd_tensor *maxmin(enum pd_op op, struct pd_tensor *x, int axis, int keepdim, struct pd_tensor **indices)
+{
+    if (indices) *indices = NULL;
+    if (!x) return NULL;
+    struct pd_tensor *in[1] = {x}, *out[2];
+    struct pdi_call c = {.op = op, .n_in = 1, .n_out = 2, .in = in, .out = out};
+    c.a.v[0] = axis;
+    c.a.nv = 1;
+    axes_0d(&c.a, x);
+    c.a.i[0] = keepdim != 0;
+    if (pdi_dispatch(&c)) return NULL;
+    if (indices) *indices = out[1];
+    else if (pd_scope_depth() == 0) pd_tensor_release(out[1]); /* nobody else owns it */
+    return out[0];
+}
+
+struct pd_tensor *pd_max(struct pd_tensor *x, int axis, int keepdim, struct pd_tensor **indices)
+{
+    return maxmin(PD_OP_max, x, axis, keepdim, indices);
+}
+
+struct pd_tensor *pd_min(struct pd_tensor *x, int axis, int keepdim, struct pd_tensor **indices)
+{
+    return maxmin(PD_OP_min, x, axis, keepdim, indices);
+}
+
+/* axis == PD_ALL_AXES: index into the flattened tensor. */
+static struct pd_tensor *argmaxmin(enum pd_op op, struct pd_tensor *x, int axis, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(op, x, &axis, axis == PD_ALL_AXES ? 0 : 1, keepdim, &a);
+}
+
+struct pd_tensor *pd_argmax(struct pd_tensor *x, int axis, int keepdim) { return argmaxmin(PD_OP_argmax, x, axis, keepdim); }
+struct pd_tensor *pd_argmin(struct pd_tensor *x, int axis, int keepdim) { return argmaxmin(PD_OP_argmin, x, axis, keepdim); }
+
+struct pd_tensor *pd_var(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim)
+{
+    struct pdi_attrs a = {.i = {0, correction}};
+    return reduce_call(PD_OP_var, float_input(x), axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_std(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim)
+{
+    struct pdi_attrs a = {.i = {0, correction}};
+    return reduce_call(PD_OP_std, float_input(x), axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_logsumexp(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_logsumexp, float_input(x), axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_norm(struct pd_tensor *x, double p, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {.f = {p}};
+    return reduce_call(PD_OP_norm, float_input(x), axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_all(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_all, x, axes, n_axes, keepdim, &a);
+}
+
+struct pd_tensor *pd_any(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    struct pdi_attrs a = {0};
+    return reduce_call(PD_OP_any, x, axes, n_axes, keepdim, &a);
+}
+
+static struct pd_tensor *scan(enum pd_op op, struct pd_tensor *x, int axis, int reverse)
+{
+    if (!x) return NULL;
+    int ax = x->ndim == 0 && (axis == 0 || axis == -1) ? 0 : pdi_norm_axis(axis, x->ndim);
+    if (ax < 0)
+        return pdi_error(PD_ERR_INVALID, "%s: axis %d out of range for a %d-d tensor", pdi_ops[op].name, axis, x->ndim);
+    struct pdi_attrs a = {.i = {ax, reverse}};
+    return pdi_call1(op, x, &a);
+}
+
+struct pd_tensor *pd_cumsum(struct pd_tensor *x, int axis) { return scan(PD_OP_cumsum, x, axis, 0); }
+struct pd_tensor *pd_cumprod(struct pd_tensor *x, int axis) { return scan(PD_OP_cumprod, x, axis, 0); }
+
+/* ---- VJP rules (public ops only) ------------------------------------- */
+#define OK_OR_STATUS(t) ((t) ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_STATE))
+
+/* The node's axes as an int list for pd_sum & co (count 0 = all axes). */
+static int node_axes(const struct pdi_node *n, int *axes)
+{
+    for (int i = 0; i < n->a.nv; i++) axes[i] = (int)n->a.v[i];
+    return n->a.nv;
+}
+
+/* A reduced tensor (or gradient) viewed with size-1 dims at the reduced
+ * axes, so that it broadcasts against the input. */
+static struct pd_tensor *unreduce(const struct pdi_node *n, struct pd_tensor *t)
+{
+    const struct pdi_meta *im = &n->in_meta[0];
+    if (!t || n->a.i[0] || im->ndim == 0) return t;
+    unsigned mask = attrs_mask(&n->a, im->ndim);
+    int64_t shape[PD_MAX_DIMS];
+    for (int d = 0; d < im->ndim; d++) shape[d] = mask & (1u << d) ? 1 : im->shape[d];
+    return pd_reshape(t, shape, im->ndim);
+}
+
+static struct pd_tensor *expand_to_input(const struct pdi_node *n, struct pd_tensor *t)
+{
+    return pd_expand(unreduce(n, t), n->in_meta[0].shape, n->in_meta[0].ndim);
+}
+
+static struct pd_tensor *scalar_like(const struct pd_tensor *t, double v)
+{
+    return t ? pd_scalar(v, t->dtype) : NULL;
+}
+
+int pdi_vjp_sum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    gin[0] = expand_to_input(n, g[0]);
+    return OK_OR_STATUS(gin[0]);
+}
+
+int pdi_vjp_mean(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    const struct pdi_meta *im = &n->in_meta[0];
+    int64_t cnt = mask_count(im->shape, im->ndim, attrs_mask(&n->a, im->ndim));
+    gin[0] = expand_to_input(n, pd_scale(g[0], 1.0 / (double)cnt));
+    return OK_OR_STATUS(gin[0]);
+}
+
+/* d prod / d x_i = prod of the others. No zero in the set: out / x_i.
+ * Exactly one zero: the product of the non-zeros at the zero, 0 elsewhere.
+ * Two or more: 0 everywhere. */
+int pdi_vjp_prod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
+    if (!x || !out) return pd_last_status();
+    int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
+    struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
+    struct pd_tensor *z = pd_eq(x, zero);
+    struct pd_tensor *nz = pd_sum(z, axes, na, 1); /* int64 */
+    struct pd_tensor *none = pd_eq(nz, pd_scalar(0, PD_I64));
+    struct pd_tensor *single = pd_logical_and(z, pd_eq(nz, pd_scalar(1, PD_I64)));
+    struct pd_tensor *xs = pd_where(z, one, x);
+    struct pd_tensor *others = pd_prod(xs, axes, na, 1);
+    struct pd_tensor *r = pd_where(none, pd_div(unreduce(n, out), xs), pd_where(single, others, zero));
+    gin[0] = pd_mul(r, unreduce(n, g[0]));
+    return OK_OR_STATUS(gin[0]);
+}
+
+/* Ties share the gradient evenly (mask / count). */
+static int vjp_amaxmin(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
+    if (!x || !out) return pd_last_status();
+    int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
+    struct pd_tensor *m = pd_cast(pd_eq(x, unreduce(n, out)), x->dtype);
+    struct pd_tensor *cnt = pd_sum(m, axes, na, 1);
+    gin[0] = pd_mul(m, pd_div(unreduce(n, g[0]), cnt));
+    return OK_OR_STATUS(gin[0]);
+}
+
+int pdi_vjp_amax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin) { return vjp_amaxmin(n, g, gin); }
+int pdi_vjp_amin(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin) { return vjp_amaxmin(n, g, gin); }
+
+/* The gradient goes to the returned index: where(arange == index, g, 0). */
+static int vjp_maxmin(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    const struct pdi_meta *im = &n->in_meta[0];
+    if (im->ndim == 0) { gin[0] = g[0]; return PD_OK; }
+    struct pd_tensor *idx = pd_detach(pdi_node_out(n, 1));
+    if (!idx) return pd_last_status();
+    int ax = pdi_norm_axis((int)n->a.v[0], im->ndim);
+    int64_t shape[PD_MAX_DIMS];
+    for (int d = 0; d < im->ndim; d++) shape[d] = d == ax ? im->shape[d] : 1;
+    struct pd_tensor *ar = pd_reshape(pd_arange(0, (double)im->shape[ax], 1, PD_I64), shape, im->ndim);
+    struct pd_tensor *hit = pd_eq(ar, unreduce(n, idx));
+    gin[0] = pd_where(hit, unreduce(n, g[0]), scalar_like(g[0], 0));
+    return OK_OR_STATUS(gin[0]);
+}
+
+int pdi_vjp_max(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin) { return vjp_maxmin(n, g, gin); }
+int pdi_vjp_min(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin) { return vjp_maxmin(n, g, gin); }
+
+/* Divisor of var/std: max(0, N - correction), like PyTorch. */
+static double var_divisor(const struct pdi_node *n)
+{
+    const struct pdi_meta *im = &n->in_meta[0];
+    double d = (double)mask_count(im->shape, im->ndim, attrs_mask(&n->a, im->ndim)) - (double)n->a.i[1];
+    return d > 0 ? d : 0;
+}
+
+/* x - mean(x) over the reduced axes, kept dims. */
+static struct pd_tensor *centered(struct pdi_node *n, struct pd_tensor *x)
+{
+    int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
+    return pd_sub(x, pd_mean(x, axes, na, 1));
+}
+
+/* d var / d x = 2 (x - mean) / divisor. */
+int pdi_vjp_var(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0);
+    if (!x) return pd_last_status();
+    gin[0] = pd_mul(centered(n, x), pd_scale(unreduce(n, g[0]), 2.0 / var_divisor(n)));
+    return OK_OR_STATUS(gin[0]);
+}
+
+/* d std / d x = (x - mean) / (divisor * std); where std == 0 every x equals
+ * the mean, and dividing by 1 instead keeps the result 0 (not NaN). */
+int pdi_vjp_std(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
+    if (!x || !out) return pd_last_status();
+    struct pd_tensor *so = unreduce(n, out);
+    struct pd_tensor *safe = pd_where(pd_eq(so, scalar_like(so, 0)), scalar_like(so, 1), so);
+    struct pd_tensor *r = pd_div(unreduce(n, g[0]), pd_scale(safe, var_divisor(n)));
+    gin[0] = pd_mul(centered(n, x), r);
+    return OK_OR_STATUS(gin[0]);
+}
+
+/* d lse / d x = exp(x - lse) (softmax). */
+int pdi_vjp_logsumexp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
+    if (!x || !out) return pd_last_status();
+    gin[0] = pd_mul(pd_exp(pd_sub(x, unreduce(n, out))), unreduce(n, g[0]));
+    return OK_OR_STATUS(gin[0]);
+}
+
+/* p=1: sign(x); p=2: x / norm (0 at the zero vector, through a safe
+ * denominator so no NaN appears at any order); p=inf: sign(x) on the ties of
+ * |x| == norm, split evenly. */
+int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
+    if (!x || !out) return pd_last_status();
+    double p = n->a.f[0];
+    struct pd_tensor *gu = unreduce(n, g[0]), *ou = unreduce(n, out), *r;
+    if (p == 1.0) {
+        r = pd_sign(x);
+    } else if (p == 2.0) {
+        struct pd_tensor *safe = pd_where(pd_eq(ou, scalar_like(ou, 0)), scalar_like(ou, 1), ou);
+        r = pd_div(x, safe);
+    } else {
+        int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
+        struct pd_tensor *m = pd_cast(pd_eq(pd_abs(x), ou), x->dtype);
+        struct pd_tensor *cnt = pd_sum(m, axes, na, 1);
+        r = pd_div(pd_mul(pd_sign(x), m), cnt);
+    }
+    gin[0] = pd_mul(r, gu);
+    return OK_OR_STATUS(gin[0]);
+}
+
+static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
+{
+    struct pdi_attrs a = {.i = {axis, reverse}};
+    return x ? pdi_call1(op, x, &a) : NULL;
+}
+
+/* The VJP of a scan is the scan of g in the other direction. */
+int pdi_vjp_cumsum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    gin[0] = scan_dir(PD_OP_cumsum, g[0], n->a.i[0], !n->a.i[1]);
+    return OK_OR_STATUS(gin[0]);
+}
+
+/* d y_j / d x_i = prod_{k <= j, k != i} x_k for i <= j (forward scan).
+ * Before the first zero (in scan order) x_i != 0 and the gradient is
+ * rcumsum(g y)_i / x_i. At the first zero it is rcumsum(g y1)_i where y1 is
+ * the scan of x with that zero replaced by 1. After it every product holds
+ * the first zero: 0. */
+int pdi_vjp_cumprod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *y = pdi_node_out(n, 0);
+    if (!x || !y) return pd_last_status();
+    int64_t ax = n->a.i[0], rev = n->a.i[1];
+    struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
+    struct pd_tensor *z = pd_eq(x, zero);
+    struct pd_tensor *cnt = scan_dir(PD_OP_cumsum, z, ax, rev); /* int64 zeros so far */
+    struct pd_tensor *before = pd_eq(cnt, pd_scalar(0, PD_I64));
+    struct pd_tensor *first = pd_logical_and(z, pd_eq(cnt, pd_scalar(1, PD_I64)));
+    struct pd_tensor *a = pd_div(scan_dir(PD_OP_cumsum, pd_mul(g[0], y), ax, !rev), pd_where(z, one, x));
+    struct pd_tensor *y1 = scan_dir(PD_OP_cumprod, pd_where(first, one, x), ax, rev);
+    struct pd_tensor *b = scan_dir(PD_OP_cumsum, pd_mul(g[0], y1), ax, !rev);
+    gin[0] = pd_where(before, a, pd_where(first, b, zero));
+    return OK_OR_STATUS(gin[0]);
+}

@@ -1,0 +1,230 @@
+/* paddle.c — op test rows: the nn family (softmax, log_softmax, nll_loss,
+ * layer_norm, rms_norm, embedding, one_hot) and the composite functions
+ * built on them (cross_entropy, mse_loss, dropout: op PD_OP_COUNT).
+ *
+ * Softmax over axis 0/1/-1, 0-d, length-1 rows, zero-size batches,
+ * transposed and strided inputs; large rows (forward only) reach the
+ * blocked sums, the column path and the parallel paths of the CPU kernels.
+ * Cross-entropy with class indices and probabilities, ignore_index (both a
+ * negative sentinel and a real class), label smoothing and each reduction,
+ * on [N, C] and [N, C, d1, d2] logits. Norms with and without weight/bias,
+ * over 1 and 2 trailing axes and over all axes. Embedding with repeated ids
+ * of several integer dtypes.
+ */
+#include "ops/harness.h"
+
+#define RF(name, expr) \
+    static struct pd_tensor *f_##name(struct pd_tensor **in) { return expr; }
+
+#define FL OPT_DT_FLOW
+#define NUM OPT_DT_ALLNUM
+#define BIG 1
+#define ONE (1u << PD_F32) /* the dtype of float inputs does not matter */
+/* integer ids of a fixed dtype, values in [lo, hi) */
+#define IDS(dt, lo_, hi_, ...) {OPT_SHAPE(__VA_ARGS__), .kind = OPT_FIXED, .lo = lo_, .hi = hi_, .dtype = dt, .no_grad = 1}
+/* a 0-d int64 class index */
+#define IDX0(lo_, hi_) {.ndim = 0, .kind = OPT_INDEX, .lo = lo_, .hi = hi_, .no_grad = 1}
+
+enum { NONE = PD_REDUCE_NONE, MEAN = PD_REDUCE_MEAN, SUM = PD_REDUCE_SUM };
+
+/* softmax / log_softmax */
+RF(sm_last, pd_softmax(in[0], -1))
+RF(sm_ax0, pd_softmax(in[0], 0))
+RF(sm_ax1, pd_softmax(in[0], 1))
+RF(lsm_last, pd_log_softmax(in[0], -1))
+RF(lsm_ax0, pd_log_softmax(in[0], 0))
+RF(lsm_ax1, pd_log_softmax(in[0], 1))
+
+/* nll_loss */
+RF(nll_none, pd_nll_loss(in[0], in[1], -100, PD_REDUCE_NONE))
+RF(nll_mean, pd_nll_loss(in[0], in[1], -100, PD_REDUCE_MEAN))
+RF(nll_sum, pd_nll_loss(in[0], in[1], -100, PD_REDUCE_SUM))
+RF(nll_ign_mean, pd_nll_loss(in[0], in[1], -1, PD_REDUCE_MEAN))
+RF(nll_ign_none, pd_nll_loss(in[0], in[1], -1, PD_REDUCE_NONE))
+RF(nll_ign2_sum, pd_nll_loss(in[0], in[1], 2, PD_REDUCE_SUM))
+/* every target ignored: mean is NaN (0/0), the gradient is 0 */
+RF(nll_all_ign_sum, pd_nll_loss(in[0], in[1], 0, PD_REDUCE_SUM))
+
+/* cross_entropy */
+RF(ce_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_MEAN))
+RF(ce_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_SUM))
+RF(ce_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_NONE))
+RF(ce_ign_mean, pd_cross_entropy(in[0], in[1], -1, 0, PD_REDUCE_MEAN))
+RF(ce_ign2_none, pd_cross_entropy(in[0], in[1], 2, 0, PD_REDUCE_NONE))
+RF(ce_ls_mean, pd_cross_entropy(in[0], in[1], -1, 0.1, PD_REDUCE_MEAN))
+RF(ce_ls_sum, pd_cross_entropy(in[0], in[1], -1, 0.2, PD_REDUCE_SUM))
+RF(ce_ls_none, pd_cross_entropy(in[0], in[1], -1, 0.15, PD_REDUCE_NONE))
+RF(ce_p_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_MEAN))
+RF(ce_p_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_SUM))
+RF(ce_p_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_NONE))
+RF(ce_p_ls_mean, pd_cross_entropy(in[0], in[1], -100, 0.1, PD_REDUCE_MEAN))
+
+/* mse_loss */
+RF(mse_mean, pd_mse_loss(in[0], in[1], PD_REDUCE_MEAN))
+RF(mse_sum, pd_mse_loss(in[0], in[1], PD_REDUCE_SUM))
+RF(mse_none, pd_mse_loss(in[0], in[1], PD_REDUCE_NONE))
+
+/* layer_norm / rms_norm (eps 1e-5) */
+RF(ln1, pd_layer_norm(in[0], 1, NULL, NULL, 1e-5))
+RF(ln1_wb, pd_layer_norm(in[0], 1, in[1], in[2], 1e-5))
+RF(ln1_w, pd_layer_norm(in[0], 1, in[1], NULL, 1e-5))
+RF(ln1_b, pd_layer_norm(in[0], 1, NULL, in[1], 1e-5))
+RF(ln2_wb, pd_layer_norm(in[0], 2, in[1], in[2], 1e-5))
+RF(ln2, pd_layer_norm(in[0], 2, NULL, NULL, 1e-5))
+RF(ln2_w, pd_layer_norm(in[0], 2, in[1], NULL, 0.1))
+RF(rms1, pd_rms_norm(in[0], 1, NULL, 1e-5))
+RF(rms1_w, pd_rms_norm(in[0], 1, in[1], 1e-6))
+RF(rms2_w, pd_rms_norm(in[0], 2, in[1], 1e-5))
+RF(rms2, pd_rms_norm(in[0], 2, NULL, 1e-5))
+
+/* embedding / one_hot */
+RF(emb, pd_embedding(in[0], in[1]))
+RF(oh5, pd_one_hot(in[0], 5))
+RF(oh_infer, pd_one_hot(in[0], -1))
+RF(oh7, pd_one_hot(in[0], 7))
+
+/* dropout: a fresh generator with a fixed seed per call, so every run of
+ * the row (cpu, ref, each finite difference) draws the same mask */
+static struct pd_tensor *dropout_seeded(struct pd_tensor *x, double p, int training)
+{
+    struct pd_generator *g = pd_generator_create(1234);
+    struct pd_tensor *y = pd_dropout(x, p, training, g);
+    pd_generator_destroy(g);
+    return y;
+}
+RF(drop_train, dropout_seeded(in[0], 0.3, 1))
+RF(drop_train_p0, dropout_seeded(in[0], 0.0, 1))
+RF(drop_eval, dropout_seeded(in[0], 0.5, 0))
+RF(drop_p1, dropout_seeded(in[0], 1.0, 1))
+
+static const struct opt_row rows[] = {
+    /* softmax */
+    {"softmax/last", PD_OP_softmax, 1, {OPT_F(3, 7)}, f_sm_last, FL},
+    {"softmax/axis0", PD_OP_softmax, 1, {OPT_F(4, 5)}, f_sm_ax0, FL},
+    {"softmax/axis1_3d", PD_OP_softmax, 1, {OPT_F(2, 5, 3)}, f_sm_ax1, FL},
+    {"softmax/transposed_last", PD_OP_softmax, 1, {OPT_FT(5, 6)}, f_sm_last, FL},
+    {"softmax/transposed_axis0", PD_OP_softmax, 1, {OPT_FT(5, 6)}, f_sm_ax0, FL},
+    {"softmax/strided", PD_OP_softmax, 1, {OPT_FS(3, 5)}, f_sm_last, FL},
+    {"softmax/0d", PD_OP_softmax, 1, {OPT_F0}, f_sm_last, FL},
+    {"softmax/len1", PD_OP_softmax, 1, {OPT_F(3, 1)}, f_sm_last, FL},
+    {"softmax/zero_batch", PD_OP_softmax, 1, {OPT_F(0, 5)}, f_sm_last, FL},
+    {"softmax/zero_batch_axis0", PD_OP_softmax, 1, {OPT_F(0, 5)}, f_sm_ax0, FL},
+    {"softmax/wide_values", PD_OP_softmax, 1, {OPT_FR(-30, 30, 4, 9)}, f_sm_last, FL},
+    {"softmax/large_last", PD_OP_softmax, 1, {OPT_FR(-8, 8, 67, 1001)}, f_sm_last, FL, .no_gradcheck = BIG},
+    {"softmax/large_axis0", PD_OP_softmax, 1, {OPT_FR(-8, 8, 300, 259)}, f_sm_ax0, FL, .no_gradcheck = BIG},
+    {"softmax/large_axis1", PD_OP_softmax, 1, {OPT_FR(-8, 8, 5, 301, 70)}, f_sm_ax1, FL, .no_gradcheck = BIG},
+    {"softmax/large_transposed", PD_OP_softmax, 1, {OPT_FT(200, 300)}, f_sm_last, FL, .no_gradcheck = BIG},
+    /* log_softmax */
+    {"log_softmax/last", PD_OP_log_softmax, 1, {OPT_F(3, 7)}, f_lsm_last, FL},
+    {"log_softmax/axis0", PD_OP_log_softmax, 1, {OPT_F(4, 5)}, f_lsm_ax0, FL},
+    {"log_softmax/axis1_3d", PD_OP_log_softmax, 1, {OPT_F(2, 5, 3)}, f_lsm_ax1, FL},
+    {"log_softmax/transposed", PD_OP_log_softmax, 1, {OPT_FT(5, 6)}, f_lsm_last, FL},
+    {"log_softmax/strided_axis0", PD_OP_log_softmax, 1, {OPT_FS(3, 5)}, f_lsm_ax0, FL},
+    {"log_softmax/0d", PD_OP_log_softmax, 1, {OPT_F0}, f_lsm_last, FL},
+    {"log_softmax/zero_batch", PD_OP_log_softmax, 1, {OPT_F(0, 5)}, f_lsm_last, FL},
+    {"log_softmax/wide_values", PD_OP_log_softmax, 1, {OPT_FR(-30, 30, 4, 9)}, f_lsm_last, FL},
+    {"log_softmax/large_last", PD_OP_log_softmax, 1, {OPT_FR(-8, 8, 67, 1001)}, f_lsm_last, FL, .no_gradcheck = BIG},
+    {"log_softmax/large_axis0", PD_OP_log_softmax, 1, {OPT_FR(-8, 8, 300, 259)}, f_lsm_ax0, FL, .no_gradcheck = BIG},
+    /* nll_loss: inputs need not be log-probabilities */
+    {"nll_loss/none", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_none, FL},
+    {"nll_loss/mean", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_mean, FL},
+    {"nll_loss/sum", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_sum, FL},
+    {"nll_loss/ignore_mean", PD_OP_nll_loss, 2, {OPT_F(8, 4), OPT_IDX(-1, 4, 8)}, f_nll_ign_mean, FL},
+    {"nll_loss/ignore_none", PD_OP_nll_loss, 2, {OPT_F(8, 4), OPT_IDX(-1, 4, 8)}, f_nll_ign_none, FL},
+    {"nll_loss/ignore_class_sum", PD_OP_nll_loss, 2, {OPT_F(8, 4), OPT_IDX(0, 4, 8)}, f_nll_ign2_sum, FL},
+    {"nll_loss/all_ignored_sum", PD_OP_nll_loss, 2, {OPT_F(3, 4), OPT_IDX(0, 1, 3)}, f_nll_all_ign_sum, FL},
+    {"nll_loss/all_ignored_mean_nan", PD_OP_nll_loss, 2, {OPT_F(3, 4), OPT_IDX(-1, 0, 3)}, f_nll_ign_mean, FL,
+     .no_gradcheck = 1},
+    {"nll_loss/spatial_mean", PD_OP_nll_loss, 2, {OPT_F(2, 4, 3, 2), OPT_IDX(-1, 4, 2, 3, 2)}, f_nll_ign_mean, FL},
+    {"nll_loss/spatial_none", PD_OP_nll_loss, 2, {OPT_F(2, 3, 5), OPT_IDX(0, 3, 2, 5)}, f_nll_none, FL},
+    {"nll_loss/1d", PD_OP_nll_loss, 2, {OPT_F(5), IDX0(0, 5)}, f_nll_sum, FL},
+    {"nll_loss/transposed", PD_OP_nll_loss, 2, {OPT_FT(6, 4), OPT_IDX(0, 4, 6)}, f_nll_mean, FL},
+    {"nll_loss/strided_spatial", PD_OP_nll_loss, 2, {OPT_FS(2, 3, 4), OPT_IDX(0, 3, 2, 4)}, f_nll_none, FL},
+    {"nll_loss/int32_target", PD_OP_nll_loss, 2, {OPT_F(6, 4), IDS(PD_I32, 0, 4, 6)}, f_nll_mean, FL},
+    {"nll_loss/zero_batch", PD_OP_nll_loss, 2, {OPT_F(0, 4), OPT_IDX(0, 4, 0)}, f_nll_sum, FL},
+    {"nll_loss/large", PD_OP_nll_loss, 2, {OPT_F(3000, 10), OPT_IDX(-1, 10, 3000)}, f_nll_ign_mean, FL,
+     .no_gradcheck = BIG},
+    /* cross_entropy (composite): class indices */
+    {"cross_entropy/mean", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_IDX(0, 5, 6)}, f_ce_mean, FL},
+    {"cross_entropy/sum", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_IDX(0, 5, 6)}, f_ce_sum, FL},
+    {"cross_entropy/none", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_IDX(0, 5, 6)}, f_ce_none, FL},
+    {"cross_entropy/ignore_mean", PD_OP_COUNT, 2, {OPT_F(8, 5), OPT_IDX(-1, 5, 8)}, f_ce_ign_mean, FL},
+    {"cross_entropy/ignore_class_none", PD_OP_COUNT, 2, {OPT_F(8, 5), OPT_IDX(0, 5, 8)}, f_ce_ign2_none, FL},
+    {"cross_entropy/smooth_ignore_mean", PD_OP_COUNT, 2, {OPT_F(8, 5), OPT_IDX(-1, 5, 8)}, f_ce_ls_mean, FL},
+    {"cross_entropy/smooth_ignore_sum", PD_OP_COUNT, 2, {OPT_F(8, 5), OPT_IDX(-1, 5, 8)}, f_ce_ls_sum, FL},
+    {"cross_entropy/smooth_ignore_none", PD_OP_COUNT, 2, {OPT_F(8, 5), OPT_IDX(-1, 5, 8)}, f_ce_ls_none, FL},
+    {"cross_entropy/spatial_smooth_mean", PD_OP_COUNT, 2, {OPT_F(2, 4, 3, 2), OPT_IDX(-1, 4, 2, 3, 2)}, f_ce_ls_mean,
+     FL},
+    {"cross_entropy/spatial_none", PD_OP_COUNT, 2, {OPT_F(2, 4, 5), OPT_IDX(0, 4, 2, 5)}, f_ce_none, FL},
+    {"cross_entropy/1d", PD_OP_COUNT, 2, {OPT_F(5), IDX0(0, 5)}, f_ce_mean, FL},
+    {"cross_entropy/transposed", PD_OP_COUNT, 2, {OPT_FT(7, 4), OPT_IDX(0, 4, 7)}, f_ce_ls_mean, FL},
+    {"cross_entropy/wide_logits", PD_OP_COUNT, 2, {OPT_FR(-40, 40, 6, 5), OPT_IDX(0, 5, 6)}, f_ce_mean, FL},
+    {"cross_entropy/zero_batch_sum", PD_OP_COUNT, 2, {OPT_F(0, 4), OPT_IDX(0, 4, 0)}, f_ce_ls_sum, FL},
+    /* cross_entropy: probabilities */
+    {"cross_entropy/probs_mean", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5)}, f_ce_p_mean, FL},
+    {"cross_entropy/probs_sum", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5)}, f_ce_p_sum, FL},
+    {"cross_entropy/probs_none", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5)}, f_ce_p_none, FL},
+    {"cross_entropy/probs_smooth_mean", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5)}, f_ce_p_ls_mean, FL},
+    {"cross_entropy/probs_spatial_mean", PD_OP_COUNT, 2, {OPT_F(2, 4, 3), OPT_FR(0, 1, 2, 4, 3)}, f_ce_p_mean, FL},
+    /* mse_loss (composite) */
+    {"mse_loss/mean", PD_OP_COUNT, 2, {OPT_F(4, 5), OPT_F(4, 5)}, f_mse_mean, FL},
+    {"mse_loss/sum", PD_OP_COUNT, 2, {OPT_F(4, 5), OPT_FT(4, 5)}, f_mse_sum, FL},
+    {"mse_loss/none_broadcast", PD_OP_COUNT, 2, {OPT_F(4, 5), OPT_F(5)}, f_mse_none, FL},
+    {"mse_loss/zero_size", PD_OP_COUNT, 2, {OPT_F(0, 5), OPT_F(0, 5)}, f_mse_sum, FL},
+    /* dropout (composite) */
+    {"dropout/train", PD_OP_COUNT, 1, {OPT_F(6, 7)}, f_drop_train, FL},
+    {"dropout/train_strided", PD_OP_COUNT, 1, {OPT_FS(4, 5)}, f_drop_train, FL},
+    {"dropout/train_p0", PD_OP_COUNT, 1, {OPT_F(3, 4)}, f_drop_train_p0, FL},
+    {"dropout/eval", PD_OP_COUNT, 1, {OPT_F(3, 4)}, f_drop_eval, FL},
+    {"dropout/p1", PD_OP_COUNT, 1, {OPT_F(3, 4)}, f_drop_p1, FL},
+    /* layer_norm */
+    {"layer_norm/plain", PD_OP_layer_norm, 1, {OPT_F(4, 6)}, f_ln1, FL},
+    {"layer_norm/weight_bias", PD_OP_layer_norm, 3, {OPT_F(4, 6), OPT_F(6), OPT_F(6)}, f_ln1_wb, FL},
+    {"layer_norm/weight", PD_OP_layer_norm, 2, {OPT_F(3, 2, 5), OPT_F(5)}, f_ln1_w, FL},
+    {"layer_norm/bias", PD_OP_layer_norm, 2, {OPT_F(4, 5), OPT_F(5)}, f_ln1_b, FL},
+    {"layer_norm/axes2_weight_bias", PD_OP_layer_norm, 3, {OPT_F(3, 4, 5), OPT_F(4, 5), OPT_F(4, 5)}, f_ln2_wb, FL},
+    {"layer_norm/axes2_all", PD_OP_layer_norm, 1, {OPT_F(4, 5)}, f_ln2, FL},
+    {"layer_norm/axes2_transposed", PD_OP_layer_norm, 2, {OPT_FT(2, 4, 5), OPT_FT(4, 5)}, f_ln2_w, FL},
+    {"layer_norm/transposed", PD_OP_layer_norm, 3, {OPT_FT(6, 5), OPT_F(5), OPT_FS(5)}, f_ln1_wb, FL},
+    {"layer_norm/strided", PD_OP_layer_norm, 1, {OPT_FS(4, 5)}, f_ln1, FL},
+    {"layer_norm/odd_len1", PD_OP_layer_norm, 3, {OPT_F(3, 1), OPT_F(1), OPT_F(1)}, f_ln1_wb, FL},
+    {"layer_norm/zero_batch", PD_OP_layer_norm, 3, {OPT_F(0, 6), OPT_F(6), OPT_F(6)}, f_ln1_wb, FL},
+    {"layer_norm/large", PD_OP_layer_norm, 3, {OPT_F(67, 1001), OPT_F(1001), OPT_F(1001)}, f_ln1_wb, FL,
+     .no_gradcheck = BIG},
+    {"layer_norm/large_offset", PD_OP_layer_norm, 1, {OPT_FR(99, 101, 16, 4099)}, f_ln1, FL, .no_gradcheck = BIG},
+    /* rms_norm */
+    {"rms_norm/plain", PD_OP_rms_norm, 1, {OPT_F(4, 6)}, f_rms1, FL},
+    {"rms_norm/weight", PD_OP_rms_norm, 2, {OPT_F(3, 2, 5), OPT_F(5)}, f_rms1_w, FL},
+    {"rms_norm/axes2_weight", PD_OP_rms_norm, 2, {OPT_F(3, 4, 5), OPT_F(4, 5)}, f_rms2_w, FL},
+    {"rms_norm/axes2_all", PD_OP_rms_norm, 1, {OPT_F(4, 5)}, f_rms2, FL},
+    {"rms_norm/transposed", PD_OP_rms_norm, 2, {OPT_FT(6, 5), OPT_FS(5)}, f_rms1_w, FL},
+    {"rms_norm/axes2_transposed", PD_OP_rms_norm, 2, {OPT_FT(3, 4, 5), OPT_F(4, 5)}, f_rms2_w, FL},
+    {"rms_norm/strided", PD_OP_rms_norm, 1, {OPT_FS(4, 5)}, f_rms1, FL},
+    {"rms_norm/zero_batch", PD_OP_rms_norm, 2, {OPT_F(0, 6), OPT_F(6)}, f_rms1_w, FL},
+    {"rms_norm/large", PD_OP_rms_norm, 2, {OPT_F(67, 1001), OPT_F(1001)}, f_rms1_w, FL, .no_gradcheck = BIG},
+    /* embedding: 12 ids from 5 rows repeat */
+    {"embedding/repeated_ids", PD_OP_embedding, 2, {OPT_IDX(0, 5, 12), OPT_F(5, 4)}, f_emb, FL},
+    {"embedding/ids_2d", PD_OP_embedding, 2, {OPT_IDX(0, 7, 3, 4), OPT_F(7, 3)}, f_emb, FL},
+    {"embedding/int32_ids", PD_OP_embedding, 2, {IDS(PD_I32, 0, 6, 9), OPT_F(6, 3)}, f_emb, FL},
+    {"embedding/int8_ids", PD_OP_embedding, 2, {IDS(PD_I8, 0, 6, 2, 5), OPT_F(6, 3)}, f_emb, FL},
+    {"embedding/uint8_ids", PD_OP_embedding, 2, {IDS(PD_U8, 0, 4, 7), OPT_F(4, 2)}, f_emb, FL},
+    {"embedding/transposed_weight", PD_OP_embedding, 2, {OPT_IDX(0, 6, 8), OPT_FT(6, 4)}, f_emb, FL},
+    {"embedding/strided_weight", PD_OP_embedding, 2, {OPT_IDX(0, 6, 8), OPT_FS(6, 4)}, f_emb, FL},
+    {"embedding/integer_weight", PD_OP_embedding, 2, {OPT_IDX(0, 6, 8), OPT_FR(-50, 50, 6, 4)}, f_emb, NUM,
+     .no_gradcheck = 1},
+    {"embedding/zero_ids", PD_OP_embedding, 2, {OPT_IDX(0, 6, 0), OPT_F(6, 4)}, f_emb, FL},
+    {"embedding/0d_id", PD_OP_embedding, 2, {IDX0(0, 6), OPT_F(6, 4)}, f_emb, FL},
+    {"embedding/large", PD_OP_embedding, 2, {OPT_IDX(0, 100, 5000), OPT_F(100, 64)}, f_emb, FL, .no_gradcheck = BIG},
+    /* one_hot (int64 out, not differentiable) */
+    {"one_hot/classes5", PD_OP_one_hot, 1, {OPT_IDX(0, 5, 9)}, f_oh5, ONE, .no_gradcheck = 1},
+    {"one_hot/inferred", PD_OP_one_hot, 1, {OPT_IDX(0, 6, 3, 4)}, f_oh_infer, ONE, .no_gradcheck = 1},
+    {"one_hot/int32_ids", PD_OP_one_hot, 1, {IDS(PD_I32, 0, 7, 2, 3)}, f_oh7, ONE, .no_gradcheck = 1},
+    {"one_hot/int16_ids", PD_OP_one_hot, 1, {IDS(PD_I16, 0, 5, 6)}, f_oh5, ONE, .no_gradcheck = 1},
+    {"one_hot/zero_size", PD_OP_one_hot, 1, {OPT_IDX(0, 5, 0)}, f_oh5, ONE, .no_gradcheck = 1},
+};
+
+int opt_rows_nn(const struct opt_row **r)
+{
+    *r = rows;
+    return (int)(sizeof rows / sizeof rows[0]);
+}

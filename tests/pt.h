@@ -1,0 +1,39 @@
+/* paddle.c — a minimal assertion header for the C tests run by CTest.
+ * Each failed check prints file:line and the values; main returns the
+ * failure count via PT_DONE(). */
+#ifndef PD_PT_H
+#define PD_PT_H
+#include <math.h>
+#include <stdio.h>
+#include "pd/pd.h"
+
+static int pt_fails, pt_checks;
+
+#define PT_CHECK(cond)                                                                      \
+    do {                                                                                    \
+        pt_checks++;                                                                        \
+        if (!(cond)) {                                                                      \
+            pt_fails++;                                                                     \
+            printf("%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+                   pd_last_error());                                                        \
+        }                                                                                   \
+    } while (0)
+
+#define PT_NEAR(a, b, tol)                                                                         \
+    do {                                                                                           \
+        double pt_a = (double)(a), pt_b = (double)(b);                                             \
+        pt_checks++;                                                                               \
+        if (!(fabs(pt_a - pt_b) <= (tol) * (1 + fabs(pt_b)))) {                                    \
+            pt_fails++;                                                                            \
+            printf("%s:%d: %s = %.12g, expected %s = %.12g (tol %g)\n", __FILE__, __LINE__, #a, pt_a, \
+                   #b, pt_b, (double)(tol));                                                       \
+        }                                                                                          \
+    } while (0)
+
+#define PT_DONE()                                                                         \
+    do {                                                                                  \
+        printf("%s: %d checks, %d failed\n", __FILE__, pt_checks, pt_fails);              \
+        printf("%d passed, %d failed\n", pt_checks - pt_fails, pt_fails);                 \
+        return pt_fails ? 1 : 0;                                                          \
+    } while (0)
+#endif

@@ -1,0 +1,222 @@
+/* paddle.c — nn family beyond the op-harness rows:
+ *   - second-order gradients (Hessian-vector products through create_graph)
+ *     of softmax, log_softmax, layer_norm, rms_norm, cross_entropy against
+ *     central differences of the first gradient;
+ *   - embedding's weight gradient with repeated ids (exact sums);
+ *   - dropout: reproducible masks, scale, p = 0 / 1, eval;
+ *   - one_hot inference; the error messages of bad ids, targets and shapes.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "pt.h"
+
+#define NX 12 /* elements of the differentiated input */
+
+typedef struct pd_tensor *(*fwd_fn)(struct pd_tensor *x);
+
+static struct pd_tensor *g_w, *g_b; /* fixed parameters used by some forwards */
+
+static struct pd_tensor *f_softmax(struct pd_tensor *x) { return pd_softmax(x, 1); }
+static struct pd_tensor *f_log_softmax(struct pd_tensor *x) { return pd_log_softmax(x, 0); }
+static struct pd_tensor *f_layer_norm(struct pd_tensor *x) { return pd_layer_norm(x, 1, g_w, g_b, 1e-5); }
+static struct pd_tensor *f_layer_norm2(struct pd_tensor *x) { return pd_layer_norm(x, 2, NULL, NULL, 1e-3); }
+static struct pd_tensor *f_rms_norm(struct pd_tensor *x) { return pd_rms_norm(x, 1, g_w, 1e-6); }
+static struct pd_tensor *f_cross_entropy(struct pd_tensor *x)
+{
+    int64_t t[3] = {1, -1, 3}, n = 3;
+    return pd_cross_entropy(x, pd_from_buffer(t, &n, 1, PD_I64), -1, 0.1, PD_REDUCE_MEAN);
+}
+
+/* First gradient of L = sum(c * f(x)) at x (create_graph when asked). */
+static struct pd_tensor *first_grad(fwd_fn f, struct pd_tensor *x, struct pd_tensor *c, int create)
+{
+    struct pd_tensor *y = f(x);
+    if (!y) return NULL;
+    struct pd_tensor *L = pd_sum(pd_mul(y, pd_expand(c, pd_tensor_shape(y), pd_tensor_ndim(y))), NULL, 0, 0);
+    struct pd_tensor *g = NULL;
+    if (!L || pd_grad(&L, 1, &x, 1, NULL, create, create, 0, &g)) return NULL;
+    return g;
+}
+
+/* H v by autograd vs (G(x + e v) - G(x - e v)) / 2e. */
+static void check_hvp(const char *name, fwd_fn f, const int64_t *shape, int nd)
+{
+    pd_scope_begin();
+    double xv[NX], vv[NX], cv[NX];
+    for (int i = 0; i < NX; i++) {
+        xv[i] = sin(1.3 * i + 0.4) * 1.5;
+        vv[i] = cos(0.7 * i);
+        cv[i] = 0.5 + 0.1 * i;
+    }
+    struct pd_tensor *x = pd_requires_grad_(pd_from_buffer(xv, shape, nd, PD_F64), 1);
+    struct pd_tensor *v = pd_from_buffer(vv, shape, nd, PD_F64);
+    /* c broadcasts over f(x): a scalar for losses */
+    struct pd_tensor *y0 = f(x);
+    struct pd_tensor *c = y0 && pd_tensor_ndim(y0) == 0 ? pd_scalar(0.8, PD_F64)
+                                                        : pd_from_buffer(cv, shape, nd, PD_F64);
+    struct pd_tensor *g = first_grad(f, x, c, 1), *hv = NULL;
+    struct pd_tensor *s = pd_sum(pd_mul(g, v), NULL, 0, 0);
+    int rc = s ? pd_grad(&s, 1, &x, 1, NULL, 0, 0, 0, &hv) : -1;
+    PT_CHECK(rc == 0 && hv);
+    if (rc == 0 && hv) {
+        double e = 1e-5, worst = 0;
+        double xp[NX], xm[NX], gp[NX], gm[NX], h[NX];
+        for (int i = 0; i < NX; i++) { xp[i] = xv[i] + e * vv[i]; xm[i] = xv[i] - e * vv[i]; }
+        struct pd_tensor *a = pd_requires_grad_(pd_from_buffer(xp, shape, nd, PD_F64), 1);
+        struct pd_tensor *b = pd_requires_grad_(pd_from_buffer(xm, shape, nd, PD_F64), 1);
+        pd_to_buffer(first_grad(f, a, c, 0), gp, PD_F64);
+        pd_to_buffer(first_grad(f, b, c, 0), gm, PD_F64);
+        pd_to_buffer(hv, h, PD_F64);
+        for (int i = 0; i < NX; i++) {
+            double num = (gp[i] - gm[i]) / (2 * e), d = fabs(num - h[i]) / (1 + fabs(num));
+            worst = d > worst ? d : worst;
+        }
+        if (worst > 1e-6) printf("  %s: H v differs from finite differences by %g\n", name, worst);
+        PT_CHECK(worst <= 1e-6);
+    }
+    pd_scope_end();
+}
+
+static void test_second_order(void)
+{
+    pd_scope_begin();
+    double wv[4] = {0.5, -1.2, 2.0, 0.9}, bv[4] = {0.1, 0.2, -0.3, 0.4};
+    int64_t four = 4;
+    g_w = pd_from_buffer(wv, &four, 1, PD_F64);
+    g_b = pd_from_buffer(bv, &four, 1, PD_F64);
+    int64_t s34[2] = {3, 4}, s43[2] = {4, 3}, s26[2] = {2, 6};
+    check_hvp("softmax", f_softmax, s34, 2);
+    check_hvp("log_softmax axis 0", f_log_softmax, s43, 2);
+    check_hvp("layer_norm", f_layer_norm, s34, 2);
+    check_hvp("layer_norm 2 axes", f_layer_norm2, s26, 2);
+    check_hvp("rms_norm", f_rms_norm, s34, 2);
+    check_hvp("cross_entropy", f_cross_entropy, s34, 2);
+    pd_scope_end();
+}
+
+/* d weight = sum of the g rows of each id; ids get no gradient. */
+static void test_embedding_grad(void)
+{
+    pd_scope_begin();
+    int64_t ids[6] = {2, 0, 2, 2, 4, 0}, n = 6, ws[2] = {5, 3};
+    struct pd_tensor *w = pd_requires_grad_(pd_rand(ws, 2, PD_F64, NULL), 1);
+    struct pd_tensor *y = pd_embedding(pd_from_buffer(ids, &n, 1, PD_I64), w);
+    double gv[18];
+    for (int i = 0; i < 18; i++) gv[i] = i + 1;
+    int64_t gs[2] = {6, 3};
+    struct pd_tensor *g = pd_from_buffer(gv, gs, 2, PD_F64), *gw = NULL;
+    PT_CHECK(y && pd_grad(&y, 1, &w, 1, &g, 0, 0, 0, &gw) == 0 && gw);
+    if (gw) {
+        double want[5][3] = {{0}};
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 3; j++) want[ids[i]][j] += gv[i * 3 + j];
+        for (int r = 0; r < 5; r++)
+            for (int j = 0; j < 3; j++) PT_NEAR(pd_get(gw, (int64_t[]){r, j}), want[r][j], 1e-12);
+    }
+    /* int16 ids, and an out-of-range id names itself and V */
+    int16_t bad[3] = {1, 5, 0};
+    int64_t three = 3;
+    PT_CHECK(!pd_embedding(pd_from_buffer(bad, &three, 1, PD_I16), w));
+    PT_CHECK(strstr(pd_last_error(), "id 5") && strstr(pd_last_error(), "V = 5"));
+    int16_t neg[3] = {1, -2, 0};
+    PT_CHECK(!pd_embedding(pd_from_buffer(neg, &three, 1, PD_I16), w) && strstr(pd_last_error(), "id -2"));
+    PT_CHECK(!pd_embedding(pd_from_buffer(ids, &n, 1, PD_I64), pd_rand(&n, 1, PD_F32, NULL)) &&
+             strstr(pd_last_error(), "2-d"));
+    PT_CHECK(!pd_embedding(pd_rand(&n, 1, PD_F32, NULL), w) && strstr(pd_last_error(), "integers"));
+    pd_scope_end();
+}
+
+static void test_dropout(void)
+{
+    pd_scope_begin();
+    int64_t shape[2] = {100, 100};
+    struct pd_tensor *x = pd_add_scalar(pd_rand(shape, 2, PD_F32, NULL), 1.0); /* in [1, 2): never 0 */
+    struct pd_generator *g = pd_generator_create(7);
+    uint64_t seed, off;
+    pd_generator_get_state(g, &seed, &off);
+    double p = 0.3;
+    struct pd_tensor *a = pd_dropout(x, p, 1, g);
+    pd_generator_set_state(g, seed, off);
+    struct pd_tensor *b = pd_dropout(x, p, 1, g);
+    struct pd_tensor *c = pd_dropout(x, p, 1, g); /* the state moved on: another mask */
+    PT_CHECK(a && b && c);
+    if (a && b && c) {
+        int64_t kept = 0, same = 0, diff = 0;
+        for (int64_t i = 0; i < 100; i++)
+            for (int64_t j = 0; j < 100; j++) {
+                int64_t idx[2] = {i, j};
+                double xa = pd_get(x, idx), va = pd_get(a, idx), vb = pd_get(b, idx), vc = pd_get(c, idx);
+                PT_CHECK(va == 0 || fabs(va - xa / (1 - p)) <= 1e-6 * fabs(va));
+                kept += va != 0;
+                same += va == vb;
+                diff += (va != 0) != (vc != 0);
+            }
+        PT_CHECK(same == 10000);
+        PT_CHECK(diff > 1000);
+        PT_NEAR((double)kept / 10000, 1 - p, 0.03);
+    }
+    struct pd_tensor *e = pd_dropout(x, p, 0, g), *z = pd_dropout(x, 0, 1, g), *one = pd_dropout(x, 1, 1, g);
+    PT_CHECK(e && pd_tensor_shares_storage(e, x) && z && pd_tensor_shares_storage(z, x));
+    PT_CHECK(one && pd_item(pd_sum(pd_abs(one), NULL, 0, 0)) == 0);
+    PT_CHECK(!pd_dropout(x, 1.5, 1, g) && strstr(pd_last_error(), "[0, 1]"));
+    PT_CHECK(!pd_dropout(x, NAN, 1, g));
+    pd_generator_destroy(g);
+    pd_scope_end();
+}
+
+static void test_one_hot_and_errors(void)
+{
+    pd_scope_begin();
+    int32_t ids[4] = {3, 0, 1, 3};
+    int64_t four = 4;
+    struct pd_tensor *t = pd_from_buffer(ids, &four, 1, PD_I32);
+    struct pd_tensor *oh = pd_one_hot(t, -1);
+    PT_CHECK(oh && pd_tensor_dtype(oh) == PD_I64 && pd_tensor_dim(oh, 1) == 4);
+    for (int i = 0; i < 4 && oh; i++)
+        for (int j = 0; j < 4; j++) PT_CHECK(pd_get(oh, (int64_t[]){i, j}) == (j == ids[i]));
+    PT_CHECK(!pd_one_hot(t, 3) && strstr(pd_last_error(), "class value 3"));
+    int64_t zero = 0;
+    PT_CHECK(!pd_one_hot(pd_zeros(&zero, 1, PD_I64), -1) && strstr(pd_last_error(), "empty"));
+    PT_CHECK(!pd_one_hot(pd_zeros(&four, 1, PD_F32), 2) && strstr(pd_last_error(), "integers"));
+
+    /* nll_loss / cross_entropy: bad target values and shapes */
+    int64_t xs[2] = {4, 3};
+    struct pd_tensor *x = pd_rand(xs, 2, PD_F32, NULL);
+    int64_t tv[4] = {0, 1, 7, 2};
+    struct pd_tensor *tt = pd_from_buffer(tv, &four, 1, PD_I64);
+    PT_CHECK(!pd_cross_entropy(x, tt, -100, 0, PD_REDUCE_MEAN) && strstr(pd_last_error(), "target 7"));
+    PT_CHECK(!pd_nll_loss(x, tt, -100, PD_REDUCE_SUM) && strstr(pd_last_error(), "[0, 3)"));
+    tv[2] = -100; /* ignored, so allowed */
+    tt = pd_from_buffer(tv, &four, 1, PD_I64);
+    PT_CHECK(pd_cross_entropy(x, tt, -100, 0, PD_REDUCE_MEAN) != NULL);
+    int64_t three = 3;
+    PT_CHECK(!pd_cross_entropy(x, pd_zeros(&three, 1, PD_I64), -100, 0, PD_REDUCE_MEAN) &&
+             strstr(pd_last_error(), "does not match"));
+    PT_CHECK(!pd_cross_entropy(x, pd_zeros(&four, 1, PD_F32), -100, 0, PD_REDUCE_MEAN) &&
+             strstr(pd_last_error(), "probabilities"));
+    PT_CHECK(!pd_cross_entropy(x, tt, -100, 1.5, PD_REDUCE_MEAN) && strstr(pd_last_error(), "label_smoothing"));
+    PT_CHECK(!pd_nll_loss(x, tt, -100, (enum pd_reduction)7) && strstr(pd_last_error(), "reduction"));
+
+    /* softmax / norms: bad axis, dtype, parameter shapes */
+    PT_CHECK(!pd_softmax(x, 2) && strstr(pd_last_error(), "axis 2"));
+    PT_CHECK(!pd_softmax(tt, 0) && strstr(pd_last_error(), "floating"));
+    PT_CHECK(!pd_layer_norm(x, 3, NULL, NULL, 1e-5) && strstr(pd_last_error(), "n_norm_axes"));
+    PT_CHECK(!pd_layer_norm(x, 1, pd_ones(&four, 1, PD_F32), NULL, 1e-5) && strstr(pd_last_error(), "weight shape"));
+    PT_CHECK(!pd_rms_norm(x, 2, pd_ones(&three, 1, PD_F32), 1e-5) && strstr(pd_last_error(), "normalised shape"));
+    PT_CHECK(!pd_layer_norm(x, 1, NULL, NULL, -1) && strstr(pd_last_error(), "eps"));
+    /* mixed precision: an f32 weight with a bf16 x is cast to bf16 */
+    struct pd_tensor *ln = pd_layer_norm(pd_cast(x, PD_BF16), 1, pd_ones(&three, 1, PD_F32), NULL, 1e-5);
+    PT_CHECK(ln && pd_tensor_dtype(ln) == PD_BF16);
+    pd_scope_end();
+}
+
+int main(void)
+{
+    test_second_order();
+    test_embedding_grad();
+    test_dropout();
+    test_one_hot_and_errors();
+    PT_CHECK(pd_live_tensors() == 0);
+    PT_DONE();
+}
