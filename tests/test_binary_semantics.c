@@ -337,5 +337,6 @@ int main(void)
     test_grad_special_points();
     test_second_order();
     test_errors();
+    PT_CHECK(pd_live_tensors() == 0); /* every op result was released by its scope */
     PT_DONE();
 }

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "core/internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static int n_fail;
 static const char *backend_name = "";
@@ -504,6 +507,45 @@ static void test_second_order(void)
     SECOND(s_roll, 2, 3);
 }
 
+/* Sums with repeated indices do not depend on the thread count (bitwise). */
+static struct pd_tensor *det_sum(int threads, struct pd_tensor **in, int which)
+{
+#ifdef _OPENMP
+    int prev = omp_get_max_threads();
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    struct pd_tensor *r = which == 0 ? pd_scatter_add(in[0], 0, in[1], in[2])
+                        : which == 1 ? pd_index_add(in[0], 0, in[3], in[2])
+                                     : pd_scatter_add(in[4], 1, in[1], in[5]);
+#ifdef _OPENMP
+    omp_set_num_threads(prev);
+#endif
+    return r;
+}
+
+static void test_determinism(void)
+{
+    struct pd_generator *g = pd_generator_create(3);
+    struct pd_tensor *in[6];
+    in[0] = pd_randn(SH(50, 1000), 2, PD_F32, g);
+    in[1] = pd_randint(SH(400, 1000), 2, 0, 50, PD_I64, g);
+    in[2] = pd_randn(SH(400, 1000), 2, PD_F32, g);
+    in[3] = pd_randint(SH(400), 1, 0, 50, PD_I64, g);
+    in[4] = pd_randn(SH(400, 1000), 2, PD_BF16, g);
+    in[5] = pd_randn(SH(400, 1000), 2, PD_BF16, g);
+    pd_generator_destroy(g);
+    for (int which = 0; which < 3; which++) {
+        struct pd_tensor *a = det_sum(1, in, which), *b = det_sum(2, in, which), *c = det_sum(3, in, which);
+        CHECK(a && b && c, "%s", pd_last_error());
+        if (!a || !b || !c) continue;
+        size_t nb = (size_t)pd_tensor_numel(a) * pd_dtype_size(a->dtype);
+        CHECK(!memcmp(pd_tensor_data(a), pd_tensor_data(b), nb) && !memcmp(pd_tensor_data(a), pd_tensor_data(c), nb),
+              "sum %d depends on the thread count", which);
+    }
+}
+
 int main(void)
 {
     const char *names[2] = {"ref", "cpu"};
@@ -519,6 +561,7 @@ int main(void)
     backend_name = "cpu vs ref";
     pd_scope_begin();
     test_large();
+    test_determinism();
     pd_scope_end();
     backend_name = "grad";
     pd_scope_begin();

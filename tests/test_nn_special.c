@@ -79,7 +79,8 @@ static void check_big(int backend, int axis0, enum pd_dtype dt)
             int ok = dt == PD_F64 ? fabs(a - esm[j]) <= rtol && (fabs(b - elsm[j]) <= rtol * fabs(elsm[j]) + rtol)
                                   : same_f32(a, esm[j], rtol) && same_f32(b, elsm[j], rtol);
             if (!ok)
-                printf("  backend %d axis0 %d %s row %d col %d: softmax %.9g (want %.9g), log_softmax %.9g (want %.9g)\n",
+                printf("  backend %d axis0 %d %s row %d col %d: softmax %.9g (want %.9g), "
+                       "log_softmax %.9g (want %.9g)\n",
                        backend, axis0, pd_dtype_name(dt), r, j, a, esm[j], b, elsm[j]);
             PT_CHECK(ok);
             PT_CHECK(isfinite(a)); /* softmax is finite on every one of these rows */
@@ -199,7 +200,8 @@ static void check_ce_semantics(void)
     /* every target ignored: mean is NaN, sum is 0 */
     int64_t all_ign[N] = {-1, -1, -1, -1, -1};
     struct pd_tensor *ti = pd_from_buffer(all_ign, &tn, 1, PD_I64);
-    struct pd_tensor *m0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_MEAN), *s0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_SUM);
+    struct pd_tensor *m0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_MEAN);
+    struct pd_tensor *s0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_SUM);
     PT_CHECK(m0 && isnan(pd_item(m0)) && s0 && pd_item(s0) == 0);
     pd_scope_end();
 }
@@ -239,7 +241,8 @@ static void check_norm_values(int backend)
         /* std is ~0.007 on a mean of ~1000: the f32 kernel must centre accurately */
         PT_CHECK(worst_ln < 1e-5);
         PT_CHECK(worst_rn < 1e-5);
-        if (worst_ln >= 1e-5 || worst_rn >= 1e-5) printf("  backend %d row %d: |ln err| %g, |rms err| %g\n", backend, r, worst_ln, worst_rn);
+        if (worst_ln >= 1e-5 || worst_rn >= 1e-5)
+            printf("  backend %d row %d: |ln err| %g, |rms err| %g\n", backend, r, worst_ln, worst_rn);
     }
     pd_scope_end();
 }

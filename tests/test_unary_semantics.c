@@ -227,6 +227,11 @@ static void test_specials(int be)
         PT_SAME(at(sg, 2), -1);
         PT_SAME(at(g, 1), INFINITY);
         PT_SAME(at(sq, 4), -0.0);
+        PT_SAME(at(pd_sin(t), 0), NAN);
+        PT_SAME(at(pd_sin(t), 1), NAN);
+        PT_SAME(at(pd_cos(t), 2), NAN);
+        PT_SAME(at(pd_sin(t), 4), -0.0);
+        PT_SAME(at(pd_cos(t), 4), 1.0);
         struct pd_tensor *n = pd_isnan(t), *i = pd_isinf(t), *f = pd_isfinite(t), *ln = pd_logical_not(t);
         const double en[] = {1, 0, 0, 0, 0}, ei[] = {0, 1, 1, 0, 0}, ef2[] = {0, 0, 0, 1, 1}, el[] = {0, 0, 0, 1, 1};
         for (int k = 0; k < 5; k++) {

@@ -123,6 +123,8 @@ int pdi_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int
     return 0;
 }
 
+/* Shapes only: the out dtype is in[0]'s. Families check dtypes first
+ * (see pdi_infer_binary). */
 int pdi_infer_broadcast(struct pdi_call *c)
 {
     int64_t shape[PD_MAX_DIMS];

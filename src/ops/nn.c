@@ -36,7 +36,10 @@ static int64_t load_index(const char *p, enum pd_dtype dt)
 }
 
 /* Status of a finished VJP: the gradient (or the error of its last op). */
-static int vjp_status(const struct pd_tensor *t) { return t ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL); }
+static int vjp_status(const struct pd_tensor *t)
+{
+    return t ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL);
+}
 
 /* ---- infer ----------------------------------------------------------- */
 int pdi_infer_softmax(struct pdi_call *c)

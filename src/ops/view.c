@@ -503,6 +503,13 @@ static struct pd_tensor *binary_inplace(enum pd_op op, struct pd_tensor *a, stru
     }
     if (b->dtype != a->dtype) b = pd_cast(b, a->dtype);
     if (!b) return NULL;
+    /* b reading memory that a writes at other positions (x += x.T) would see
+     * half-updated values: read from a copy. The identical view is safe. */
+    if (b->st == a->st && !(b->offset == a->offset && b->ndim == a->ndim &&
+                            !memcmp(b->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim) &&
+                            !memcmp(b->strides, a->strides, sizeof(int64_t) * (size_t)a->ndim)))
+        b = pd_clone(b);
+    if (!b) return NULL;
     struct pd_tensor *in[2] = {a, b}, *out[1];
     struct pdi_call c = {.op = op, .n_in = 2, .n_out = 1, .in = in, .out = out, .inplace = 1};
     return pdi_dispatch(&c) ? NULL : a;
@@ -527,6 +534,7 @@ struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
     if (pd_is_grad_enabled() && src->requires_grad)
         return pdi_error(PD_ERR_INVALID, "copy_: src requires grad; copy under no_grad or use an out-of-place op");
     struct pd_tensor *s = src->dtype == dst->dtype ? src : pd_cast(src, dst->dtype);
+    if (s->st == dst->st) s = pd_clone(s); /* overlapping source: copy it first */
     s = pd_expand(s, dst->shape, dst->ndim);
     if (!s) return NULL;
     pdi_kernel_fn fn = pdi_kernel_lookup(PDI_BACKEND_CPU, PD_OP_copy, dst->dtype);

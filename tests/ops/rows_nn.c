@@ -21,7 +21,8 @@
 #define BIG 1
 #define ONE (1u << PD_F32) /* the dtype of float inputs does not matter */
 /* integer ids of a fixed dtype, values in [lo, hi) */
-#define IDS(dt, lo_, hi_, ...) {OPT_SHAPE(__VA_ARGS__), .kind = OPT_FIXED, .lo = lo_, .hi = hi_, .dtype = dt, .no_grad = 1}
+#define IDS(dt, lo_, hi_, ...) \
+    {OPT_SHAPE(__VA_ARGS__), .kind = OPT_FIXED, .lo = lo_, .hi = hi_, .dtype = dt, .no_grad = 1}
 /* a 0-d int64 class index */
 #define IDX0(lo_, hi_) {.ndim = 0, .kind = OPT_INDEX, .lo = lo_, .hi = hi_, .no_grad = 1}
 

@@ -142,6 +142,9 @@ static const struct opt_row rows[] = {
     FOUR(sin, f_sin, -4, 4),
     FOUR(cos, f_cos, -4, 4),
     FOUR(tan, f_tan, -1.2, 1.2),
+    {"sin/wide_range", PD_OP_sin, 1, {IN(-9000, 9000, 40, 50)}, f_sin, OPT_DT_F | 1u << PD_BF16, NOGRAD},
+    {"cos/huge_args", PD_OP_cos, 1, {IN(-1e6, 1e6, 40, 50)}, f_cos, OPT_DT_F, NOGRAD},
+    {"tan/wide_range", PD_OP_tan, 1, {IN(-100, 100, 40, 50)}, f_tan, OPT_DT_F, NOGRAD, .tol = 10},
     /* activations */
     FOUR(tanh, f_tanh, -3, 3),
     {"tanh/wide_range", PD_OP_tanh, 1, {IN(-30, 30, 40, 50)}, f_tanh, FLOW, NOGRAD},

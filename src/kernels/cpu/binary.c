@@ -28,7 +28,7 @@
 
 #include "core/internal.h"
 
-typedef void (*run_fn)(char **p, const int64_t *st, int64_t n, void *ctx);
+typedef pdi_iter_fn run_fn; /* a run of pdi_iter */
 
 /* out[i] = ST(EXPR(x, y)) for x = LD(a[i]), y = LD(b[i]): inputs stored as
  * T, computed as CT, stored as TO. LD/ST convert (bf16 <-> f32 in

@@ -174,6 +174,14 @@ struct walk {
             for (int64_t j = j0; j < j1; j++) {                                                                \
                 const char *ij = ib + j * isj;                                                                 \
                 const char *pj = pb + j * psj;                                                                 \
+                if (isk == 0) { /* index constant along the inner dim (index_select/index_add): one row */    \
+                    char *qj = qb + *(const I *)ij * qsj;                                                      \
+                    for (int64_t kk = k0; kk < k1; kk++) {                                                     \
+                        char *p = (char *)(pj + kk * psk), *q = qj + kk * qsk;                                 \
+                        STMT;                                                                                  \
+                    }                                                                                          \
+                    continue;                                                                                  \
+                }                                                                                              \
                 for (int64_t kk = k0; kk < k1; kk++) {                                                         \
                     int64_t ix = *(const I *)(ij + kk * isk);                                                  \
                     char *p = (char *)(pj + kk * psk);                                                         \
@@ -787,11 +795,13 @@ static inline int l_before(int64_t a, int64_t b, int desc) { return desc ? a > b
         }                                                                                                      \
         if (src != a) memcpy(a, src, sizeof *a * (size_t)n);                                                   \
     }                                                                                                          \
-    /* a[0..k) become the k first items (in some order) */                                                   \
-    static void select_##SUF(struct item_##SUF *a, int64_t n, int64_t k, int desc)                             \
+    /* a[0..k) become the k first items (in some order); after too many                                     \
+     * rounds (adversarial input) it falls back to sorting everything */                                     \
+    static void select_##SUF(struct item_##SUF *a, struct item_##SUF *tmp, int64_t n, int64_t k, int desc)     \
     {                                                                                                          \
-        int64_t lo = 0, hi = n - 1;                                                                            \
+        int64_t lo = 0, hi = n - 1, rounds = 0;                                                                \
         while (lo < hi) {                                                                                      \
+            if (++rounds > 64) { msort_##SUF(a, tmp, n, desc); return; }                                        \
             struct item_##SUF x = a[lo], y = a[(lo + hi) / 2], z = a[hi], p;                                   \
             if (less_##SUF(&x, &y, desc)) p = less_##SUF(&y, &z, desc) ? y : less_##SUF(&x, &z, desc) ? z : x; \
             else p = less_##SUF(&x, &z, desc) ? x : less_##SUF(&y, &z, desc) ? z : y;                          \
@@ -858,7 +868,7 @@ static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, 
             if (is64) {
                 struct item_l *it = (struct item_l *)items;
                 for (int64_t j = 0; j < n; j++) it[j] = (struct item_l){*(const int64_t *)(xp + j * xs), j};
-                if (sel) select_l(it, n, kk, desc);
+                if (sel) select_l(it, (struct item_l *)tmp, n, kk, desc);
                 msort_l(it, (struct item_l *)tmp, sel ? kk : n, desc);
                 for (int64_t j = 0; j < kk; j++) {
                     memcpy(vp + j * vs, xp + it[j].i * xs, es);
@@ -867,7 +877,7 @@ static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, 
             } else {
                 struct item_d *it = (struct item_d *)items;
                 load_keys_d(it, xp, n, xs, x->dtype);
-                if (sel) select_d(it, n, kk, desc);
+                if (sel) select_d(it, (struct item_d *)tmp, n, kk, desc);
                 msort_d(it, (struct item_d *)tmp, sel ? kk : n, desc);
                 for (int64_t j = 0; j < kk; j++) {
                     memcpy(vp + j * vs, xp + it[j].i * xs, es);

@@ -73,11 +73,49 @@ static struct pdi_dnnl_entry *cache[CACHE_CAP];
 static uint64_t cache_clock;
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void entry_free(struct pdi_dnnl_entry *e)
+/* Everything an entry owns except the struct itself. */
+static void entry_clear(struct pdi_dnnl_entry *e)
 {
+    for (int i = 0; i < PDI_DNNL_SLOTS; i++) {
+        if (e->reorder[i]) dnnl_primitive_destroy(e->reorder[i]);
+        if (e->reorder_pd[i]) dnnl_primitive_desc_destroy(e->reorder_pd[i]);
+        e->reorder[i] = NULL;
+        e->reorder_pd[i] = NULL;
+    }
     if (e->prim) dnnl_primitive_destroy(e->prim);
     if (e->pd) dnnl_primitive_desc_destroy(e->pd);
+    e->prim = NULL;
+    e->pd = NULL;
+}
+
+static void entry_free(struct pdi_dnnl_entry *e)
+{
+    entry_clear(e);
     free(e);
+}
+
+static size_t scratch_of(const_dnnl_primitive_desc_t pd)
+{
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    return sp ? dnnl_memory_desc_get_size(sp) : 0;
+}
+
+dnnl_status_t pdi_dnnl_layout(struct pdi_dnnl_entry *e, int slot, const dnnl_memory_desc_t *user, dnnl_query_t what,
+                              int output)
+{
+    const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(e->pd, what, 0);
+    if (!chosen) return dnnl_invalid_arguments;
+    e->md[slot] = *user;
+    e->imd[slot] = *chosen;
+    if (dnnl_memory_desc_equal(user, chosen)) return dnnl_success;
+    dnnl_primitive_attr_t attr = pdi_dnnl_user_scratchpad();
+    dnnl_engine_t eng = pdi_dnnl_engine();
+    dnnl_status_t st = output ? dnnl_reorder_primitive_desc_create(&e->reorder_pd[slot], chosen, eng, user, eng, attr)
+                              : dnnl_reorder_primitive_desc_create(&e->reorder_pd[slot], user, eng, chosen, eng, attr);
+    dnnl_primitive_attr_destroy(attr);
+    if (st == dnnl_success) st = dnnl_primitive_create(&e->reorder[slot], e->reorder_pd[slot]);
+    if (st == dnnl_success) e->reorder_scratch[slot] = scratch_of(e->reorder_pd[slot]);
+    return st;
 }
 
 void pdi_dnnl_put(struct pdi_dnnl_entry *e)
@@ -115,17 +153,13 @@ struct pdi_dnnl_entry *pdi_dnnl_get(const void *key, size_t klen, pdi_dnnl_build
     e->klen = klen;
     dnnl_status_t st = build(key, e);
     if (st == dnnl_success && e->pd) {
-        const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
-        e->scratch = sp ? dnnl_memory_desc_get_size(sp) : 0;
+        e->scratch = scratch_of(e->pd);
         if (!e->prim && dnnl_primitive_create(&e->prim, e->pd) != dnnl_success) st = dnnl_runtime_error;
     }
     if (st != dnnl_success) {
         /* "unimplemented" is remembered (the caller takes another path);
          * anything else is an error and is not cached. */
-        if (e->prim) dnnl_primitive_destroy(e->prim);
-        if (e->pd) dnnl_primitive_desc_destroy(e->pd);
-        e->prim = NULL;
-        e->pd = NULL;
+        entry_clear(e);
         if (st != dnnl_unimplemented) {
             pthread_mutex_unlock(&cache_mu);
             free(e);
@@ -143,36 +177,75 @@ struct pdi_dnnl_entry *pdi_dnnl_get(const void *key, size_t klen, pdi_dnnl_build
     return e;
 }
 
+/* Runs one primitive with a scratchpad of its own (scratch bytes, of pd). */
+static int exec1(dnnl_primitive_t prim, const_dnnl_primitive_desc_t pd, size_t scratch, dnnl_stream_t s, int n,
+                 dnnl_exec_arg_t *ex)
+{
+    void *buf = NULL;
+    int rc = PD_OK;
+    if (scratch) {
+        const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        if (!(buf = pdi_alloc(scratch))) return pd_last_status();
+        if (dnnl_memory_create(&ex[n].memory, sp, engine, buf) != dnnl_success) {
+            pdi_free(buf, scratch);
+            return pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap a scratchpad");
+        }
+        ex[n++].arg = DNNL_ARG_SCRATCHPAD;
+    }
+    if (dnnl_primitive_execute(prim, s, n, ex) != dnnl_success || dnnl_stream_wait(s) != dnnl_success)
+        rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: primitive execution failed");
+    if (buf) {
+        dnnl_memory_destroy(ex[n - 1].memory);
+        pdi_free(buf, scratch);
+    }
+    return rc;
+}
+
 int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args)
 {
     dnnl_stream_t s = thread_stream();
     if (!s) return pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot create a stream");
-    dnnl_exec_arg_t ex[PDI_DNNL_MAX_ARGS + 1];
-    int m = 0, rc = PD_OK;
-    void *scratch = NULL;
     if (n > PDI_DNNL_MAX_ARGS) return pdi_errorf(PD_ERR_INVALID, "oneDNN: too many arguments");
-    for (int i = 0; i < n; i++) {
-        ex[m].arg = args[i].arg;
-        if (dnnl_memory_create(&ex[m].memory, args[i].md, engine, args[i].ptr) != dnnl_success) {
-            rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap argument %d", args[i].arg);
-            goto out;
+    dnnl_exec_arg_t ex[PDI_DNNL_MAX_ARGS + 1];
+    dnnl_memory_t user[PDI_DNNL_MAX_ARGS] = {0};
+    void *tmp[PDI_DNNL_MAX_ARGS] = {0};
+    size_t tmp_size[PDI_DNNL_MAX_ARGS] = {0};
+    int m = 0, rc = PD_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        const struct pdi_dnnl_arg *a = &args[i];
+        ex[i].arg = a->arg;
+        ex[i].memory = NULL;
+        m = i + 1;
+        if (!e->reorder[a->slot]) {
+            if (dnnl_memory_create(&ex[i].memory, &e->imd[a->slot], engine, a->ptr) != dnnl_success)
+                rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap argument %d", a->arg);
+            continue;
         }
-        m++;
-    }
-    if (e->scratch) {
-        scratch = pdi_alloc(e->scratch);
-        const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
-        if (!scratch || dnnl_memory_create(&ex[m].memory, sp, engine, scratch) != dnnl_success) {
-            rc = pdi_errorf(PD_ERR_NOMEM, "oneDNN: out of memory for a %zu-byte scratchpad", e->scratch);
-            goto out;
+        /* the primitive's layout lives in a temporary */
+        tmp_size[i] = dnnl_memory_desc_get_size(&e->imd[a->slot]);
+        if (!(tmp[i] = pdi_alloc(tmp_size[i] ? tmp_size[i] : 1))) { rc = pd_last_status(); break; }
+        if (dnnl_memory_create(&ex[i].memory, &e->imd[a->slot], engine, tmp[i]) != dnnl_success ||
+            dnnl_memory_create(&user[i], &e->md[a->slot], engine, a->ptr) != dnnl_success) {
+            rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap argument %d", a->arg);
+            break;
         }
-        ex[m++].arg = DNNL_ARG_SCRATCHPAD;
+        if (!a->output) {
+            dnnl_exec_arg_t r[3] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, ex[i].memory}};
+            rc = exec1(e->reorder[a->slot], e->reorder_pd[a->slot], e->reorder_scratch[a->slot], s, 2, r);
+        }
     }
-    if (dnnl_primitive_execute(e->prim, s, m, ex) != dnnl_success || dnnl_stream_wait(s) != dnnl_success)
-        rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: primitive execution failed");
-out:
-    for (int i = 0; i < m; i++) dnnl_memory_destroy(ex[i].memory);
-    if (scratch) pdi_free(scratch, e->scratch);
+    if (!rc) rc = exec1(e->prim, e->pd, e->scratch, s, n, ex);
+    for (int i = 0; i < n && !rc; i++) {
+        const struct pdi_dnnl_arg *a = &args[i];
+        if (!a->output || !e->reorder[a->slot]) continue;
+        dnnl_exec_arg_t r[3] = {{DNNL_ARG_FROM, ex[i].memory}, {DNNL_ARG_TO, user[i]}};
+        rc = exec1(e->reorder[a->slot], e->reorder_pd[a->slot], e->reorder_scratch[a->slot], s, 2, r);
+    }
+    for (int i = 0; i < m; i++) {
+        if (ex[i].memory) dnnl_memory_destroy(ex[i].memory);
+        if (user[i]) dnnl_memory_destroy(user[i]);
+        if (tmp[i]) pdi_free(tmp[i], tmp_size[i] ? tmp_size[i] : 1);
+    }
     return rc;
 }
 
@@ -379,14 +452,23 @@ static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, c
     }
     const float *pa = (const float *)a->data, *pb = (const float *)b->data;
     /* Small matrices: one GEMM per thread (oneDNN runs single-threaded inside
-     * a parallel region); large ones: oneDNN's own threading per GEMM. */
+     * a parallel region); large ones: oneDNN's own threading per GEMM. The
+     * loops are separate because a GEMM called from inside even an inactive
+     * (if(0)) parallel region loses oneDNN's threading. */
     int par = batch > 1 && pdi_num_threads() > 1 && (m * n * k <= 160 * 160 * 160 || batch >= 4 * pdi_num_threads());
     int bad = 0;
-#pragma omp parallel for schedule(dynamic, 1) if (par) reduction(| : bad)
-    for (int64_t t = 0; t < batch; t++) {
-        const float *at = pa + (batch > 1 ? batch_offset(a->bst, bshape, nb, t) : 0);
-        const float *bt = pb + (batch > 1 ? batch_offset(b->bst, bshape, nb, t) : 0);
-        if (dnnl_sgemm(fa, fb, m, n, k, 1.0f, at, lda, bt, ldb, 0.0f, y + t * m * n, n) != dnnl_success) bad = 1;
+    if (par) {
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+        for (int64_t t = 0; t < batch; t++) {
+            const float *at = pa + batch_offset(a->bst, bshape, nb, t), *bt = pb + batch_offset(b->bst, bshape, nb, t);
+            if (dnnl_sgemm(fa, fb, m, n, k, 1.0f, at, lda, bt, ldb, 0.0f, y + t * m * n, n) != dnnl_success) bad = 1;
+        }
+    } else {
+        for (int64_t t = 0; t < batch && !bad; t++) {
+            const float *at = pa + (batch > 1 ? batch_offset(a->bst, bshape, nb, t) : 0);
+            const float *bt = pb + (batch > 1 ? batch_offset(b->bst, bshape, nb, t) : 0);
+            bad = dnnl_sgemm(fa, fb, m, n, k, 1.0f, at, lda, bt, ldb, 0.0f, y + t * m * n, n) != dnnl_success;
+        }
     }
     return bad ? pdi_errorf(PD_ERR_UNSUPPORTED, "matmul: dnnl_sgemm failed (M %lld, N %lld, K %lld)", (long long)m,
                             (long long)n, (long long)k)
@@ -429,7 +511,7 @@ static dnnl_status_t build_matmul(const void *key, struct pdi_dnnl_entry *e)
     dnnl_primitive_attr_t attr = pdi_dnnl_user_scratchpad();
     st = dnnl_primitive_desc_create(&e->pd, &desc, attr, pdi_dnnl_engine(), NULL);
     dnnl_primitive_attr_destroy(attr);
-    for (int i = 0; i < 3; i++) e->md[i] = md[i];
+    for (int i = 0; i < 3; i++) e->md[i] = e->imd[i] = md[i];
     return st;
 }
 
@@ -474,25 +556,45 @@ static int matmul_primitive(const struct opnd *a, const struct opnd *b, const st
     if (!e) { *rc = pd_last_status(); return 1; }
     if (!e->prim) { pdi_dnnl_put(e); return 0; }
     struct pdi_dnnl_arg args[3] = {
-        {DNNL_ARG_SRC, &e->md[0], (void *)a->data},
-        {DNNL_ARG_WEIGHTS, &e->md[1], (void *)b->data},
-        {DNNL_ARG_DST, &e->md[2], y->data},
+        {DNNL_ARG_SRC, 0, 0, (void *)a->data},
+        {DNNL_ARG_WEIGHTS, 1, 0, (void *)b->data},
+        {DNNL_ARG_DST, 2, 1, y->data},
     };
     *rc = pdi_dnnl_run(e, 3, args);
     pdi_dnnl_put(e);
     return 1;
 }
 
-/* PD_DNNL_MATMUL=1 routes f32 through the primitive too (for comparison). */
-static int f32_primitive = -1;
+/* Which dtypes take the primitive: bf16 if this CPU has a bf16 matmul
+ * (probed once on a plain 16x16 problem, so an AVX2 machine does not retry
+ * primitive creation for every new shape); f32 only with PD_DNNL_MATMUL=1
+ * (for comparison with sgemm; read once). */
+static int bf16_native, f32_primitive;
+static pthread_once_t prim_once = PTHREAD_ONCE_INIT;
 
-static int use_f32_primitive(void)
+static void prim_probe(void)
 {
-    if (f32_primitive < 0) {
-        const char *s = getenv("PD_DNNL_MATMUL");
-        f32_primitive = s && s[0] == '1';
+    const char *s = getenv("PD_DNNL_MATMUL");
+    f32_primitive = s && s[0] == '1';
+    struct mm_key k;
+    memset(&k, 0, sizeof k);
+    k.kind = 1;
+    k.dt = dnnl_bf16;
+    k.nd = 2;
+    for (int i = 0; i < 3; i++) {
+        k.dims[i][0] = k.dims[i][1] = k.strides[i][0] = 16;
+        k.strides[i][1] = 1;
     }
-    return f32_primitive;
+    struct pdi_dnnl_entry *e = pdi_dnnl_get(&k, sizeof k, build_matmul);
+    bf16_native = e && e->prim;
+    pdi_dnnl_put(e);
+    if (!e) pd_clear_error();
+}
+
+static int use_primitive(enum pd_dtype dt)
+{
+    pthread_once(&prim_once, prim_probe);
+    return dt == PD_BF16 ? bf16_native : dt == PD_F32 ? f32_primitive : 0;
 }
 
 /* ---- f64 ------------------------------------------------------------- */
@@ -561,7 +663,7 @@ static int cpu_matmul(const struct pdi_kcall *kc)
     int rc = PD_OK;
     struct pd_kview pa, pb;
     void *ba = NULL, *bb = NULL;
-    if (dt == PD_BF16 || (dt == PD_F32 && use_f32_primitive())) {
+    if (use_primitive(dt)) {
         /* keep the operands in their dtype; pack only layouts without a BLAS form */
         int64_t ld;
         if (!blas_form(&a, &ld)) {

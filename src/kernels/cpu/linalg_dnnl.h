@@ -17,6 +17,8 @@
 #define PDI_DNNL_KEY_MAX 512
 #define PDI_DNNL_MAX_ARGS 8
 
+#define PDI_DNNL_SLOTS 4
+
 struct pdi_dnnl_entry {
     unsigned char key[PDI_DNNL_KEY_MAX];
     size_t klen;
@@ -25,12 +27,26 @@ struct pdi_dnnl_entry {
     dnnl_primitive_desc_t pd;      /* NULL for an "unimplemented" entry */
     dnnl_primitive_t prim;         /* NULL for an "unimplemented" entry */
     size_t scratch;                /* user scratchpad bytes */
-    dnnl_memory_desc_t md[4];      /* descriptors the builder wants to keep */
+    /* Per argument slot: the caller's (plain) layout, and when the primitive
+     * chose another one (format_tag_any), a reorder between the two
+     * (user -> primitive for inputs, primitive -> user for outputs). */
+    dnnl_memory_desc_t md[PDI_DNNL_SLOTS];
+    dnnl_memory_desc_t imd[PDI_DNNL_SLOTS];
+    dnnl_primitive_t reorder[PDI_DNNL_SLOTS];
+    dnnl_primitive_desc_t reorder_pd[PDI_DNNL_SLOTS];
+    size_t reorder_scratch[PDI_DNNL_SLOTS];
 };
 
-/* Fills e->pd (created with pdi_dnnl_user_scratchpad attrs) and e->md;
- * the cache creates e->prim. Returns a oneDNN status. */
+/* Fills e->pd (created with pdi_dnnl_user_scratchpad attrs) and, per slot it
+ * uses, e->md (and e->imd, or pdi_dnnl_layout); the cache creates e->prim.
+ * Returns a oneDNN status. */
 typedef dnnl_status_t (*pdi_dnnl_build_fn)(const void *key, struct pdi_dnnl_entry *e);
+
+/* Slot `slot` takes the layout the primitive chose for query `what` (e.g.
+ * dnnl_query_src_md); a reorder from/to the plain layout user is made when
+ * they differ. output: the slot is written by the primitive. */
+dnnl_status_t pdi_dnnl_layout(struct pdi_dnnl_entry *e, int slot, const dnnl_memory_desc_t *user, dnnl_query_t what,
+                              int output);
 
 dnnl_engine_t pdi_dnnl_engine(void); /* NULL if oneDNN has no CPU engine */
 /* A referenced entry (release with pdi_dnnl_put), or NULL with an error. */
@@ -39,10 +55,12 @@ void pdi_dnnl_put(struct pdi_dnnl_entry *e);
 
 struct pdi_dnnl_arg {
     int arg;                       /* DNNL_ARG_* */
-    const dnnl_memory_desc_t *md;
-    void *ptr;
+    int slot;                      /* layout slot of the entry */
+    int output;
+    void *ptr;                     /* data in the slot's user layout */
 };
-/* Executes on this thread's stream with a scratchpad of its own; waits. */
+/* Reorders inputs, executes on this thread's stream with a scratchpad of
+ * its own, reorders outputs back; waits. */
 int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args);
 /* Attributes with the user scratchpad mode (destroy after use). */
 dnnl_primitive_attr_t pdi_dnnl_user_scratchpad(void);

@@ -127,7 +127,8 @@ static void load_row(const char *p, int64_t stride, enum pd_dtype dt, void *dst,
             const uint16_t *s = (const uint16_t *)p;
             int64_t i = 0;
 #ifdef __F16C__
-            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+            for (; i + 8 <= n; i += 8)
+                _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
 #endif
             for (; i < n; i++) d[i] = pd_f16_to_f32(s[i]);
             return;

@@ -200,6 +200,31 @@ enum rcomb { C_ADD, C_MUL, C_MAX, C_MIN, C_COUNT };
 #define COMB_MAX(a, v) (((v) > (a) || (v) != (v)) ? (v) : (a))
 #define COMB_MIN(a, v) (((v) < (a) || (v) != (v)) ? (v) : (a))
 
+/* exp for the f32 logsumexp pass, written so that it vectorises (libm's
+ * expf does not without -ffast-math). Cephes expf: n = round(x log2 e),
+ * r = x - n ln 2 in two parts, degree-5 polynomial, 2^n through the
+ * exponent bits; ~1 ulp. Inputs are x - max <= 0, clamped below so that
+ * -inf gives ~1e-38 (lost against the max's term 1); NaN stays NaN. The
+ * caller handles an infinite max without this function. */
+static inline float exp_f32(float x)
+{
+    x = x < -87.3f ? -87.3f : x > 88.3f ? 88.3f : x;
+    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float e = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return e * scale;
+}
+
 typedef double (*chunk_fn)(const void *x, int64_t n, double shift);
 typedef void (*rows_fn)(void *acc, const void *x, int64_t w, const void *shift);
 
@@ -237,9 +262,9 @@ typedef void (*rows_fn)(void *acc, const void *x, int64_t w, const void *shift);
     }
 
 #define DEF_PAIR(sfx, MAP, COMB, IDENTF, IDENTD)                                               \
-    DEF_CHUNK(chunk_f_##sfx, float, 32, MAP, COMB, IDENTF, fabsf, expf)                        \
+    DEF_CHUNK(chunk_f_##sfx, float, 32, MAP, COMB, IDENTF, fabsf, exp_f32)                        \
     DEF_CHUNK(chunk_d_##sfx, double, 16, MAP, COMB, IDENTD, fabs, exp)                         \
-    DEF_ROWS(rows_f_##sfx, float, MAP, COMB, fabsf, expf)                                      \
+    DEF_ROWS(rows_f_##sfx, float, MAP, COMB, fabsf, exp_f32)                                      \
     DEF_ROWS(rows_d_##sfx, double, MAP, COMB, fabs, exp)
 
 DEF_PAIR(sum, MAP_ID, COMB_ADD, 0.0f, 0.0)
@@ -396,12 +421,13 @@ static int engine_outer(const struct engine *e)
         return PD_OK;
     }
     /* Few column tasks: row blocks are tasks too; fold them in order. */
-    double *part = malloc(sizeof *part * (size_t)(ntask * nrb * COLS));
+    int64_t pw = W < COLS ? W : COLS; /* partial row width */
+    double *part = malloc(sizeof *part * (size_t)(ntask * nrb * pw));
     if (!part) return pdi_errorf(PD_ERR_NOMEM, "reduce: out of memory for partials");
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < ntask * nrb; t++) {
         int64_t task = t / nrb, b = t % nrb;
-        outer_block(e, task / ncol, task % ncol, b * rb, (b + 1) * rb < nq ? (b + 1) * rb : nq, part + t * COLS);
+        outer_block(e, task / ncol, task % ncol, b * rb, (b + 1) * rb < nq ? (b + 1) * rb : nq, part + t * pw);
     }
     for (int64_t task = 0; task < ntask; task++) {
         int64_t gi = task / ncol, ci = task % ncol, oo, cw = W - ci * COLS < COLS ? W - ci * COLS : COLS;
@@ -410,7 +436,7 @@ static int engine_outer(const struct engine *e)
         double acc[COLS];
         for (int64_t j = 0; j < cw; j++) acc[j] = comb_ident(cb);
         for (int64_t b = 0; b < nrb; b++) {
-            const double *pb = part + (task * nrb + b) * COLS;
+            const double *pb = part + (task * nrb + b) * pw;
             for (int64_t j = 0; j < cw; j++) acc[j] = comb_d(cb, acc[j], pb[j]);
         }
         for (int64_t j = 0; j < cw; j++) e->res[oo + j * sow] = acc[j];
@@ -452,7 +478,7 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
     rgeom_init(x, attrs_mask(k->a, x->ndim), 1, &g);
     int64_t nout = g.nout;
     double nred = (double)g.nred;
-    double *res = malloc(sizeof *res * (size_t)(nout ? 2 * nout : 1));
+    double *res = malloc(sizeof *res * (size_t)(nout ? 3 * nout : 1));
     if (!res) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[k->op].name);
     double *tmp = res + nout;
     int rc = PD_OK;
@@ -487,12 +513,14 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
         }
         break;
     }
-    case PD_OP_logsumexp: /* max, then sum exp(x - max); infinite max shifts by 0 */
-        rc = engine_run(x, &g, P_MAX, NULL, tmp);
-        for (int64_t o = 0; o < nout; o++) tmp[o] = isinf(tmp[o]) ? 0 : tmp[o];
+    case PD_OP_logsumexp: { /* max, then sum exp(x - max); an infinite max is the result */
+        double *mx = res + 2 * nout;
+        rc = engine_run(x, &g, P_MAX, NULL, mx);
+        for (int64_t o = 0; o < nout; o++) tmp[o] = isinf(mx[o]) ? 0 : mx[o];
         if (!rc) rc = engine_run(x, &g, P_EXPDSUM, tmp, res);
-        for (int64_t o = 0; o < nout; o++) res[o] = log(res[o]) + tmp[o];
+        for (int64_t o = 0; o < nout; o++) res[o] = isinf(mx[o]) ? mx[o] : log(res[o]) + tmp[o];
         break;
+    }
     default: rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no CPU float kernel", pdi_ops[k->op].name);
     }
     if (!rc) store_all(y, res, nout);
@@ -549,17 +577,28 @@ static void sstate_feed(struct sstate *s, const void *v, int64_t n, int64_t r0)
         return;
     }
     /* floats (f32 buffer or f64 buffer) */
-    for (int64_t i = 0; i < n; i++) {
-        double x = s->vk == SV_F32 ? (double)((const float *)v)[i] : ((const double *)v)[i];
-        if (op == PD_OP_all) { if (x == 0) { s->acc_i = 0; s->done = 1; return; } continue; }
-        if (op == PD_OP_any) { if (x != 0) { s->acc_i = 1; s->done = 1; return; } continue; }
-        if (!s->any_seen || (!isnan(s->best_d) && (isnan(x) || (want_max ? x > s->best_d : x < s->best_d)))) {
-            s->best_d = x;
-            s->best_i = r0 + i;
-            s->any_seen = 1;
-            if (isnan(x)) { s->done = 1; return; } /* first NaN is final */
-        }
+    int f32 = s->vk == SV_F32;
+    const float *vf = v;
+    const double *vd = v;
+#define VAL(i) (f32 ? (double)vf[i] : vd[i])
+    if (op == PD_OP_all || op == PD_OP_any) {
+        for (int64_t i = 0; i < n; i++)
+            if ((VAL(i) != 0) == (op == PD_OP_any)) { s->acc_i = op == PD_OP_any; s->done = 1; return; }
+        return;
     }
+    /* max family: the chunk's extreme (vectorised, NaN-propagating), then
+     * its first position; strict comparison keeps earlier chunks' ties. */
+    const struct pass *p = &passes[want_max ? P_MAX : P_MIN];
+    double m = f32 ? p->chunk_f(v, n, 0) : p->chunk_d(v, n, 0);
+    if (s->any_seen && !isnan(m) && !(want_max ? m > s->best_d : m < s->best_d)) return;
+    int64_t i = 0;
+    if (isnan(m)) while (!isnan(VAL(i))) i++;
+    else while (VAL(i) != m) i++;
+    s->best_d = m;
+    s->best_i = r0 + i;
+    s->any_seen = 1;
+    if (isnan(m)) s->done = 1; /* the first NaN is final */
+#undef VAL
 }
 
 static void simple_one(const struct pd_kview *x, const struct rgeom *g, struct sstate *s, const char *base)
@@ -580,6 +619,75 @@ static void simple_one(const struct pd_kview *x, const struct rgeom *g, struct s
     }
 }
 
+/* Simple path, innermost dim kept: rows of a column chunk update per-column
+ * state in row order (row index = reduced index, so ties keep the first). */
+#define SCOLS 256
+static void simple_outer(const struct pdi_kcall *k, const struct rgeom *g, enum svalk vk)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    enum pd_op op = k->op;
+    int want_max = is_maxop(op);
+    int64_t W = g->kn[g->nk - 1], sw = g->ksx[g->nk - 1], sow = g->kso[g->nk - 1];
+    int64_t ncol = (W + SCOLS - 1) / SCOLS, ntask = g->nout / W * ncol;
+    int64_t es = (int64_t)pd_dtype_size(x->dtype), ys = (int64_t)pd_dtype_size(y->dtype);
+    int par = parallel_ok(g->nout * g->nred);
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t t = 0; t < ntask; t++) {
+        int64_t gi = t / ncol, j0 = t % ncol * SCOLS, cw = W - j0 < SCOLS ? W - j0 : SCOLS, oo;
+        const char *base = x->data + kept_off(g, g->nk - 1, gi, &oo) + j0 * sw;
+        oo += j0 * sow;
+        int64_t acc[SCOLS], bidx[SCOLS];
+        double bd[SCOLS];
+        union { int64_t i[SCOLS]; float f[SCOLS]; double d[SCOLS]; } buf;
+        for (int64_t j = 0; j < cw; j++) {
+            acc[j] = op == PD_OP_prod || op == PD_OP_all;
+            bidx[j] = 0;
+        }
+        for (int64_t q = 0; q < g->nred; q++) {
+            const char *p = base + red_off(g, g->nr, q);
+            if (vk == SV_I64) {
+                load_i64(p, sw, x->dtype, buf.i, cw);
+                const int64_t *v = buf.i;
+                switch (op) {
+                case PD_OP_sum: for (int64_t j = 0; j < cw; j++) acc[j] = (int64_t)((uint64_t)acc[j] + (uint64_t)v[j]); break;
+                case PD_OP_prod: for (int64_t j = 0; j < cw; j++) acc[j] = (int64_t)((uint64_t)acc[j] * (uint64_t)v[j]); break;
+                case PD_OP_all: for (int64_t j = 0; j < cw; j++) acc[j] &= v[j] != 0; break;
+                case PD_OP_any: for (int64_t j = 0; j < cw; j++) acc[j] |= v[j] != 0; break;
+                default:
+                    for (int64_t j = 0; j < cw; j++)
+                        if (q == 0 || (want_max ? v[j] > acc[j] : v[j] < acc[j])) { acc[j] = v[j]; bidx[j] = q; }
+                }
+            } else {
+                const float *vf = vk == SV_F32 ? load_f32(p, sw, x->dtype, buf.f, cw) : NULL;
+                const double *vd = vk == SV_F64 ? load_f64(p, sw, x->dtype, buf.d, cw) : NULL;
+                for (int64_t j = 0; j < cw; j++) {
+                    double v = vf ? (double)vf[j] : vd[j];
+                    if (op == PD_OP_all) acc[j] &= v != 0;
+                    else if (op == PD_OP_any) acc[j] |= v != 0;
+                    else if (q == 0 || (!isnan(bd[j]) && (isnan(v) || (want_max ? v > bd[j] : v < bd[j])))) {
+                        bd[j] = v;
+                        bidx[j] = q;
+                    }
+                }
+            }
+        }
+        for (int64_t j = 0; j < cw; j++) {
+            char *dst = y->data + (oo + j * sow) * ys;
+            switch (op) {
+            case PD_OP_all:
+            case PD_OP_any: *(uint8_t *)dst = acc[j] != 0; break;
+            case PD_OP_sum:
+            case PD_OP_prod: *(int64_t *)dst = acc[j]; break;
+            case PD_OP_argmax:
+            case PD_OP_argmin: *(int64_t *)dst = bidx[j]; break;
+            default:
+                memcpy(dst, base + red_off(g, g->nr, bidx[j]) + j * sw, (size_t)es);
+                if (op == PD_OP_max || op == PD_OP_min) ((int64_t *)k->out[1].data)[oo + j * sow] = bidx[j];
+            }
+        }
+    }
+}
+
 static int cpu_simple_reduce(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
@@ -588,6 +696,11 @@ static int cpu_simple_reduce(const struct pdi_kcall *k)
     enum pd_op op = k->op;
     enum svalk vk = !pd_dtype_is_float(x->dtype) ? SV_I64 : x->dtype == PD_F64 ? SV_F64 : SV_F32;
     int64_t es = (int64_t)pd_dtype_size(x->dtype);
+    if (g.nout == 0) return PD_OK;
+    if (!g.inner_red) {
+        simple_outer(k, &g, vk);
+        return PD_OK;
+    }
     int par = parallel_ok(g.nout * g.nred);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t o = 0; o < g.nout; o++) {

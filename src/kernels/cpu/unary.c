@@ -197,6 +197,28 @@ struct uctx {
         for (int64_t i = 0; i < m; i++) { float v = x[i]; (void)v; y[i] = (expr); } \
     } while (0)
 
+/* sin/cos/tan: the vector formula when every |x| <= 8192 (one cheap
+ * vectorised test per run), else element by element with libm for the
+ * rest (inf, NaN, huge arguments need a full-precision reduction). */
+static void trig_f32(enum pd_op op, float *y, const float *x, int64_t m)
+{
+    int out = 0;
+    for (int64_t i = 0; i < m; i++) out |= !pdi_vtrig_in_range(x[i]);
+    if (out) {
+        for (int64_t i = 0; i < m; i++) {
+            float v = x[i];
+            int in = pdi_vtrig_in_range(v);
+            y[i] = op == PD_OP_sin ? (in ? pdi_vsincosf(v, 0) : sinf(v))
+                   : op == PD_OP_cos ? (in ? pdi_vsincosf(v, 1) : cosf(v))
+                   : (in ? pdi_vsincosf(v, 0) / pdi_vsincosf(v, 1) : tanf(v));
+        }
+        return;
+    }
+    if (op == PD_OP_sin) for (int64_t i = 0; i < m; i++) y[i] = pdi_vsincosf(x[i], 0);
+    else if (op == PD_OP_cos) for (int64_t i = 0; i < m; i++) y[i] = pdi_vsincosf(x[i], 1);
+    else for (int64_t i = 0; i < m; i++) y[i] = pdi_vsincosf(x[i], 0) / pdi_vsincosf(x[i], 1);
+}
+
 static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
 {
     const double *f = c->a->f;
@@ -214,9 +236,9 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
     case PD_OP_rsqrt: MAP(1.0f / sqrtf(v)); break;
     case PD_OP_square: MAP(v * v); break;
     case PD_OP_reciprocal: MAP(1.0f / v); break;
-    case PD_OP_sin: MAP(sinf(v)); break;
-    case PD_OP_cos: MAP(cosf(v)); break;
-    case PD_OP_tan: MAP(tanf(v)); break;
+    case PD_OP_sin:
+    case PD_OP_cos:
+    case PD_OP_tan: trig_f32(c->op, y, x, m); break;
     case PD_OP_tanh: MAP(pdi_vtanhf(v)); break;
     case PD_OP_sigmoid: MAP(pdi_vsigmoidf(v)); break;
     case PD_OP_relu: MAP(pdi_vsel(v < 0.0f, 0.0f, v)); break;

@@ -51,7 +51,8 @@ static int ref_softmax(const struct pdi_kcall *k)
                 double v = pdi_load(pdi_kview_ptr(x, (o * len + a) * inner + i), x->dtype);
                 if (v > m) m = v;
             }
-            for (int64_t a = 0; a < len; a++) s += exp(pdi_load(pdi_kview_ptr(x, (o * len + a) * inner + i), x->dtype) - m);
+            for (int64_t a = 0; a < len; a++)
+                s += exp(pdi_load(pdi_kview_ptr(x, (o * len + a) * inner + i), x->dtype) - m);
             for (int64_t a = 0; a < len; a++) {
                 int64_t li = (o * len + a) * inner + i;
                 double v = pdi_load(pdi_kview_ptr(x, li), x->dtype) - m;

@@ -41,7 +41,10 @@ static double ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
     case PD_OP_elu: return v > 0 ? v : a->f[0] * expm1(v);
     case PD_OP_gelu:
         if (a->i[0] == 0) return 0.5 * v * erfc(-v * M_SQRT1_2);
-        return 0.5 * v * (1.0 + tanh(M_2_SQRTPI * M_SQRT1_2 * (v + 0.044715 * v * v * v)));
+        /* PyTorch's x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), written
+         * as x / (1 + exp(-2u)) (the same function) to avoid 1 + tanh(u)
+         * cancelling for negative x */
+        return v / (1.0 + exp(-2.0 * M_2_SQRTPI * M_SQRT1_2 * (v + 0.044715 * v * v * v)));
     case PD_OP_silu: return v / (1.0 + exp(-v));
     case PD_OP_softplus: {
         double bv = a->f[0] * v;
