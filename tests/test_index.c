@@ -363,7 +363,7 @@ static void test_large(void)
     CMP(f_topk, 0, pd_cast(ints, PD_I64));
     CMP(f_topk, 0, pd_cast(ints, PD_F16));
     CMP(f_unique, 0, x, NULL, NULL, ints);
-    CMP(f_unique, 0, x, NULL, NULL, pd_cast(x, PD_BF16));
+    CMP(f_unique, 0, x, NULL, NULL, pd_slice(pd_cast(x, PD_BF16), 0, 0, 60, 1));
     CMP(f_flipcat, 0, pd_slice(x, 0, 0, 200, 1));
     pd_generator_destroy(g);
 }

@@ -185,6 +185,10 @@ static void test_int_ops(int be)
     PT_SAME(at(cl, 2), 7);
     PT_SAME(at(pd_clip(tc, 1.0, -1.0), 1), -1); /* lo > hi gives hi */
     PT_SAME(at(pd_clip(vec(PD_I8, 1, (double[]){5}), -1000, 1000), 0), 5);
+    PT_SAME(at(pd_clip(vec(PD_I64, 1, (double[]){5}), -1e300, 1e300), 0), 5);
+    PT_SAME(at(pd_clip(vec(PD_I16, 1, (double[]){5}), -INFINITY, 2), 0), 2);
+    PT_SAME(at(pd_scale(t32, 1e300), 0), 2147483647);
+    PT_SAME(at(pd_add_scalar(t32, -1e300), 0), -2147483648.0);
     /* bool inputs of numeric ops: no kernel, a clear error */
     PT_CHECK(pd_neg(vec(PD_BOOL, 1, (double[]){1})) == NULL);
     PT_CHECK(strstr(pd_last_error(), "bool") != NULL);
@@ -232,6 +236,11 @@ static void test_specials(int be)
         PT_SAME(at(pd_cos(t), 2), NAN);
         PT_SAME(at(pd_sin(t), 4), -0.0);
         PT_SAME(at(pd_cos(t), 4), 1.0);
+        PT_SAME(at(pd_relu(t), 4), 0.0);
+        PT_SAME(at(pd_pow_scalar(t, 0.5), 2), INFINITY);  /* C pow, not sqrt, at -inf */
+        PT_SAME(at(pd_pow_scalar(t, -0.5), 2), 0.0);
+        PT_SAME(at(pd_pow_scalar(t, -0.5), 4), INFINITY);
+        PT_SAME(at(pd_pow_scalar(t, 0.0), 0), 1.0);
         struct pd_tensor *n = pd_isnan(t), *i = pd_isinf(t), *f = pd_isfinite(t), *ln = pd_logical_not(t);
         const double en[] = {1, 0, 0, 0, 0}, ei[] = {0, 1, 1, 0, 0}, ef2[] = {0, 0, 0, 1, 1}, el[] = {0, 0, 0, 1, 1};
         for (int k = 0; k < 5; k++) {

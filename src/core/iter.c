@@ -22,6 +22,30 @@ int pdi_num_threads(void)
 #endif
 }
 
+struct iter_plan {
+    int n_ops, nd;
+    int64_t inner, chunks, csize;
+    pdi_iter_fn fn;
+    void *ctx;
+    int64_t sh[PD_MAX_DIMS], st[PDI_ITER_MAX][PD_MAX_DIMS], inner_st[PDI_ITER_MAX];
+};
+
+static void run_task(const struct iter_plan *pl, struct pd_kview *const *ops, int64_t task)
+{
+    int64_t o = task / pl->chunks, c = task % pl->chunks;
+    int64_t i0 = c * pl->csize, len = pl->inner - i0 < pl->csize ? pl->inner - i0 : pl->csize;
+    if (len <= 0) return;
+    char *p[PDI_ITER_MAX];
+    for (int k = 0; k < pl->n_ops; k++) p[k] = ops[k]->data + i0 * pl->inner_st[k];
+    int64_t rem = o;
+    for (int d = pl->nd - 2; d >= 0; d--) {
+        int64_t idx = rem % pl->sh[d];
+        rem /= pl->sh[d];
+        for (int k = 0; k < pl->n_ops; k++) p[k] += idx * pl->st[k][d];
+    }
+    pl->fn(p, pl->inner_st, len, pl->ctx);
+}
+
 void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int ndim, pdi_iter_fn fn, void *ctx)
 {
     int64_t sh[PD_MAX_DIMS], st[PDI_ITER_MAX][PD_MAX_DIMS];
@@ -56,19 +80,16 @@ void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int 
     int64_t csize = (inner + chunks - 1) / chunks;
     int64_t ntasks = outer * chunks;
 
-#pragma omp parallel for schedule(static) if (nt > 1)
-    for (int64_t task = 0; task < ntasks; task++) {
-        int64_t o = task / chunks, c = task % chunks;
-        int64_t i0 = c * csize, len = inner - i0 < csize ? inner - i0 : csize;
-        if (len <= 0) continue;
-        char *p[PDI_ITER_MAX];
-        for (int k = 0; k < n_ops; k++) p[k] = ops[k]->data + i0 * inner_st[k];
-        int64_t rem = o;
-        for (int d = nd - 2; d >= 0; d--) {
-            int64_t idx = rem % sh[d];
-            rem /= sh[d];
-            for (int k = 0; k < n_ops; k++) p[k] += idx * st[k][d];
-        }
-        fn(p, inner_st, len, ctx);
+    struct iter_plan pl = {n_ops, nd, inner, chunks, csize, fn, ctx};
+    memcpy(pl.sh, sh, sizeof sh);
+    memcpy(pl.st, st, sizeof st);
+    memcpy(pl.inner_st, inner_st, sizeof inner_st);
+    /* An `if (false)` OpenMP region still costs a futex round trip in
+     * libgomp: tiny ops must not enter one at all. */
+    if (nt > 1) {
+#pragma omp parallel for schedule(static)
+        for (int64_t task = 0; task < ntasks; task++) run_task(&pl, ops, task);
+    } else {
+        for (int64_t task = 0; task < ntasks; task++) run_task(&pl, ops, task);
     }
 }

@@ -12,7 +12,8 @@
  *     prefix sum, then a write pass per row;
  *   - sort / topk: per row (topk: quickselect then sort of the k, under a
  *     total order that breaks ties by index, so it equals the reference's
- *     stable sort); concat / flip: strided block copies through pdi_iter.
+ *     stable sort; dtypes whose order fits 32 bits use a radix sort on
+ *     order-preserving keys); concat / flip: strided block copies.
  * Index values are validated in one pass before anything is written.
  * bf16/f16 sums accumulate in an f32 buffer; pad_backward sums in double.
  */
@@ -823,6 +824,95 @@ static inline int l_before(int64_t a, int64_t b, int desc) { return desc ? a > b
 DEF_SORT(d, double, d_before)
 DEF_SORT(l, int64_t, l_before)
 
+/* The fast path for dtypes whose order fits 32 bits (all but f64/i64):
+ * item = key32 << 32 | position, where unsigned key order is the reference
+ * order (ascending, NaN the largest and all NaNs equal, -0 == +0; inverted
+ * for descending). Plain integer order of the items is then the total order
+ * above, a stable LSD radix sort on the key bits sorts them, and a
+ * quickselect on them picks the same top k. */
+static inline uint32_t key_f32(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    if (f != f) return 0xffffffffu;
+    if (f == 0) return 0x80000000u;
+    return (v.u & 0x80000000u) ? ~v.u : v.u | 0x80000000u;
+}
+
+static int has_key32(enum pd_dtype dt) { return dt != PD_F64 && dt != PD_I64; }
+
+static void load_keys32(uint64_t *it, const char *p, int64_t n, int64_t st, enum pd_dtype dt, int desc, uint64_t base)
+{
+    uint32_t inv = desc ? 0xffffffffu : 0u;
+#define KEYS32(EXPR)                                                                        \
+    for (int64_t j = 0; j < n; j++) {                                                       \
+        const char *e = p + j * st;                                                         \
+        it[j] = ((uint64_t)((EXPR) ^ inv) << 32) | (uint64_t)(base + (uint64_t)j);          \
+    }
+    switch (dt) {
+    case PD_F32: KEYS32(key_f32(*(const float *)e)) break;
+    case PD_BF16: KEYS32(key_f32(bf16_f32(*(const uint16_t *)e))) break;
+    case PD_F16: KEYS32(key_f32(pd_f16_to_f32(*(const uint16_t *)e))) break;
+    case PD_I32: KEYS32((uint32_t)*(const int32_t *)e ^ 0x80000000u) break;
+    case PD_I16: KEYS32((uint32_t)(int32_t)*(const int16_t *)e ^ 0x80000000u) break;
+    case PD_I8: KEYS32((uint32_t)(int32_t)*(const int8_t *)e ^ 0x80000000u) break;
+    default: KEYS32((uint32_t)*(const uint8_t *)e) break; /* u8, bool */
+    }
+#undef KEYS32
+}
+
+/* Sorts by the whole item; only the key bits need passes because the low
+ * bits (positions) arrive in order and LSD radix passes are stable. */
+static void radix_sort_u64(uint64_t *a, uint64_t *tmp, int64_t n)
+{
+    if (n <= 64) {
+        for (int64_t i = 1; i < n; i++) {
+            uint64_t v = a[i];
+            int64_t j = i;
+            while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; j--; }
+            a[j] = v;
+        }
+        return;
+    }
+    uint64_t *src = a, *dst = tmp;
+    for (int shift = 32; shift < 64; shift += 8) {
+        int64_t cnt[257] = {0};
+        for (int64_t i = 0; i < n; i++) cnt[((src[i] >> shift) & 255) + 1]++;
+        int trivial = 0;
+        for (int b = 1; b <= 256; b++) trivial |= cnt[b] == n;
+        if (trivial) continue; /* one digit value: the pass is the identity */
+        for (int b = 0; b < 256; b++) cnt[b + 1] += cnt[b];
+        for (int64_t i = 0; i < n; i++) dst[cnt[(src[i] >> shift) & 255]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, sizeof *a * (size_t)n);
+}
+
+/* a[0..k) become the k smallest items (any order). */
+static void select_u64(uint64_t *a, uint64_t *tmp, int64_t n, int64_t k)
+{
+    int64_t lo = 0, hi = n - 1, rounds = 0;
+    while (lo < hi) {
+        if (++rounds > 64) { radix_sort_u64(a, tmp, n); return; }
+        uint64_t x = a[lo], y = a[(lo + hi) / 2], z = a[hi];
+        uint64_t p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < p) i++;
+            while (p < a[j]) j--;
+            if (i <= j) {
+                uint64_t t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        if (k - 1 <= j) hi = j;
+        else if (k - 1 >= i) lo = i;
+        else break;
+    }
+}
+
 /* Keys of n elements at byte stride st, as double. */
 static void load_keys_d(struct item_d *it, const char *p, int64_t n, int64_t st, enum pd_dtype dt)
 {
@@ -847,7 +937,8 @@ static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, 
     byte_strides(yi, ib);
     int64_t xs = nd ? xb[ax] : 0, vs = nd ? vb[ax] : 0, is = nd ? ib[ax] : 0;
     unsigned skip = 1u << ax;
-    size_t es = pd_dtype_size(x->dtype), isz = is64 ? sizeof(struct item_l) : sizeof(struct item_d);
+    int k32 = has_key32(x->dtype) && n < ((int64_t)1 << 32);
+    size_t es = pd_dtype_size(x->dtype), isz = k32 ? sizeof(uint64_t) : is64 ? sizeof(struct item_l) : sizeof(struct item_d);
     int nt = rows > 1 && rows * n >= 4096 ? pdi_num_threads() : 1;
     char *buf = malloc(isz * (size_t)(2 * n * nt + 1));
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[k->op].name);
@@ -865,7 +956,17 @@ static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, 
             const char *xp = x->data + (nd ? row_off(r, nd, x->shape, xb, skip) : 0);
             char *vp = yv->data + (nd ? row_off(r, nd, yv->shape, vb, skip) : 0);
             char *ip = yi->data + (nd ? row_off(r, nd, yi->shape, ib, skip) : 0);
-            if (is64) {
+            if (k32) {
+                uint64_t *it = (uint64_t *)items;
+                load_keys32(it, xp, n, xs, x->dtype, desc, 0);
+                if (sel) select_u64(it, (uint64_t *)tmp, n, kk);
+                radix_sort_u64(it, (uint64_t *)tmp, sel ? kk : n);
+                for (int64_t j = 0; j < kk; j++) {
+                    int64_t src = (int64_t)(it[j] & 0xffffffffu);
+                    memcpy(vp + j * vs, xp + src * xs, es);
+                    *(int64_t *)(ip + j * is) = src;
+                }
+            } else if (is64) {
                 struct item_l *it = (struct item_l *)items;
                 for (int64_t j = 0; j < n; j++) it[j] = (struct item_l){*(const int64_t *)(xp + j * xs), j};
                 if (sel) select_l(it, (struct item_l *)tmp, n, kk, desc);
@@ -905,15 +1006,17 @@ static int cpu_unique(const struct pdi_kcall *k)
     const struct pd_kview *x = &k->in[0], *yv = &k->out[0], *yinv = &k->out[1], *yc = &k->out[2];
     int64_t n = pdi_kview_numel(x);
     if (n == 0) return PD_OK;
-    int is64 = x->dtype == PD_I64;
-    size_t es = pd_dtype_size(x->dtype), isz = is64 ? sizeof(struct item_l) : sizeof(struct item_d);
+    int is64 = x->dtype == PD_I64, k32 = has_key32(x->dtype) && n < ((int64_t)1 << 32);
+    size_t es = pd_dtype_size(x->dtype), isz = k32 ? sizeof(uint64_t) : is64 ? sizeof(struct item_l) : sizeof(struct item_d);
     char *buf = malloc(isz * (size_t)(2 * n));
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "unique: out of memory");
     struct rows r;
     rows_of(x, &r);
     for (int64_t i = 0; i < r.n; i++) {
         const char *p = row_ptr(x, &r, i);
-        if (is64) {
+        if (k32) {
+            load_keys32((uint64_t *)buf + i * r.w, p, r.w, r.st, x->dtype, 0, (uint64_t)(i * r.w));
+        } else if (is64) {
             struct item_l *it = (struct item_l *)buf + i * r.w;
             for (int64_t j = 0; j < r.w; j++) it[j] = (struct item_l){*(const int64_t *)(p + j * r.st), i * r.w + j};
         } else {
@@ -923,11 +1026,16 @@ static int cpu_unique(const struct pdi_kcall *k)
         }
     }
     int64_t *inv = (int64_t *)yinv->data, *cnt = (int64_t *)yc->data, u = pdi_kview_numel(yv), g = -1, first = 0;
-    if (is64) msort_l((struct item_l *)buf, (struct item_l *)(buf + isz * (size_t)n), n, 0);
+    if (k32) radix_sort_u64((uint64_t *)buf, (uint64_t *)(buf + isz * (size_t)n), n);
+    else if (is64) msort_l((struct item_l *)buf, (struct item_l *)(buf + isz * (size_t)n), n, 0);
     else msort_d((struct item_d *)buf, (struct item_d *)(buf + isz * (size_t)n), n, 0);
     for (int64_t t = 0; t < n; t++) {
         int same;
-        if (is64) {
+        if (k32) {
+            const uint64_t *it = (const uint64_t *)buf;
+            same = t > 0 && (it[t] >> 32) == (it[t - 1] >> 32);
+            first = (int64_t)(it[t] & 0xffffffffu);
+        } else if (is64) {
             const struct item_l *it = (const struct item_l *)buf;
             same = t > 0 && it[t].k == it[t - 1].k;
             first = it[t].i;

@@ -451,11 +451,14 @@ static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, c
         batch = 1;
     }
     const float *pa = (const float *)a->data, *pb = (const float *)b->data;
-    /* Small matrices: one GEMM per thread (oneDNN runs single-threaded inside
-     * a parallel region); large ones: oneDNN's own threading per GEMM. The
+    /* Batches: one GEMM per thread (oneDNN runs single-threaded inside a
+     * parallel region; this beats oneDNN's threading of each GEMM, and its
+     * batched matmul primitive, wherever the batch divides over the threads
+     * or the matrices are small); else oneDNN's own threading. The
      * loops are separate because a GEMM called from inside even an inactive
      * (if(0)) parallel region loses oneDNN's threading. */
-    int par = batch > 1 && pdi_num_threads() > 1 && (m * n * k <= 160 * 160 * 160 || batch >= 4 * pdi_num_threads());
+    int nt = pdi_num_threads();
+    int par = batch > 1 && nt > 1 && (m * n * k <= 160 * 160 * 160 || batch % nt == 0 || batch >= 4 * nt);
     int bad = 0;
     if (par) {
 #pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)

@@ -241,7 +241,7 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
     case PD_OP_tan: trig_f32(c->op, y, x, m); break;
     case PD_OP_tanh: MAP(pdi_vtanhf(v)); break;
     case PD_OP_sigmoid: MAP(pdi_vsigmoidf(v)); break;
-    case PD_OP_relu: MAP(pdi_vsel(v < 0.0f, 0.0f, v)); break;
+    case PD_OP_relu: MAP(pdi_vsel(v > 0.0f || v != v, v, 0.0f)); break; /* NaN stays, -0 -> +0 */
     case PD_OP_leaky_relu: MAP(pdi_vsel(v > 0.0f, v, v * f0)); break;
     case PD_OP_elu: MAP(pdi_vsel(v > 0.0f, v, f0 * pdi_vexpm1f(v))); break;
     case PD_OP_gelu:
@@ -270,9 +270,9 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
         if (f[0] == 2) MAP(v * v);
         else if (f[0] == 1) MAP(v);
         else if (f[0] == 0) MAP(1.0f);
-        else if (f[0] == 0.5) MAP(sqrtf(v));
+        else if (f[0] == 0.5) MAP(pdi_vsel(v == -INFINITY, INFINITY, sqrtf(v))); /* C pow at -inf */
         else if (f[0] == -1) MAP(1.0f / v);
-        else if (f[0] == -0.5) MAP(1.0f / sqrtf(v));
+        else if (f[0] == -0.5) MAP(pdi_vsel(v == -INFINITY || v == 0.0f, 1.0f / fabsf(v), 1.0f / sqrtf(v)));
         else if (f[0] == 3) MAP(v * v * v);
         else MAP(powf(v, f0));
         break;
@@ -333,7 +333,7 @@ static void f64_apply(const struct uctx *c, double *y, const double *x, int64_t 
     case PD_OP_rsqrt: MAPD(1.0 / sqrt(v)); break;
     case PD_OP_square: MAPD(v * v); break;
     case PD_OP_reciprocal: MAPD(1.0 / v); break;
-    case PD_OP_relu: MAPD(v < 0 ? 0.0 : v); break;
+    case PD_OP_relu: MAPD(v > 0 || v != v ? v : 0.0); break;
     case PD_OP_clip: {
         for (int64_t i = 0; i < m; i++) {
             double r = x[i] < f0 ? f0 : x[i];
@@ -350,9 +350,13 @@ static void f64_apply(const struct uctx *c, double *y, const double *x, int64_t 
 
 static int64_t wrapi(uint64_t u) { int64_t r; memcpy(&r, &u, sizeof r); return r; }
 
+/* Is s an integer small enough that x*s / x+s can be done in int64? */
+static int integral_scalar(double s) { return s == floor(s) && fabs(s) <= 0x1p62; }
+
 static void i64_apply(const struct uctx *c, int64_t *y, const int64_t *x, int64_t m)
 {
-    int64_t s = (int64_t)c->a->f[0], lo = c->clo, hi = c->chi;
+    /* scale/add_scalar reach here only with an integral |s| <= 2^62 */
+    int64_t s = integral_scalar(c->a->f[0]) ? (int64_t)c->a->f[0] : 0, lo = c->clo, hi = c->chi;
     switch (c->op) {
     case PD_OP_neg: for (int64_t i = 0; i < m; i++) y[i] = wrapi(0u - (uint64_t)x[i]); break;
     case PD_OP_abs: for (int64_t i = 0; i < m; i++) y[i] = x[i] < 0 ? wrapi(0u - (uint64_t)x[i]) : x[i]; break;
@@ -487,7 +491,6 @@ static void run_bool(char **p, const int64_t *st, int64_t n, void *vc)
 }
 
 /* ---- the kernel ------------------------------------------------------ */
-static int integral_scalar(double s) { return s == floor(s) && fabs(s) <= 0x1p62; }
 
 static void int_range(enum pd_dtype dt, double *lo, double *hi)
 {
