@@ -183,6 +183,56 @@ static void test_determinism(void)
 #endif
 }
 
+/* CPU and REF agree bit for bit on values and indices with NaNs and ties
+ * in long rows (vectorised chunk search) and along a leading axis (column
+ * path). */
+static void test_nan_paths(void)
+{
+    pd_scope_begin();
+    int64_t shape[2] = {67, 45};
+    double *v = malloc(sizeof *v * 67 * 45);
+    for (int i = 0; i < 67 * 45; i++) v[i] = (double)((i * 7919) % 23) - 11; /* many ties */
+    v[5 * 45 + 40] = NAN;
+    v[9 * 45 + 3] = NAN;
+    v[60 * 45 + 3] = NAN;
+    struct pd_tensor *x64 = pd_reshape(vec(v, 67 * 45, PD_F64), shape, 2);
+    free(v);
+    enum pd_dtype dts[3] = {PD_F32, PD_F64, PD_BF16};
+    for (int d = 0; d < 3; d++) {
+        struct pd_tensor *x = pd_cast(x64, dts[d]);
+        for (int ax = -1; ax < 2; ax++) {
+            struct pd_tensor *r[2][8];
+            for (int be = 0; be < 2; be++) {
+                pdi_force_backend(be ? PDI_BACKEND_REF : PDI_BACKEND_CPU);
+                int axes[1] = {ax}, na = ax < 0 ? 0 : 1;
+                struct pd_tensor *idx = NULL;
+                r[be][0] = pd_amax(x, axes, na, 0);
+                r[be][1] = pd_amin(x, axes, na, 0);
+                r[be][2] = pd_argmax(x, ax < 0 ? PD_ALL_AXES : ax, 0);
+                r[be][3] = pd_argmin(x, ax < 0 ? PD_ALL_AXES : ax, 0);
+                r[be][4] = pd_logsumexp(x, axes, na, 0);
+                r[be][5] = pd_norm(x, INFINITY, axes, na, 0);
+                r[be][6] = pd_max(x, ax < 0 ? 0 : ax, 0, &idx);
+                r[be][7] = idx;
+            }
+            pdi_force_backend(-1);
+            for (int k = 0; k < 8; k++) {
+                PT_CHECK(r[0][k] && r[1][k]);
+                if (!r[0][k] || !r[1][k]) continue;
+                int64_t n = pd_tensor_numel(r[0][k]);
+                int same = pd_tensor_numel(r[1][k]) == n;
+                for (int64_t i = 0; i < n && same; i++) {
+                    double a = at(r[0][k], i), b = at(r[1][k], i);
+                    same = (isnan(a) && isnan(b)) || a == b || (k == 4 && fabs(a - b) < 1e-2 * (1 + fabs(b)));
+                }
+                if (!same) printf("nan paths: dtype %d axis %d result %d differs\n", (int)dts[d], ax, k);
+                PT_CHECK(same);
+            }
+        }
+    }
+    pd_scope_end();
+}
+
 static void test_accuracy(void)
 {
     pd_scope_begin();
@@ -261,6 +311,7 @@ int main(void)
     test_values();
     test_special();
     test_determinism();
+    test_nan_paths();
     test_accuracy();
     test_grads();
     PT_CHECK(pd_live_tensors() == 0);

@@ -27,7 +27,6 @@
  * When src is larger than the index (torch allows it), the src gradient is
  * zero-padded to src's shape.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,42 +248,52 @@ int pdi_infer_nonzero(struct pdi_call *c)
     return PD_OK;
 }
 
-static int cmp_f64(const void *a, const void *b)
+/* Bits identifying the value of element p under unique's equality: int64
+ * as is, every other dtype through double (exact) with -0 == +0 and one NaN. */
+static uint64_t unique_key(const char *p, enum pd_dtype dt)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    if (isnan(x) || isnan(y)) return isnan(x) - isnan(y); /* NaN last, NaNs equal */
-    return (x > y) - (x < y);
+    if (dt == PD_I64) return *(const uint64_t *)p;
+    union { double d; uint64_t u; } v = {pdi_load(p, dt)};
+    if (v.d != v.d) return 0x7ff8000000000000ull;
+    if (v.d == 0) return 0;
+    return v.u;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Number of distinct values of x. int64 compares as integers, every other
- * dtype through double (exact); NaNs form one group. Data-dependent output
- * shape: reads x (graph break for tracing). */
+/* Number of distinct values of x, with an open-addressing hash set (O(n)).
+ * Data-dependent output shape: reads x (graph break for tracing). */
 static int count_unique(const struct pd_tensor *x, int64_t *u)
 {
-    int64_t n = pd_tensor_numel(x);
+    int64_t n = pd_tensor_numel(x), cap = 16;
     *u = 0;
     if (n == 0) return PD_OK;
-    void *keys = malloc((size_t)n * 8);
-    if (!keys) return pdi_errorf(PD_ERR_NOMEM, "unique: out of memory (%lld elements)", (long long)n);
+    while (cap < 2 * n) cap *= 2;
+    uint64_t *keys = malloc(sizeof *keys * (size_t)cap);
+    unsigned char *used = calloc((size_t)cap, 1);
+    if (!keys || !used) {
+        free(keys);
+        free(used);
+        return pdi_errorf(PD_ERR_NOMEM, "unique: out of memory (%lld elements)", (long long)n);
+    }
     struct pd_kview v;
     pdi_kview_of(x, &v);
-    int is64 = x->dtype == PD_I64;
+    int contig = pdi_kview_contiguous(&v);
+    size_t es = pd_dtype_size(x->dtype);
+    int shift = 64;
+    for (int64_t c = cap; c > 1; c >>= 1) shift--;
+    int64_t k = 0;
     for (int64_t i = 0; i < n; i++) {
-        const char *p = pdi_kview_ptr(&v, i);
-        if (is64) ((int64_t *)keys)[i] = *(const int64_t *)p;
-        else ((double *)keys)[i] = pdi_load(p, x->dtype);
+        const char *p = contig ? v.data + i * (int64_t)es : pdi_kview_ptr(&v, i);
+        uint64_t key = unique_key(p, x->dtype);
+        uint64_t h = (key * 0x9e3779b97f4a7c15ull) >> shift;
+        while (used[h] && keys[h] != key) h = (h + 1) & (uint64_t)(cap - 1);
+        if (!used[h]) {
+            used[h] = 1;
+            keys[h] = key;
+            k++;
+        }
     }
-    int (*cmp)(const void *, const void *) = is64 ? cmp_i64 : cmp_f64;
-    qsort(keys, (size_t)n, 8, cmp);
-    int64_t k = 1;
-    for (int64_t i = 1; i < n; i++) k += cmp((char *)keys + 8 * (i - 1), (char *)keys + 8 * i) != 0;
     free(keys);
+    free(used);
     *u = k;
     return PD_OK;
 }

@@ -186,12 +186,12 @@ red("amin_axis1_keepdim", "amin", lambda x: x.amin(dim=1, keepdim=True), lambda 
     keepdim=1)
 red("var_axis1_corr1", "var", lambda x: torch.var(x, dim=1, correction=1), lambda c: c.randn(3, 6, 2),
     axes=(1,), correction=1)
-red("var_all_corr0", "var", lambda x: torch.var(x, correction=0), lambda c: c.randn(4, 5), correction=0)
+red("var_all_corr0", "var", lambda x: torch.var(x, dim=None, correction=0), lambda c: c.randn(4, 5), correction=0)
 red("var_axes_corr2_keepdim", "var", lambda x: torch.var(x, dim=(0, 2), correction=2, keepdim=True),
     lambda c: c.randn(3, 2, 4), axes=(0, 2), correction=2, keepdim=1)
 red("std_axes02_keepdim", "std", lambda x: torch.std(x, dim=(0, 2), correction=1, keepdim=True),
     lambda c: c.randn(3, 4, 5), axes=(0, 2), correction=1, keepdim=1)
-red("std_all_corr0", "std", lambda x: torch.std(x, correction=0), lambda c: c.randn(3, 5), correction=0)
+red("std_all_corr0", "std", lambda x: torch.std(x, dim=None, correction=0), lambda c: c.randn(3, 5), correction=0)
 red("logsumexp_axis1", "logsumexp", lambda x: torch.logsumexp(x, dim=1), lambda c: c.randn(3, 6, scale=3.0),
     axes=(1,))
 red("logsumexp_all", "logsumexp", lambda x: torch.logsumexp(x, dim=(0, 1)), lambda c: c.randn(3, 4, scale=3.0))
@@ -332,7 +332,7 @@ case("scatter_add_axis1", "scatter_add", lambda x, i, s: torch.scatter_add(x, 1,
      lambda c: [("x", c.randn(3, 5)), ("index", c.randint(0, 5, 3, 4)), ("src", c.randn(3, 4))], axis=1)
 # Distinct indices per row: torch leaves the winner of duplicate writes unspecified.
 case("scatter_axis1_unique", "scatter", lambda x, i, s: torch.scatter(x, 1, i, s),
-     lambda c: [("x", c.randn(3, 5)), ("index", c.perm_rows(3, 5, 3)), ("src", c.randn(3, 4))], axis=1)
+     lambda c: [("x", c.randn(3, 5)), ("index", c.perm_rows(3, 5, 4)), ("src", c.randn(3, 4))], axis=1)
 case("index_add_axis1", "index_add", lambda x, i, s: torch.index_add(x, 1, i, s),
      lambda c: [("x", c.randn(3, 5)), ("index", torch.tensor([4, 1, 4], dtype=torch.int64)),
                 ("src", c.randn(3, 3))], axis=1)

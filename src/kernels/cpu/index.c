@@ -17,7 +17,6 @@
  * Index values are validated in one pass before anything is written.
  * bf16/f16 sums accumulate in an f32 buffer; pad_backward sums in double.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP

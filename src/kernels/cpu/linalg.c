@@ -8,8 +8,9 @@
  *         its leading dimension, so contiguous and transposed views are not
  *         copied; other layouts are packed once. Broadcast batch dims are a
  *         loop over offsets (stride 0); a batched a times a 2-d b folds the
- *         batch into M (one GEMM, the linear-layer case). Many small
- *         matrices run one GEMM per OpenMP thread.
+ *         batch into M (one GEMM, the linear-layer case). Batches of small
+ *         matrices, or that divide over the threads, run one single-threaded
+ *         GEMM per OpenMP thread (faster here than the batched primitive).
  *   bf16  the oneDNN matmul primitive (bf16 in, f32 accumulation, bf16 out),
  *         cached by (shapes, strides); where the CPU has no bf16 support
  *         (oneDNN answers "unimplemented", e.g. AVX2 machines) the operands
@@ -29,9 +30,6 @@
 #include <string.h>
 #ifdef __F16C__
 #include <immintrin.h>
-#endif
-#ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "kernels/cpu/linalg_dnnl.h"
