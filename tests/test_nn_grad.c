@@ -211,12 +211,53 @@ static void test_one_hot_and_errors(void)
     pd_scope_end();
 }
 
+/* bf16/f16 backward of the norms and softmax (computed in f32 inside the
+ * rules) agrees with the f32 backward on the same values. */
+static void test_low_precision_backward(void)
+{
+    enum pd_dtype dts[2] = {PD_BF16, PD_F16};
+    for (int d = 0; d < 2; d++) {
+        pd_scope_begin();
+        int64_t xs[2] = {4, 8}, ws = 8;
+        struct pd_tensor *x0 = pd_cast(pd_randn(xs, 2, PD_F32, NULL), dts[d]);
+        struct pd_tensor *w0 = pd_cast(pd_add_scalar(pd_rand(&ws, 1, PD_F32, NULL), 0.5), dts[d]);
+        struct pd_tensor *c = pd_randn(xs, 2, PD_F32, NULL);
+        double grads[2][2][32];
+        for (int pass = 0; pass < 2; pass++) { /* 0: low precision, 1: f32 */
+            struct pd_tensor *x = pd_requires_grad_(pass ? pd_cast(x0, PD_F32) : pd_clone(x0), 1);
+            struct pd_tensor *w = pd_requires_grad_(pass ? pd_cast(w0, PD_F32) : pd_clone(w0), 1);
+            struct pd_tensor *y = pd_add(pd_layer_norm(x, 1, w, NULL, 1e-5), pd_rms_norm(x, 1, w, 1e-5));
+            y = pd_add(y, pd_softmax(x, -1));
+            struct pd_tensor *L = pd_sum(pd_mul(pd_cast(y, PD_F32), c), NULL, 0, 0), *in[2] = {x, w}, *g[2] = {0};
+            PT_CHECK(L && pd_grad(&L, 1, in, 2, NULL, 0, 0, 0, g) == 0);
+            PT_CHECK(g[0] && g[1] && pd_tensor_dtype(g[0]) == pd_tensor_dtype(x));
+            if (g[0] && g[1]) {
+                pd_to_buffer(g[0], grads[pass][0], PD_F64);
+                pd_to_buffer(g[1], grads[pass][1], PD_F64);
+            }
+        }
+        double worst = 0, scale = 0;
+        for (int i = 0; i < 32; i++) {
+            worst = fmax(worst, fabs(grads[0][0][i] - grads[1][0][i]));
+            scale = fmax(scale, fabs(grads[1][0][i]));
+        }
+        for (int i = 0; i < 8; i++) {
+            worst = fmax(worst, fabs(grads[0][1][i] - grads[1][1][i]));
+            scale = fmax(scale, fabs(grads[1][1][i]));
+        }
+        if (worst > 0.03 * scale) printf("  %s backward: max diff %g (scale %g)\n", pd_dtype_name(dts[d]), worst, scale);
+        PT_CHECK(worst <= 0.03 * scale);
+        pd_scope_end();
+    }
+}
+
 int main(void)
 {
     test_second_order();
     test_embedding_grad();
     test_dropout();
     test_one_hot_and_errors();
+    test_low_precision_backward();
     PT_CHECK(pd_live_tensors() == 0);
     PT_DONE();
 }

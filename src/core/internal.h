@@ -281,6 +281,19 @@ int pdi_autograd_record(struct pdi_call *c);
 
 /* ---- threads --------------------------------------------------------- */
 int pdi_num_threads(void);
+/* for (int64_t i = 0; i < n; i++) { body } over OpenMP threads when par.
+ * Use this instead of `#pragma omp parallel for if (par)`: an if(false)
+ * OpenMP region still costs a futex round trip in libgomp (it tripled the
+ * cost of a 16-element add), so the serial case must not enter one. */
+#define PDI_FOR(par, i, n, ...)                                               \
+    do {                                                                      \
+        if (par) {                                                            \
+            _Pragma("omp parallel for schedule(static)")                      \
+            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                 \
+        } else {                                                              \
+            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                 \
+        }                                                                     \
+    } while (0)
 /* Grain: below this many elements, elementwise kernels stay on one thread. */
 #define PDI_PAR_GRAIN 32768
 

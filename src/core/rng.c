@@ -40,13 +40,12 @@ static void philox4x32(uint64_t ctr, uint64_t seed, uint32_t out[4])
 /* Word i of the stream is word (i % 4) of block (i / 4). */
 void pd_philox_fill(uint64_t seed, uint64_t offset, uint32_t *out, int64_t n)
 {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; i++) {
+    PDI_FOR(n > 65536, i, n, {
         uint64_t w = offset + (uint64_t)i;
         uint32_t b[4];
         philox4x32(w >> 2, seed, b);
         out[i] = b[w & 3];
-    }
+    });
 }
 
 struct pd_generator *pd_generator_create(uint64_t seed)
@@ -157,17 +156,31 @@ struct pd_tensor *pd_bernoulli(const struct pd_tensor *p, struct pd_generator *g
 {
     if (!p) return NULL;
     if (!pd_dtype_is_float(p->dtype)) return pdi_error(PD_ERR_INVALID, "bernoulli: p must be floating, got %s", pd_dtype_name(p->dtype));
-    struct pd_tensor *u = random_tensor(p->shape, p->ndim, PD_F64, g, R_UNIFORM, 0.0, 1.0);
-    if (!u) return NULL;
+    if (!g) g = &default_gen;
     struct pd_tensor *t = pdi_tensor_new(p->shape, p->ndim, p->dtype);
     if (!t) return NULL;
+    int64_t n = pd_tensor_numel(t);
+    /* One 32-bit word per element: u = (w + 0.5) / 2^32 in (0, 1), compared
+     * with p; element i depends only on (seed, offset + i). */
+    uint64_t seed = g->seed, base = take(g, n);
     struct pd_kview pv;
     pdi_kview_of(p, &pv);
-    int64_t n = pd_tensor_numel(t);
+    int contig = pdi_kview_contiguous(&pv) && p->dtype == PD_F32 && t->dtype == PD_F32;
     size_t es = pd_dtype_size(t->dtype);
-    for (int64_t i = 0; i < n; i++) {
-        double pi = pdi_load(pdi_kview_ptr(&pv, i), p->dtype);
-        pdi_store((char *)t->st->data + i * (int64_t)es, t->dtype, ((double *)u->st->data)[i] < pi ? 1.0 : 0.0);
-    }
+    char *out = t->st->data;
+    PDI_FOR(n > 65536, b, (n + 1023) / 1024, {
+        uint32_t w[1024];
+        int64_t i0 = b * 1024, m = n - i0 < 1024 ? n - i0 : 1024;
+        pd_philox_fill(seed, base + (uint64_t)i0, w, m);
+        for (int64_t j = 0; j < m; j++) {
+            double u = ((double)w[j] + 0.5) * 0x1p-32;
+            if (contig) {
+                ((float *)out)[i0 + j] = u < ((const float *)pv.data)[i0 + j] ? 1.0f : 0.0f;
+            } else {
+                double pi = pdi_load(pdi_kview_ptr(&pv, i0 + j), p->dtype);
+                pdi_store(out + (i0 + j) * (int64_t)es, t->dtype, u < pi ? 1.0 : 0.0);
+            }
+        }
+    });
     return pdi_scope_add(t);
 }

@@ -388,6 +388,63 @@ case("reshape_noncontig", "reshape_t", lambda x: x.t().reshape(2, 6), lambda c: 
      shape=[2, 6])
 
 
+# ---------------------------------------------------------------- edge cases
+# Where naive gradient formulas break: zeros in products, ties in max-like
+# reductions, -inf in log-sum-exp/softmax, saturated activations, empty and
+# 0-d tensors. PyTorch's conventions here: prod/cumprod gradients are exact at
+# zeros; amax/amin/inf-norm and maximum split the gradient evenly among ties;
+# a zero vector's 1/2/inf-norm has gradient 0.
+def with_zeros(t, *idx):
+    for i in idx:
+        t[i] = 0.0
+    return t
+
+
+def ties(c, *shape):
+    return torch.round(c.randn(*shape, scale=1.2))  # small integers: many exact ties
+
+
+red("prod_one_zero_axis1", "prod", lambda x: x.prod(dim=1),
+    lambda c: with_zeros(c.away(0.5, 1.5, 3, 4), (0, 1), (2, 0), (2, 3)), axes=(1,))
+red("prod_zero_all", "prod", lambda x: x.prod(), lambda c: with_zeros(c.away(0.5, 1.5, 2, 3), (1, 2)))
+scan("cumprod_with_zeros", "cumprod", lambda x: torch.cumprod(x, 1),
+     lambda c: with_zeros(c.away(0.5, 1.5, 3, 5), (0, 2), (1, 0), (2, 1), (2, 3)), 1)
+red("amax_ties_axis1", "amax", lambda x: x.amax(dim=1), lambda c: ties(c, 4, 6), axes=(1,))
+red("amin_ties_all", "amin", lambda x: x.amin(), lambda c: torch.tensor([[1.0, -2.0, 3.0], [-2.0, 0.5, -2.0]],
+                                                                          dtype=torch.float64))
+binary("maximum_ties", "maximum", torch.maximum, lambda c: ties(c, 3, 4), lambda c: ties(c, 4))
+red("norm_p2_zero_row", "norm", lambda x: torch.linalg.vector_norm(x, 2, dim=1),
+    lambda c: with_zeros(with_zeros(with_zeros(c.randn(3, 3), (1, 0)), (1, 1)), (1, 2)), axes=(1,), p=2.0)
+red("norm_p1_with_zero", "norm", lambda x: torch.linalg.vector_norm(x, 1, dim=0),
+    lambda c: with_zeros(c.away(0.1, 2.0, 3, 4), (0, 1), (2, 2)), axes=(0,), p=1.0)
+red("norm_pinf_ties", "norm", lambda x: torch.linalg.vector_norm(x, INF, dim=1),
+    lambda c: torch.tensor([[1.0, -3.0, 3.0], [2.0, -0.5, 2.0], [0.0, 0.0, 0.0]], dtype=torch.float64),
+    axes=(1,), p=INF)
+red("logsumexp_neg_inf", "logsumexp", lambda x: torch.logsumexp(x, dim=1),
+    lambda c: with_zeros(c.randn(3, 4), (0, 0), (2, 1), (2, 3)).masked_fill(
+        torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0], [0, 1, 0, 1]], dtype=torch.bool), -INF), axes=(1,))
+red("logsumexp_large", "logsumexp", lambda x: torch.logsumexp(x, dim=0), lambda c: c.randn(5, 3, scale=300.0),
+    axes=(0,))
+case("softmax_masked_neg_inf", "softmax", lambda x: torch.softmax(x, -1),
+     lambda c: [("x", c.randn(3, 5).masked_fill(c.mask(3, 5) & (torch.arange(5) > 0), -INF))], axis=-1)
+case("log_softmax_large", "log_softmax", lambda x: torch.log_softmax(x, 1), lambda c: [("x", c.randn(3, 6, scale=80.0))],
+     axis=1)
+unary("sigmoid_saturated", "sigmoid", torch.sigmoid, lambda c: c.away(20.0, 40.0, 2, 5))
+unary("tanh_saturated", "tanh", torch.tanh, lambda c: c.away(5.0, 15.0, 2, 5))
+unary("softplus_large", "softplus", F.softplus, lambda c: c.away(15.0, 60.0, 2, 5), beta=1.0, threshold=20.0)
+unary("log_softmax_0d", "log_softmax", lambda x: torch.log_softmax(x, 0), lambda c: c.randn(()), axis=0)
+unary("exp_0d", "exp", torch.exp, lambda c: c.randn(()))
+red("sum_0d", "sum", lambda x: x.sum(), lambda c: c.randn(()))
+unary("exp_empty", "exp", torch.exp, lambda c: c.randn(0, 3))
+red("sum_empty_axis", "sum", lambda x: x.sum(dim=0), lambda c: c.randn(0, 3), axes=(0,))
+red("amax_over_nonempty_of_empty", "amax", lambda x: x.amax(dim=1), lambda c: c.randn(0, 3), axes=(1,))
+case("matmul_k0", "matmul", torch.matmul, lambda c: [("a", c.randn(2, 0)), ("b", c.randn(0, 3))], trans_a=0,
+     trans_b=0)
+case("concat_with_empty", "concat", lambda *xs: torch.cat(xs, 0),
+     lambda c: [("x0", c.randn(2, 3)), ("x1", c.randn(0, 3)), ("x2", c.randn(1, 3))], axis=0)
+binary("add_empty_bcast", "add", torch.add, lambda c: c.randn(0, 1), lambda c: c.randn(3))
+
+
 # ---------------------------------------------------------------- writer
 def fmt_attr(key, val):
     vals = val if isinstance(val, (list, tuple)) else [val]

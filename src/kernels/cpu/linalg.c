@@ -326,16 +326,60 @@ struct conv_ctx {
 };
 
 /* One run of pdi_iter: p[0] destination, p[1] source. */
+/* Contiguous runs between f32 and bf16/f16, written to vectorise. */
+static void bf16_to_f32_n(const uint16_t *s, float *d, int64_t n)
+{
+    uint32_t *du = (uint32_t *)d;
+    for (int64_t i = 0; i < n; i++) du[i] = (uint32_t)s[i] << 16;
+}
+
+static void f32_to_bf16_n(const float *s, uint16_t *d, int64_t n)
+{
+    const uint32_t *su = (const uint32_t *)s;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = su[i];
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
+        d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40 : r); /* NaN stays quiet NaN */
+    }
+}
+
+static void f16_to_f32_n(const uint16_t *s, float *d, int64_t n)
+{
+    int64_t i = 0;
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+#endif
+    for (; i < n; i++) d[i] = f16_f32(s[i]);
+}
+
+static void f32_to_f16_n(const float *s, uint16_t *d, int64_t n)
+{
+    int64_t i = 0;
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; i++) d[i] = f32_f16(s[i]);
+}
+
+/* One run of pdi_iter: p[0] destination, p[1] source. */
 static void convert_run(char **p, const int64_t *st, int64_t n, void *ctx)
 {
     const struct conv_ctx *c = ctx;
     size_t ds = pd_dtype_size(c->dd), ss = pd_dtype_size(c->sd);
-    if (c->dd == c->sd && st[0] == (int64_t)ds && st[1] == (int64_t)ss) {
-        memcpy(p[0], p[1], (size_t)n * ds);
-        return;
+    if (st[0] == (int64_t)ds && st[1] == (int64_t)ss) {
+        if (c->dd == c->sd) { memcpy(p[0], p[1], (size_t)n * ds); return; }
+        if (c->dd == PD_F32 && c->sd == PD_BF16) { bf16_to_f32_n((const uint16_t *)p[1], (float *)p[0], n); return; }
+        if (c->dd == PD_BF16 && c->sd == PD_F32) { f32_to_bf16_n((const float *)p[1], (uint16_t *)p[0], n); return; }
+        if (c->dd == PD_F32 && c->sd == PD_F16) { f16_to_f32_n((const uint16_t *)p[1], (float *)p[0], n); return; }
+        if (c->dd == PD_F16 && c->sd == PD_F32) { f32_to_f16_n((const float *)p[1], (uint16_t *)p[0], n); return; }
     }
     if (c->dd == PD_F64 || c->sd == PD_F64) {
         for (int64_t i = 0; i < n; i++) pdi_store(p[0] + i * st[0], c->dd, pdi_load(p[1] + i * st[1], c->sd));
+        return;
+    }
+    if (c->dd == c->sd && ds == 4) {
+        for (int64_t i = 0; i < n; i++) *(uint32_t *)(p[0] + i * st[0]) = *(const uint32_t *)(p[1] + i * st[1]);
         return;
     }
     for (int64_t i = 0; i < n; i++) store_f(p[0] + i * st[0], c->dd, load_f(p[1] + i * st[1], c->sd));
@@ -542,6 +586,10 @@ static int matmul_primitive(const struct opnd *a, const struct opnd *b, const st
     int64_t lda, ldb;
     char fa = blas_form(a, &lda), fb = blas_form(b, &ldb);
     if (!fa || !fb) return 0;
+    /* oneDNN broadcasts a batch dim only from one operand: a dim where both
+     * are broadcast (stride-0 expanded views) takes the sgemm loop. */
+    for (int d = 0; d < nb; d++)
+        if (y->shape[d] > 1 && !a->bst[d] && !b->bst[d]) return 0;
     struct mm_key k;
     memset(&k, 0, sizeof k);
     k.kind = 1;
@@ -626,15 +674,34 @@ static int matmul_f64(const struct pdi_kcall *kc, const struct opnd *a0, const s
             int64_t p1 = p0 + F64_KC < k ? p0 + F64_KC : k;
             for (int64_t j0 = 0; j0 < n; j0 += F64_NC) {
                 int64_t j1 = j0 + F64_NC < n ? j0 + F64_NC : n;
-                for (int64_t i = i0; i < i1; i++) {
-                    double *ci = c + i * n;
+                /* four rows at a time: each loaded row of op(b) feeds four
+                 * accumulator rows */
+                for (int64_t i = i0; i < i1; i += 4) {
+                    int64_t r = i1 - i < 4 ? i1 - i : 4;
+                    double *c0 = c + i * n, *c1 = c0 + (r > 1) * n, *c2 = c0 + (r > 2) * 2 * n, *c3 = c0 + (r > 3) * 3 * n;
                     for (int64_t p = p0; p < p1; p++) {
-                        double av = pa[i * a0->rs + p * a0->cs];
+                        const double *ap = pa + i * a0->rs + p * a0->cs;
+                        double v0 = ap[0], v1 = r > 1 ? ap[a0->rs] : 0, v2 = r > 2 ? ap[2 * a0->rs] : 0;
+                        double v3 = r > 3 ? ap[3 * a0->rs] : 0;
                         const double *bp = pb + p * b0->rs;
-                        if (b0->cs == 1) {
-                            for (int64_t j = j0; j < j1; j++) ci[j] += av * bp[j];
+                        if (b0->cs == 1 && r == 4) {
+                            for (int64_t j = j0; j < j1; j++) {
+                                double bj = bp[j];
+                                c0[j] += v0 * bj;
+                                c1[j] += v1 * bj;
+                                c2[j] += v2 * bj;
+                                c3[j] += v3 * bj;
+                            }
                         } else {
-                            for (int64_t j = j0; j < j1; j++) ci[j] += av * bp[j * b0->cs];
+                            /* strided op(b), or an edge block of r < 4 rows
+                             * (the pointers past r alias c0: not updated) */
+                            for (int64_t j = j0; j < j1; j++) {
+                                double bj = bp[j * b0->cs];
+                                c0[j] += v0 * bj;
+                                if (r > 1) c1[j] += v1 * bj;
+                                if (r > 2) c2[j] += v2 * bj;
+                                if (r > 3) c3[j] += v3 * bj;
+                            }
                         }
                     }
                 }

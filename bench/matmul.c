@@ -1,0 +1,287 @@
+/* paddle.c — matmul throughput: GFLOP/s of pd_matmul (f32) against a direct
+ * dnnl_sgemm call on the same input buffers in the same run, and against the
+ * machine's FMA peak measured here (one JSON line per measurement).
+ *
+ * What is measured:
+ *   fma_peak   a register-only FMA loop (AVX-512 if the compiler targets it,
+ *              else AVX2/FMA), on one core and on every OpenMP thread: the
+ *              ceiling any GEMM can reach on this machine.
+ *   matmul     square 256..4096 and the three Llama-7B MLP/attention GEMMs at
+ *              2048 tokens ([2048x4096]@[4096x4096], [2048x4096]@[4096x11008],
+ *              [2048x11008]@[11008x4096]); pd_matmul f32 and dnnl_sgemm
+ *              ('N','N', row-major), with the ratio pd/direct and the fraction
+ *              of the all-thread peak. bf16 pd_matmul at 1024/2048 is printed
+ *              for information (on CPUs without bf16 instructions it is
+ *              widened to f32 inside the kernel).
+ * Every product is validated before it is timed: sampled elements of
+ * pd_matmul's output against dnnl's and against a double dot product.
+ *
+ * Runtime: each measurement runs once to warm up, then enough calls for
+ * ~0.3 s per trial, best of 3 trials, pd and dnnl trials alternating; a
+ * product that takes over 1 s gets one timed run by default
+ * (PD_BENCH_FULL=1: 3 trials for every shape).
+ * Threads: OpenMP's default (OMP_NUM_THREADS); bench/run.sh sets it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include "common.h"
+#include "pd/pd.h"
+
+static int full_sweep;
+
+/* ---- FMA peak -------------------------------------------------------- */
+/* 12 independent accumulators cover FMA latency x issue width on current
+ * cores (4 cycles x 2 pipes = 8 needed); the multiplier is ~1 so values
+ * stay finite over any trip count. Returns flops per second. */
+#ifdef __AVX512F__
+#define PEAK_ISA "avx512-fma"
+#define VEC __m512
+#define VLANES 16
+#define VSET1 _mm512_set1_ps
+#define VFMA _mm512_fmadd_ps
+#define VADD _mm512_add_ps
+#define VSUM _mm512_reduce_add_ps
+#else
+#define PEAK_ISA "avx2-fma"
+#define VEC __m256
+#define VLANES 8
+#define VSET1 _mm256_set1_ps
+#define VFMA _mm256_fmadd_ps
+#define VADD _mm256_add_ps
+static float VSUM(__m256 v)
+{
+    float t[8];
+    _mm256_storeu_ps(t, v);
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+#endif
+
+static volatile float peak_sink;
+
+static double fma_loop(long iters)
+{
+    VEC acc[12];
+    for (int j = 0; j < 12; j++) acc[j] = VSET1(1.0f + 0.001f * j);
+    VEC m = VSET1(0.999999f), c = VSET1(1e-7f);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) acc[j] = VFMA(acc[j], m, c);
+    }
+    VEC s = acc[0];
+    for (int j = 1; j < 12; j++) s = VADD(s, acc[j]);
+    return VSUM(s);
+}
+
+/* Best of many short trials (~3 ms each) of `iters` loop trips on `nt`
+ * threads, in flops/s in total: short trials let the best one fall inside
+ * an uninterrupted time slice when the machine is shared. */
+static double fma_peak(int nt, long iters, int trials)
+{
+    double best = 0;
+    for (int t = 0; t <= trials; t++) { /* trial 0 warms up (clocks, threads) */
+        double t0 = bench_now();
+#pragma omp parallel num_threads(nt)
+        {
+            float r = (float)fma_loop(iters);
+#pragma omp atomic
+            peak_sink += r;
+        }
+        double dt = bench_now() - t0, f = (double)nt * iters * 12 * VLANES * 2 / dt;
+        if (t > 0 && f > best) best = f;
+    }
+    return best;
+}
+
+/* ---- timing ---------------------------------------------------------- */
+/* Times fn[0] and fn[1] (when not NULL) on ctx: one warm-up call each,
+ * then trials alternating between them so both see the same machine load,
+ * each trial `iters` calls sized to ~0.3 s; best seconds per call in t[]. */
+static void time_pair(void (*const fn[2])(void *), void *ctx, double t[2])
+{
+    int iters[2] = {1, 1}, trials = 3;
+    for (int f = 0; f < 2; f++) {
+        t[f] = 1e30;
+        if (!fn[f]) continue;
+        double t0 = bench_now();
+        fn[f](ctx);
+        double once = bench_now() - t0;
+        iters[f] = once > 0.3 ? 1 : (int)(0.3 / (once > 1e-6 ? once : 1e-6)) + 1;
+        if (once > 1.0 && !full_sweep) trials = 1;
+    }
+    for (int r = 0; r < trials; r++)
+        for (int f = 0; f < 2; f++) {
+            if (!fn[f]) continue;
+            double s = bench_now();
+            for (int i = 0; i < iters[f]; i++) fn[f](ctx);
+            double dt = (bench_now() - s) / iters[f];
+            if (dt < t[f]) t[f] = dt;
+        }
+}
+
+struct mm {
+    struct pd_tensor *a, *b; /* [m, k], [k, n] in the dtype being timed */
+    const float *fa, *fb;    /* the f32 buffers (a, b itself for f32) */
+    float *c;                /* dnnl output [m, n] */
+    int64_t m, n, k;
+    int fail;
+};
+
+static void run_pd(void *p)
+{
+    struct mm *x = p;
+    pd_scope_begin();
+    if (!pd_matmul(x->a, x->b, 0, 0)) x->fail = 1;
+    pd_scope_end();
+}
+
+static void run_dnnl(void *p)
+{
+    struct mm *x = p;
+    if (dnnl_sgemm('N', 'N', x->m, x->n, x->k, 1.0f, x->fa, x->k, x->fb, x->n, 0.0f, x->c, x->n) != dnnl_success)
+        x->fail = 1;
+}
+
+/* Compares 32 sampled elements (corners included) of pd_matmul's output
+ * with dnnl's and with a double dot product over the f32 inputs (bf16
+ * inputs are rounded first, as pd's kernel sees them). The bound scales
+ * with sum |a_ik b_kj|: f32 accumulation error grows with it, while a wrong
+ * element (bad index, stride or transpose) is off by O(that sum). */
+static int validate(struct mm *x, int bf16)
+{
+    pd_scope_begin();
+    struct pd_tensor *y = pd_matmul(x->a, x->b, 0, 0);
+    int ok = y != NULL;
+    if (!ok) fprintf(stderr, "matmul: pd_matmul failed: %s\n", pd_last_error());
+    if (ok && !bf16) ok = dnnl_sgemm('N', 'N', x->m, x->n, x->k, 1.0f, x->fa, x->k, x->fb, x->n, 0.0f, x->c, x->n) ==
+                          dnnl_success;
+    for (int s = 0; ok && s < 32; s++) {
+        int64_t i = s == 0 ? 0 : s == 1 ? x->m - 1 : (int64_t)((s * 7919LL) % x->m);
+        int64_t j = s == 0 ? 0 : s == 1 ? x->n - 1 : (int64_t)((s * 104729LL) % x->n);
+        double ref = 0, mag = 0;
+        for (int64_t q = 0; q < x->k; q++) {
+            double av = x->fa[i * x->k + q], bv = x->fb[q * x->n + j];
+            if (bf16) {
+                av = pd_bf16_to_f32(pd_f32_to_bf16((float)av));
+                bv = pd_bf16_to_f32(pd_f32_to_bf16((float)bv));
+            }
+            ref += av * bv;
+            mag += fabs(av * bv);
+        }
+        int64_t idx[2] = {i, j};
+        double got = pd_get(y, idx), tol = (bf16 ? 1e-2 : 1e-5) * mag + 1e-6;
+        double dn = bf16 ? ref : x->c[i * x->n + j];
+        if (fabs(got - ref) > tol || fabs(got - dn) > tol) {
+            fprintf(stderr, "matmul: mismatch at [%lld,%lld] (M %lld N %lld K %lld): pd %g dnnl %g ref %g\n",
+                    (long long)i, (long long)j, (long long)x->m, (long long)x->n, (long long)x->k, got, dn, ref);
+            ok = 0;
+        }
+    }
+    pd_scope_end();
+    return ok;
+}
+
+static void line(const char *impl, const struct mm *x, const char *dt, int nt, double gflops, const char *extra)
+{
+    printf("{\"bench\":\"matmul\",\"impl\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dtype\":\"%s\",\"threads\":%d,"
+           "\"gflops\":%.1f%s}\n",
+           impl, (long long)x->m, (long long)x->n, (long long)x->k, dt, nt, gflops, extra);
+    fflush(stdout);
+}
+
+/* One shape: f32 pd vs dnnl, optionally bf16 pd. Returns 0 on failure. */
+static int bench_shape(int64_t m, int64_t n, int64_t k, int with_bf16, double peak_all, int nt)
+{
+    int64_t sa[2] = {m, k}, sb[2] = {k, n};
+    int rc = 1;
+    struct mm x = {0};
+    x.m = m, x.n = n, x.k = k;
+    x.a = pd_randn(sa, 2, PD_F32, NULL);
+    x.b = pd_randn(sb, 2, PD_F32, NULL);
+    x.c = aligned_alloc(64, (size_t)(m * n * sizeof(float) + 63) / 64 * 64);
+    if (!x.a || !x.b || !x.c) {
+        fprintf(stderr, "matmul: allocation failed for M %lld N %lld K %lld\n", (long long)m, (long long)n,
+                (long long)k);
+        rc = 0;
+        goto out;
+    }
+    x.fa = pd_tensor_data(x.a);
+    x.fb = pd_tensor_data(x.b);
+    if (!validate(&x, 0)) {
+        printf("{\"bench\":\"matmul\",\"impl\":\"paddle.c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dtype\":\"f32\","
+               "\"error\":\"validation failed\"}\n",
+               (long long)m, (long long)n, (long long)k);
+        rc = 0;
+        goto out;
+    }
+    double flop = 2.0 * m * n * k;
+    static void (*const both[2])(void *) = {run_pd, run_dnnl};
+    double t[2];
+    time_pair(both, &x, t);
+    if (x.fail) {
+        rc = 0;
+        goto out;
+    }
+    double g_pd = flop / t[0] / 1e9, g_dn = flop / t[1] / 1e9;
+    char extra[160];
+    snprintf(extra, sizeof extra, ",\"frac_of_peak\":%.3f", g_dn * 1e9 / peak_all);
+    line("dnnl_sgemm", &x, "f32", nt, g_dn, extra);
+    snprintf(extra, sizeof extra, ",\"ratio_to_direct\":%.3f,\"frac_of_peak\":%.3f", g_pd / g_dn,
+             g_pd * 1e9 / peak_all);
+    line("paddle.c", &x, "f32", nt, g_pd, extra);
+    if (with_bf16) {
+        struct mm h = x;
+        h.a = pd_cast(x.a, PD_BF16);
+        h.b = pd_cast(x.b, PD_BF16);
+        if (!h.a || !h.b || !validate(&h, 1)) {
+            printf("{\"bench\":\"matmul\",\"impl\":\"paddle.c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dtype\":\"bf16\","
+                   "\"error\":\"%s\"}\n",
+                   (long long)m, (long long)n, (long long)k, h.a && h.b ? "validation failed" : "cast failed");
+            rc = 0;
+        } else {
+            static void (*const one[2])(void *) = {run_pd, NULL};
+            double th[2];
+            time_pair(one, &h, th);
+            double g = flop / th[0] / 1e9;
+            snprintf(extra, sizeof extra, ",\"ratio_to_f32\":%.3f", g / g_pd);
+            if (!h.fail) line("paddle.c", &h, "bf16", nt, g, extra);
+        }
+        pd_tensor_release(h.a);
+        pd_tensor_release(h.b);
+    }
+out:
+    free(x.c);
+    pd_tensor_release(x.a);
+    pd_tensor_release(x.b);
+    return rc;
+}
+
+int main(void)
+{
+    const char *f = getenv("PD_BENCH_FULL");
+    full_sweep = f && f[0] == '1';
+    (void)bench_best; /* common.h's helper; this bench sizes its own iterations */
+    int nt = omp_get_max_threads();
+    /* 2M trips x 12 FMAs: ~3 ms at 2 FMA/cycle and 4 GHz; 100 trials. */
+    long peak_iters = 2000000;
+    double peak1 = fma_peak(1, peak_iters, 100), peak_all = nt > 1 ? fma_peak(nt, peak_iters, 100) : peak1;
+    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":1,\"gflops\":%.1f}\n", PEAK_ISA,
+           peak1 / 1e9);
+    if (nt > 1)
+        printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":%d,\"gflops\":%.1f}\n", PEAK_ISA,
+               nt, peak_all / 1e9);
+    fflush(stdout);
+
+    int bad = 0;
+    static const int sq[] = {256, 512, 1024, 2048, 4096};
+    for (int i = 0; i < 5; i++) bad |= !bench_shape(sq[i], sq[i], sq[i], sq[i] == 1024 || sq[i] == 2048, peak_all, nt);
+    /* Llama-7B at 2048 tokens: QKV/O projection, MLP up/gate, MLP down. */
+    bad |= !bench_shape(2048, 4096, 4096, 0, peak_all, nt);
+    bad |= !bench_shape(2048, 11008, 4096, 0, peak_all, nt);
+    bad |= !bench_shape(2048, 4096, 11008, 0, peak_all, nt);
+    return bad;
+}
