@@ -246,6 +246,20 @@ static void test_values(void)
         int64_t s23[] = {2, 3};
         EXPECT(pd_take_along_axis(TT(PD_F32, V(1, 2), 2, 1), TT(PD_I32, V(0, 0, 0), 1, 3), 1), s23, V(1, 1, 1, 2, 2, 2));
     }
+    /* 0-d tensors (axis 0 / -1, like PyTorch) */
+    {
+        struct pd_tensor *x0 = pd_scalar(4, PD_F32), *i0 = pd_scalar(0, PD_I64), *ix = NULL;
+        int64_t s0[1] = {0};
+        expect(__LINE__, pd_gather(x0, -1, i0), s0, 0, V(4), 0);
+        expect(__LINE__, pd_scatter(x0, 0, i0, pd_scalar(7, PD_F32)), s0, 0, V(7), 0);
+        expect(__LINE__, pd_sort(x0, 0, 1, &ix), s0, 0, V(4), 0);
+        expect(__LINE__, pd_topk(x0, 1, -1, 1, &ix), s0, 0, V(4), 0);
+        expect(__LINE__, ix, s0, 0, V(0), 0);
+        int64_t s10[] = {1, 0};
+        EXPECT(pd_nonzero(x0), s10, V(0));
+        CHECK(!pd_gather(x0, 0, pd_scalar(1, PD_I64)), "0-d gather index 1 must fail");
+        pd_clear_error();
+    }
     /* zero-size */
     {
         int64_t s[] = {0, 3}, s2[] = {2, 0};

@@ -248,8 +248,8 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
     struct fixture *f = c->f;
     const char *op = f->op;
     struct pd_tensor *x = c->n > 0 ? c->in[0] : NULL, *y = c->n > 1 ? c->in[1] : NULL;
-    int iv[FX_MAX_V], iv2[FX_MAX_V], iv3[FX_MAX_V], n;
-    int64_t lv[FX_MAX_V];
+    int iv[FX_MAX_V] = {0}, iv2[FX_MAX_V] = {0}, iv3[FX_MAX_V] = {0}, n;
+    int64_t lv[FX_MAX_V] = {0};
     *unknown = 0;
     for (int k = 0; k < N_OF(UNARY); k++)
         if (IS(UNARY[k].name)) return UNARY[k].fn(x);

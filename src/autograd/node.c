@@ -109,7 +109,7 @@ struct pd_tensor *pdi_node_out(struct pdi_node *n, int j)
     if (!s) return pdi_error(PD_ERR_STATE, "%s: output %d was not saved for backward", n->name, j);
     struct pd_tensor *t = pdi_tensor_alias(s, s->shape, s->strides, s->ndim, s->offset);
     if (!t) return NULL;
-    if (pd_is_grad_enabled()) {
+    if (pd_is_grad_enabled() && pd_dtype_is_float(t->dtype)) { /* indices carry no gradient */
         t->grad_fn = n;
         pdi_node_retain(n);
         t->out_nr = j;

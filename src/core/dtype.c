@@ -6,6 +6,9 @@
  */
 #include <math.h>
 #include <string.h>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #include "core/internal.h"
 
@@ -114,7 +117,14 @@ uint16_t pd_f64_to_f16(double x)
     return sign | (uint16_t)(exp << 10) | (uint16_t)((uint32_t)q & 0x3ffu);
 }
 
-uint16_t pd_f32_to_f16(float x) { return pd_f64_to_f16((double)x); }
+uint16_t pd_f32_to_f16(float x)
+{
+#ifdef __F16C__
+    return _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT); /* hardware, same rounding */
+#else
+    return pd_f64_to_f16((double)x); /* exact: every f32 is a double */
+#endif
+}
 
 double pdi_load(const void *p, enum pd_dtype dt)
 {
@@ -195,18 +205,26 @@ void pdi_convert(const void *src, enum pd_dtype sdt, void *dst, enum pd_dtype dd
         for (int64_t i = 0; i < n; i++) d[i] = s[i];
         return;
     }
-    if (sdt == PD_I64 && ddt == PD_I64) return;
     size_t ss = pd_dtype_size(sdt), ds = pd_dtype_size(ddt);
     const char *s = src; char *d = dst;
-    if (sdt == PD_I64 && !pd_dtype_is_float(ddt) && ddt != PD_BOOL) {
-        /* int64 -> narrower int: wrap like C, exact */
+    if (!pd_dtype_is_float(sdt) && !pd_dtype_is_float(ddt) && ddt != PD_BOOL) {
+        /* integer -> integer: exact through int64, wrapping like C (and
+         * like pd_cast); only float -> integer saturates */
         for (int64_t i = 0; i < n; i++) {
-            int64_t v = ((const int64_t *)src)[i];
+            int64_t v;
+            switch (sdt) {
+            case PD_I8: v = ((const int8_t *)src)[i]; break;
+            case PD_U8: case PD_BOOL: v = ((const uint8_t *)src)[i]; break;
+            case PD_I16: v = ((const int16_t *)src)[i]; break;
+            case PD_I32: v = ((const int32_t *)src)[i]; break;
+            default: v = ((const int64_t *)src)[i]; break;
+            }
             switch (ddt) {
             case PD_I8: ((int8_t *)dst)[i] = (int8_t)v; break;
             case PD_U8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
             case PD_I16: ((int16_t *)dst)[i] = (int16_t)v; break;
-            default: break;
+            case PD_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
+            default: ((int64_t *)dst)[i] = v; break;
             }
         }
         return;

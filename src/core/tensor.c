@@ -34,10 +34,12 @@ void pdi_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides)
     }
 }
 
+/* A 0-d tensor accepts axis 0 and -1 (as PyTorch does). */
 int pdi_norm_axis(int axis, int ndim)
 {
-    int a = axis < 0 ? axis + ndim : axis;
-    return (a < 0 || a >= (ndim ? ndim : 1)) ? -1 : a;
+    int n = ndim ? ndim : 1;
+    int a = axis < 0 ? axis + n : axis;
+    return (a < 0 || a >= n) ? -1 : a;
 }
 
 static struct pd_tensor *tensor_shell(void)

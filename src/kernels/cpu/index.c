@@ -82,6 +82,32 @@ static void copy_view(const struct pd_kview *dst, const struct pd_kview *src)
     pdi_iter(2, ops, d.shape, d.ndim, copy_run, &es);
 }
 
+/* fn(ctx, r, scratch) for every row r, each thread with a scratch buffer of
+ * its own; no OpenMP region when par is 0 (see PDI_FOR). */
+typedef void (*row_fn)(const void *ctx, int64_t r, char *scratch);
+static int rows_with_scratch(int64_t rows, int par, size_t bytes, row_fn fn, const void *ctx)
+{
+    int nt = par && rows > 1 ? pdi_num_threads() : 1;
+    char *buf = malloc(bytes * (size_t)nt + 1);
+    if (!buf) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes of scratch)", bytes * (size_t)nt);
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        {
+#ifdef _OPENMP
+            char *scratch = buf + bytes * (size_t)omp_get_thread_num();
+#else
+            char *scratch = buf;
+#endif
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t r = 0; r < rows; r++) fn(ctx, r, scratch);
+        }
+    } else {
+        for (int64_t r = 0; r < rows; r++) fn(ctx, r, buf);
+    }
+    free(buf);
+    return PD_OK;
+}
+
 static int is_nonzero(const char *p, size_t es, int fl)
 {
     switch (es) {
@@ -111,15 +137,22 @@ static int check_index(const char *op, const struct pd_kview *idx, int64_t size,
     byte_strides(idx, bst);
     int64_t st = nd ? bst[nd - 1] : 0, lo = INT64_MAX, hi = INT64_MIN;
     unsigned skip = nd ? 1u << (nd - 1) : 0;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static) if (n >= PDI_PAR_GRAIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const char *p = idx->data + row_off(r, nd, idx->shape, bst, skip);
-        for (int64_t j = 0; j < w; j++) {
-            int64_t v = is32 ? *(const int32_t *)(p + j * st) : *(const int64_t *)(p + j * st);
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
+#define MINMAX_ROW(r)                                                                           \
+    do {                                                                                        \
+        const char *p = idx->data + row_off(r, nd, idx->shape, bst, skip);                     \
+        for (int64_t j = 0; j < w; j++) {                                                       \
+            int64_t v = is32 ? *(const int32_t *)(p + j * st) : *(const int64_t *)(p + j * st); \
+            lo = v < lo ? v : lo;                                                               \
+            hi = v > hi ? v : hi;                                                               \
+        }                                                                                       \
+    } while (0)
+    if (n >= PDI_PAR_GRAIN) { /* no OpenMP region for small indices (see PDI_FOR) */
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
+        for (int64_t r = 0; r < rows; r++) MINMAX_ROW(r);
+    } else {
+        for (int64_t r = 0; r < rows; r++) MINMAX_ROW(r);
     }
+#undef MINMAX_ROW
     if (lo >= 0 && hi < size) return PD_OK;
     for (int64_t i = 0; i < n; i++) {
         const char *p = pdi_kview_ptr(idx, i);
@@ -163,8 +196,7 @@ struct walk {
             kc = want < K ? want : K;                                                                          \
         }                                                                                                      \
         int64_t jsz = (J + jc - 1) / jc, ksz = (K + kc - 1) / kc, ntask = outer * jc * kc;                     \
-        _Pragma("omp parallel for schedule(static) if (nt > 1)")                                               \
-        for (int64_t t = 0; t < ntask; t++) {                                                                  \
+        PDI_FOR(nt > 1, t, ntask, {                                                                            \
             int64_t o = t / (jc * kc), rr = t % (jc * kc);                                                     \
             int64_t j0 = (rr / kc) * jsz, j1 = j0 + jsz < J ? j0 + jsz : J;                                    \
             int64_t k0 = (rr % kc) * ksz, k1 = k0 + ksz < K ? k0 + ksz : K;                                    \
@@ -189,7 +221,7 @@ struct walk {
                     STMT;                                                                                      \
                 }                                                                                              \
             }                                                                                                  \
-        }                                                                                                      \
+        });                                                                                                    \
     } while (0)
 
 typedef void (*walk_fn)(const struct walk *w);
@@ -295,13 +327,12 @@ static int cpu_index_select(const struct pdi_kcall *k)
         int64_t xbst[PD_MAX_DIMS], outer = n / (len * inner), xsa = x->strides[ax] * (int64_t)es;
         unsigned skip = ~0u << ax; /* dims before the axis only */
         byte_strides(x, xbst);
-#pragma omp parallel for schedule(static) if (n >= PDI_PAR_GRAIN)
-        for (int64_t t = 0; t < outer * len; t++) {
+        PDI_FOR(n >= PDI_PAR_GRAIN, t, outer * len, {
             int64_t o = t / len, i = t % len;
             int64_t ix = is32 ? ((const int32_t *)idx->data)[i * ist] : ((const int64_t *)idx->data)[i * ist];
             const char *src = x->data + row_off(o, nd, x->shape, xbst, skip) + ix * xsa;
             memcpy(y->data + t * inner * (int64_t)es, src, (size_t)inner * es);
-        }
+        });
         return PD_OK;
     }
     struct walk w;
@@ -417,13 +448,12 @@ static int64_t *row_starts(const struct pd_kview *v, const struct rows *r)
     if (!s) return NULL;
     size_t es = pd_dtype_size(v->dtype);
     int fl = pd_dtype_is_float(v->dtype);
-#pragma omp parallel for schedule(static) if (r->n * r->w >= PDI_PAR_GRAIN)
-    for (int64_t i = 0; i < r->n; i++) {
+    PDI_FOR(r->n * r->w >= PDI_PAR_GRAIN, i, r->n, {
         const char *p = row_ptr(v, r, i);
         int64_t c = 0;
         for (int64_t j = 0; j < r->w; j++) c += is_nonzero(p + j * r->st, es, fl);
         s[i + 1] = c;
-    }
+    });
     s[0] = 0;
     for (int64_t i = 0; i < r->n; i++) s[i + 1] += s[i];
     return s;
@@ -444,13 +474,12 @@ static int cpu_masked_select(const struct pdi_kcall *k)
         return pdi_errorf(PD_ERR_STATE, "masked_select: the mask changed after the output was sized");
     }
     size_t es = pd_dtype_size(x->dtype);
-#pragma omp parallel for schedule(static) if (rx.n * rx.w >= PDI_PAR_GRAIN)
-    for (int64_t i = 0; i < rx.n; i++) {
+    PDI_FOR(rx.n * rx.w >= PDI_PAR_GRAIN, i, rx.n, {
         const char *mp = row_ptr(&m, &rm, i), *xp = row_ptr(x, &rx, i);
         char *dst = y->data + s[i] * (int64_t)es;
         for (int64_t j = 0; j < rx.w; j++)
             if (mp[j * rm.st]) { memcpy(dst, xp + j * rx.st, es); dst += es; }
-    }
+    });
     free(s);
     return PD_OK;
 }
@@ -474,8 +503,7 @@ static int cpu_masked_scatter(const struct pdi_kcall *k)
     copy_view(y, x);
     size_t es = pd_dtype_size(x->dtype);
     int sc = pdi_kview_contiguous(src);
-#pragma omp parallel for schedule(static) if (ry.n * ry.w >= PDI_PAR_GRAIN)
-    for (int64_t i = 0; i < ry.n; i++) {
+    PDI_FOR(ry.n * ry.w >= PDI_PAR_GRAIN, i, ry.n, {
         const char *mp = row_ptr(&m, &rm, i);
         char *yp = y->data + i * ry.w * (int64_t)es; /* y is contiguous */
         int64_t c = s[i];
@@ -485,7 +513,7 @@ static int cpu_masked_scatter(const struct pdi_kcall *k)
             memcpy(yp + j * (int64_t)es, sp, es);
             c++;
         }
-    }
+    });
     free(s);
     return PD_OK;
 }
@@ -506,8 +534,7 @@ static int cpu_nonzero(const struct pdi_kcall *k)
     size_t es = pd_dtype_size(x->dtype);
     int fl = pd_dtype_is_float(x->dtype);
     int64_t *out = (int64_t *)y->data;
-#pragma omp parallel for schedule(static) if (r.n * r.w >= PDI_PAR_GRAIN)
-    for (int64_t i = 0; i < r.n; i++) {
+    PDI_FOR(r.n * r.w >= PDI_PAR_GRAIN, i, r.n, {
         const char *p = row_ptr(x, &r, i);
         int64_t co[PD_MAX_DIMS], rem = i, c = s[i];
         for (int d = nd - 2; d >= 0; d--) {
@@ -520,7 +547,7 @@ static int cpu_nonzero(const struct pdi_kcall *k)
             memcpy(out + c * nd, co, sizeof(int64_t) * (size_t)nd);
             c++;
         }
-    }
+    });
     free(s);
     return PD_OK;
 }
@@ -588,8 +615,7 @@ static int cpu_pad(const struct pdi_kcall *k)
     int64_t W = y->shape[nd - 1], rows = n / W, nl = x->shape[nd - 1], bl = before[nd - 1], sl = xbst[nd - 1];
     /* the middle of each row copies a run of x; the edges map element by element */
     int64_t m0 = bl < 0 ? 0 : bl > W ? W : bl, m1 = bl + nl < m0 ? m0 : bl + nl > W ? W : bl + nl;
-#pragma omp parallel for schedule(static) if (n >= PDI_PAR_GRAIN)
-    for (int64_t r = 0; r < rows; r++) {
+    PDI_FOR(n >= PDI_PAR_GRAIN, r, rows, {
         char *dst = y->data + r * W * (int64_t)es;
         int64_t rem = r, off = 0;
         int constant = 0;
@@ -608,7 +634,7 @@ static int cpu_pad(const struct pdi_kcall *k)
             int64_t s = pad_src(j, bl, nl, mode);
             memcpy(dst + j * (int64_t)es, s < 0 ? fill : src + s * sl, es);
         }
-    }
+    });
     return PD_OK;
 }
 
@@ -632,91 +658,87 @@ static void store_row(char *dst, const double *src, int64_t n, enum pd_dtype dt)
 }
 
 /* For each input element, the sum of g over the padded positions that read
- * it. Per dim, the preimage lists (CSR: pre_start[i]..pre_start[i+1] in
- * pre) give those positions; a row of the input sums the g rows of the
- * product of its outer preimages, each mapped through the last dim's lists.
- * Each output row is owned by one task: deterministic. */
+ * it. Per dim, the preimage lists (CSR: pre[d][start[d][i] .. start[d][i+1]])
+ * give those positions; a row of the input sums the g rows of the product of
+ * its outer preimages, each mapped through the last dim's lists. Each output
+ * row is owned by one task: deterministic. */
+struct padbw {
+    const struct pd_kview *g, *y;
+    int nd;
+    int64_t W, Wg, gbst[PD_MAX_DIMS];
+    int64_t *start[PD_MAX_DIMS], *pre[PD_MAX_DIMS];
+};
+
+static void padbw_row(const void *ctx, int64_t r, char *scratch)
+{
+    const struct padbw *c = ctx;
+    const struct pd_kview *g = c->g, *y = c->y;
+    int nd = c->nd;
+    double *acc = (double *)scratch, *row = acc + c->W;
+    int64_t co[PD_MAX_DIMS], pos[PD_MAX_DIMS], rem = r;
+    for (int d = nd - 2; d >= 0; d--) {
+        co[d] = rem % y->shape[d];
+        rem /= y->shape[d];
+    }
+    memset(acc, 0, sizeof *acc * (size_t)c->W);
+    int empty = 0;
+    for (int d = 0; d < nd - 1; d++) {
+        pos[d] = c->start[d][co[d]];
+        empty |= pos[d] == c->start[d][co[d] + 1];
+    }
+    const int64_t *ls = c->start[nd - 1], *lp = c->pre[nd - 1];
+    while (!empty) {
+        int64_t off = 0;
+        for (int d = 0; d < nd - 1; d++) off += c->pre[d][pos[d]] * c->gbst[d];
+        load_row(row, g->data + off, c->Wg, c->gbst[nd - 1], g->dtype);
+        for (int64_t j = 0; j < c->W; j++)
+            for (int64_t q = ls[j]; q < ls[j + 1]; q++) acc[j] += row[lp[q]];
+        int d = nd - 2; /* odometer over the outer preimages */
+        for (; d >= 0; d--) {
+            if (++pos[d] < c->start[d][co[d] + 1]) break;
+            pos[d] = c->start[d][co[d]];
+        }
+        if (d < 0) break;
+    }
+    store_row(y->data + r * c->W * (int64_t)pd_dtype_size(y->dtype), acc, c->W, y->dtype);
+}
+
 static int cpu_pad_backward(const struct pdi_kcall *k)
 {
     const struct pd_kview *g = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
-    int64_t mode = k->a->i[0], n = pdi_kview_numel(y), before[PD_MAX_DIMS], gbst[PD_MAX_DIMS] = {0};
+    int64_t mode = k->a->i[0], n = pdi_kview_numel(y), before[PD_MAX_DIMS];
     if (n == 0) return PD_OK;
     if (nd == 0) { copy_view(y, g); return PD_OK; }
+    struct padbw c = {.g = g, .y = y, .nd = nd, .W = y->shape[nd - 1], .Wg = g->shape[nd - 1]};
     pads_before(k->a->v, (int)k->a->i[1], nd, before);
-    byte_strides(g, gbst);
+    byte_strides(g, c.gbst);
     int64_t tot = 0;
     for (int d = 0; d < nd; d++) tot += y->shape[d] + 1 + g->shape[d];
-    int64_t *mem = malloc(sizeof *mem * (size_t)(tot + 1));
-    int64_t W = y->shape[nd - 1], Wg = g->shape[nd - 1], rows = n / W;
-    int nt = n >= PDI_PAR_GRAIN ? pdi_num_threads() : 1;
-    double *buf = malloc(sizeof *buf * (size_t)(nt * (W + Wg) + 1));
-    if (!mem || !buf) {
-        free(mem);
-        free(buf);
-        return pdi_errorf(PD_ERR_NOMEM, "pad_backward: out of memory");
-    }
-    int64_t *start[PD_MAX_DIMS], *pre[PD_MAX_DIMS], *p = mem;
+    int64_t *mem = malloc(sizeof *mem * (size_t)(tot + 1)), *p = mem;
+    if (!mem) return pdi_errorf(PD_ERR_NOMEM, "pad_backward: out of memory");
     for (int d = 0; d < nd; d++) {
-        int64_t ny = y->shape[d], ng = g->shape[d];
-        start[d] = p;
-        pre[d] = p + ny + 1;
+        int64_t ny = y->shape[d], ng = g->shape[d], *st = p, *pre = p + ny + 1;
+        c.start[d] = st;
+        c.pre[d] = pre;
         p += ny + 1 + ng;
-        memset(start[d], 0, sizeof(int64_t) * (size_t)(ny + 1));
+        memset(st, 0, sizeof(int64_t) * (size_t)(ny + 1));
         for (int64_t o = 0; o < ng; o++) {
             int64_t s = pad_src(o, before[d], ny, mode);
-            if (s >= 0) start[d][s + 1]++;
+            if (s >= 0) st[s + 1]++;
         }
-        for (int64_t i = 0; i < ny; i++) start[d][i + 1] += start[d][i];
+        for (int64_t i = 0; i < ny; i++) st[i + 1] += st[i];
         for (int64_t o = 0; o < ng; o++) {
             int64_t s = pad_src(o, before[d], ny, mode);
-            if (s >= 0) pre[d][start[d][s]++] = o;
+            if (s >= 0) pre[st[s]++] = o;
         }
         /* filling advanced start[s] to the old start[s + 1]: shift back */
-        for (int64_t i = ny; i > 0; i--) start[d][i] = start[d][i - 1];
-        start[d][0] = 0;
+        for (int64_t i = ny; i > 0; i--) st[i] = st[i - 1];
+        st[0] = 0;
     }
-    int64_t sl = gbst[nd - 1];
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-#ifdef _OPENMP
-        int tid = omp_get_thread_num();
-#else
-        int tid = 0;
-#endif
-        double *acc = buf + tid * (W + Wg), *row = acc + W;
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-            int64_t co[PD_MAX_DIMS], pos[PD_MAX_DIMS], rem = r;
-            for (int d = nd - 2; d >= 0; d--) {
-                co[d] = rem % y->shape[d];
-                rem /= y->shape[d];
-            }
-            memset(acc, 0, sizeof *acc * (size_t)W);
-            int empty = 0;
-            for (int d = 0; d < nd - 1; d++) {
-                pos[d] = start[d][co[d]];
-                empty |= pos[d] == start[d][co[d] + 1];
-            }
-            while (!empty) {
-                int64_t off = 0;
-                for (int d = 0; d < nd - 1; d++) off += pre[d][pos[d]] * gbst[d];
-                load_row(row, g->data + off, Wg, sl, g->dtype);
-                for (int64_t j = 0; j < W; j++)
-                    for (int64_t q = start[nd - 1][j]; q < start[nd - 1][j + 1]; q++) acc[j] += row[pre[nd - 1][q]];
-                int d = nd - 2; /* odometer over the outer preimages */
-                for (; d >= 0; d--) {
-                    if (++pos[d] < start[d][co[d] + 1]) break;
-                    pos[d] = start[d][co[d]];
-                }
-                if (d < 0) break;
-            }
-            store_row(y->data + r * W * (int64_t)pd_dtype_size(y->dtype), acc, W, y->dtype);
-        }
-    }
+    int rc = rows_with_scratch(n / c.W, n >= PDI_PAR_GRAIN, sizeof(double) * (size_t)(c.W + c.Wg), padbw_row, &c);
     free(mem);
-    free(buf);
-    return PD_OK;
+    return rc;
 }
 
 /* ---- tril, triu ------------------------------------------------------ */
@@ -727,8 +749,7 @@ static int tri_common(const struct pdi_kcall *k, int lower)
     rows_of(x, &r);
     int64_t R = x->shape[x->ndim - 2], C = r.w, diag = k->a->i[0];
     size_t es = pd_dtype_size(y->dtype);
-#pragma omp parallel for schedule(static) if (r.n * r.w >= PDI_PAR_GRAIN)
-    for (int64_t i = 0; i < r.n; i++) {
+    PDI_FOR(r.n * r.w >= PDI_PAR_GRAIN, i, r.n, {
         int64_t row = i % R, lim = row + diag;
         /* kept columns [c0, c1): tril c <= row + diag, triu c >= row + diag */
         int64_t c0 = lower ? 0 : lim < 0 ? 0 : lim > C ? C : lim;
@@ -737,7 +758,7 @@ static int tri_common(const struct pdi_kcall *k, int lower)
         const char *src = row_ptr(x, &r, i);
         memset(dst, 0, (size_t)(C * (int64_t)es));
         if (c1 > c0) copy_n(dst + c0 * (int64_t)es, src + c0 * r.st, c1 - c0, r.st, es);
-    }
+    });
     return PD_OK;
 }
 
@@ -924,70 +945,76 @@ static void load_keys_d(struct item_d *it, const char *p, int64_t n, int64_t st,
     }
 }
 
+struct sortc {
+    const struct pd_kview *x, *yv, *yi;
+    int nd, desc, k32, is64, sel;
+    int64_t n, kk, xs, vs, is, xb[PD_MAX_DIMS], vb[PD_MAX_DIMS], ib[PD_MAX_DIMS];
+    unsigned skip;
+    size_t es, isz;
+};
+
+/* One row along the axis: keys, (select,) sort, write the first kk. */
+static void sort_row(const void *ctx, int64_t r, char *scratch)
+{
+    const struct sortc *c = ctx;
+    int nd = c->nd, desc = c->desc;
+    int64_t n = c->n, kk = c->kk, xs = c->xs, vs = c->vs, is = c->is;
+    size_t es = c->es;
+    const char *xp = c->x->data + (nd ? row_off(r, nd, c->x->shape, c->xb, c->skip) : 0);
+    char *vp = c->yv->data + (nd ? row_off(r, nd, c->yv->shape, c->vb, c->skip) : 0);
+    char *ip = c->yi->data + (nd ? row_off(r, nd, c->yi->shape, c->ib, c->skip) : 0);
+    char *items = scratch, *tmp = scratch + c->isz * (size_t)n;
+    if (c->k32) {
+        uint64_t *it = (uint64_t *)items;
+        load_keys32(it, xp, n, xs, c->x->dtype, desc, 0);
+        if (c->sel) select_u64(it, (uint64_t *)tmp, n, kk);
+        radix_sort_u64(it, (uint64_t *)tmp, c->sel ? kk : n);
+        for (int64_t j = 0; j < kk; j++) {
+            int64_t src = (int64_t)(it[j] & 0xffffffffu);
+            memcpy(vp + j * vs, xp + src * xs, es);
+            *(int64_t *)(ip + j * is) = src;
+        }
+    } else if (c->is64) {
+        struct item_l *it = (struct item_l *)items;
+        for (int64_t j = 0; j < n; j++) it[j] = (struct item_l){*(const int64_t *)(xp + j * xs), j};
+        if (c->sel) select_l(it, (struct item_l *)tmp, n, kk, desc);
+        msort_l(it, (struct item_l *)tmp, c->sel ? kk : n, desc);
+        for (int64_t j = 0; j < kk; j++) {
+            memcpy(vp + j * vs, xp + it[j].i * xs, es);
+            *(int64_t *)(ip + j * is) = it[j].i;
+        }
+    } else {
+        struct item_d *it = (struct item_d *)items;
+        load_keys_d(it, xp, n, xs, c->x->dtype);
+        if (c->sel) select_d(it, (struct item_d *)tmp, n, kk, desc);
+        msort_d(it, (struct item_d *)tmp, c->sel ? kk : n, desc);
+        for (int64_t j = 0; j < kk; j++) {
+            memcpy(vp + j * vs, xp + it[j].i * xs, es);
+            *(int64_t *)(ip + j * is) = it[j].i;
+        }
+    }
+}
+
 static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, int partial)
 {
     const struct pd_kview *x = &k->in[0], *yv = &k->out[0], *yi = &k->out[1];
-    int nd = x->ndim, is64 = x->dtype == PD_I64;
-    int64_t n = nd ? x->shape[ax] : 1;
     if (pdi_kview_numel(yv) == 0) return PD_OK;
-    int64_t rows = pdi_kview_numel(x) / n, xb[PD_MAX_DIMS] = {0}, vb[PD_MAX_DIMS] = {0}, ib[PD_MAX_DIMS] = {0};
-    byte_strides(x, xb);
-    byte_strides(yv, vb);
-    byte_strides(yi, ib);
-    int64_t xs = nd ? xb[ax] : 0, vs = nd ? vb[ax] : 0, is = nd ? ib[ax] : 0;
-    unsigned skip = 1u << ax;
-    int k32 = has_key32(x->dtype) && n < ((int64_t)1 << 32);
-    size_t es = pd_dtype_size(x->dtype), isz = k32 ? sizeof(uint64_t) : is64 ? sizeof(struct item_l) : sizeof(struct item_d);
-    int nt = rows > 1 && rows * n >= 4096 ? pdi_num_threads() : 1;
-    char *buf = malloc(isz * (size_t)(2 * n * nt + 1));
-    if (!buf) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[k->op].name);
-    int sel = partial && kk < n && kk * 4 < n;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-#ifdef _OPENMP
-        int tid = omp_get_thread_num();
-#else
-        int tid = 0;
-#endif
-        char *items = buf + isz * (size_t)(2 * n * tid), *tmp = items + isz * (size_t)n;
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t r = 0; r < rows; r++) {
-            const char *xp = x->data + (nd ? row_off(r, nd, x->shape, xb, skip) : 0);
-            char *vp = yv->data + (nd ? row_off(r, nd, yv->shape, vb, skip) : 0);
-            char *ip = yi->data + (nd ? row_off(r, nd, yi->shape, ib, skip) : 0);
-            if (k32) {
-                uint64_t *it = (uint64_t *)items;
-                load_keys32(it, xp, n, xs, x->dtype, desc, 0);
-                if (sel) select_u64(it, (uint64_t *)tmp, n, kk);
-                radix_sort_u64(it, (uint64_t *)tmp, sel ? kk : n);
-                for (int64_t j = 0; j < kk; j++) {
-                    int64_t src = (int64_t)(it[j] & 0xffffffffu);
-                    memcpy(vp + j * vs, xp + src * xs, es);
-                    *(int64_t *)(ip + j * is) = src;
-                }
-            } else if (is64) {
-                struct item_l *it = (struct item_l *)items;
-                for (int64_t j = 0; j < n; j++) it[j] = (struct item_l){*(const int64_t *)(xp + j * xs), j};
-                if (sel) select_l(it, (struct item_l *)tmp, n, kk, desc);
-                msort_l(it, (struct item_l *)tmp, sel ? kk : n, desc);
-                for (int64_t j = 0; j < kk; j++) {
-                    memcpy(vp + j * vs, xp + it[j].i * xs, es);
-                    *(int64_t *)(ip + j * is) = it[j].i;
-                }
-            } else {
-                struct item_d *it = (struct item_d *)items;
-                load_keys_d(it, xp, n, xs, x->dtype);
-                if (sel) select_d(it, (struct item_d *)tmp, n, kk, desc);
-                msort_d(it, (struct item_d *)tmp, sel ? kk : n, desc);
-                for (int64_t j = 0; j < kk; j++) {
-                    memcpy(vp + j * vs, xp + it[j].i * xs, es);
-                    *(int64_t *)(ip + j * is) = it[j].i;
-                }
-            }
-        }
-    }
-    free(buf);
-    return PD_OK;
+    struct sortc c = {.x = x, .yv = yv, .yi = yi, .nd = x->ndim, .desc = desc, .kk = kk};
+    c.n = c.nd ? x->shape[ax] : 1;
+    c.is64 = x->dtype == PD_I64;
+    c.k32 = has_key32(x->dtype) && c.n < ((int64_t)1 << 32);
+    c.sel = partial && kk < c.n && kk * 4 < c.n;
+    byte_strides(x, c.xb);
+    byte_strides(yv, c.vb);
+    byte_strides(yi, c.ib);
+    c.xs = c.nd ? c.xb[ax] : 0;
+    c.vs = c.nd ? c.vb[ax] : 0;
+    c.is = c.nd ? c.ib[ax] : 0;
+    c.skip = 1u << ax;
+    c.es = pd_dtype_size(x->dtype);
+    c.isz = c.k32 ? sizeof(uint64_t) : c.is64 ? sizeof(struct item_l) : sizeof(struct item_d);
+    int64_t rows = pdi_kview_numel(x) / c.n;
+    return rows_with_scratch(rows, rows * c.n >= 4096, c.isz * (size_t)(2 * c.n), sort_row, &c);
 }
 
 static int cpu_sort(const struct pdi_kcall *k)

@@ -329,17 +329,19 @@ struct conv_ctx {
 /* Contiguous runs between f32 and bf16/f16, written to vectorise. */
 static void bf16_to_f32_n(const uint16_t *s, float *d, int64_t n)
 {
-    uint32_t *du = (uint32_t *)d;
-    for (int64_t i = 0; i < n; i++) du[i] = (uint32_t)s[i] << 16;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)s[i] << 16;
+        memcpy(d + i, &u, 4); /* no aliasing games; still vectorised */
+    }
 }
 
 static void f32_to_bf16_n(const float *s, uint16_t *d, int64_t n)
 {
-    const uint32_t *su = (const uint32_t *)s;
     for (int64_t i = 0; i < n; i++) {
-        uint32_t u = su[i];
-        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
-        d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40 : r); /* NaN stays quiet NaN */
+        uint32_t u;
+        memcpy(&u, s + i, 4);
+        uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16;                          /* nearest even */
+        d[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40 : r); /* NaN stays a quiet NaN */
     }
 }
 

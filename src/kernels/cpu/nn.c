@@ -531,13 +531,12 @@ static int cpu_embedding(const struct pdi_kcall *k)
     }
     int par = n > 1 && n * D >= NN_GRAIN;
     int64_t s0 = w->strides[0] * (int64_t)es, s1 = w->strides[1] * (int64_t)es;
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t i = 0; i < n; i++) {
+PDI_FOR(par, i, n, {
         char *dst = y->data + i * D * (int64_t)es;
         const char *src = w->data + rows[i] * s0;
         if (s1 == (int64_t)es) memcpy(dst, src, (size_t)D * es);
         else for (int64_t j = 0; j < D; j++) memcpy(dst + j * (int64_t)es, src + j * s1, es);
-    }
+    });
     free(rows);
     return PD_OK;
 }

@@ -18,8 +18,11 @@
  * partial (per output when there are many outputs, per chunk otherwise).
  *
  * Index reductions (max/min/argmax/argmin), all/any and integer
- * sum/prod/amax/amin use a simpler path: parallel over outputs, elements in
- * row-major order (first index wins), integers exact in int64.
+ * sum/prod/amax/amin use a simpler path that keeps row-major order (the
+ * first index wins ties; the first NaN wins): per output over runs (float
+ * runs: vectorised extreme, then its first position), or per column chunk
+ * over rows when the innermost dim is kept; integers are exact in int64.
+ * logsumexp's f32 exp is a vectorised Cephes expf (AVX2), ~1 ulp.
  * Scans (cumsum/cumprod) go line by line, or row-vector by row-vector when
  * the axis is not innermost and the input is contiguous.
  */
@@ -34,7 +37,7 @@
 
 #define CHUNK 4096  /* elements per inner-path partial (and per stack buffer) */
 #define COLS 4096   /* kept-run width per outer-path task */
-#define MIN_RB 64   /* rows per outer-path block (at least) */
+#define MIN_RB 256  /* rows per outer-path block (at least) */
 #define MAX_NRB 256 /* row blocks per outer-path task (at most) */
 
 /* ---- geometry -------------------------------------------------------- */
@@ -366,14 +369,13 @@ static int engine_inner(const struct engine *e)
     int64_t nout = g->nout;
     int par = parallel_ok(nout * g->nred);
     if (nout >= 4 * pdi_num_threads() || per == 1 || !par) {
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t o = 0; o < nout; o++) {
+PDI_FOR(par, o, nout, {
             int64_t oo;
             const char *base = e->x->data + kept_off(g, g->nk, o, &oo);
             double sh = e->shift ? e->shift[oo] : 0, acc = comb_ident(e->p->comb);
             for (int64_t t = 0; t < per; t++) acc = comb_d(e->p->comb, acc, inner_partial(e, base, t / nc, t % nc, sh));
             e->res[oo] = acc;
-        }
+        });
         return PD_OK;
     }
     /* Few outputs: every chunk is a task; fold the partials in order. */
@@ -431,8 +433,7 @@ static int engine_outer(const struct engine *e)
     int par = parallel_ok(g->nout * g->nred);
     enum rcomb cb = e->p->comb;
     if (ntask >= 2 * pdi_num_threads() || nrb == 1 || !par) {
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t t = 0; t < ntask; t++) {
+PDI_FOR(par, t, ntask, {
             int64_t gi = t / ncol, ci = t % ncol, oo, cw = W - ci * COLS < COLS ? W - ci * COLS : COLS;
             double part[COLS], acc[COLS];
             for (int64_t j = 0; j < cw; j++) acc[j] = comb_ident(cb);
@@ -443,7 +444,7 @@ static int engine_outer(const struct engine *e)
             kept_off(g, g->nk - 1, gi, &oo);
             oo += ci * COLS * sow;
             for (int64_t j = 0; j < cw; j++) e->res[oo + j * sow] = acc[j];
-        }
+        });
         return PD_OK;
     }
     /* Few column tasks: row blocks are tasks too; fold them in order. */
@@ -657,8 +658,7 @@ static void simple_outer(const struct pdi_kcall *k, const struct rgeom *g, enum 
     int64_t ncol = (W + SCOLS - 1) / SCOLS, ntask = g->nout / W * ncol;
     int64_t es = (int64_t)pd_dtype_size(x->dtype), ys = (int64_t)pd_dtype_size(y->dtype);
     int par = parallel_ok(g->nout * g->nred);
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t t = 0; t < ntask; t++) {
+PDI_FOR(par, t, ntask, {
         int64_t gi = t / ncol, j0 = t % ncol * SCOLS, cw = W - j0 < SCOLS ? W - j0 : SCOLS, oo;
         const char *base = x->data + kept_off(g, g->nk - 1, gi, &oo) + j0 * sw;
         oo += j0 * sow;
@@ -711,7 +711,7 @@ static void simple_outer(const struct pdi_kcall *k, const struct rgeom *g, enum 
                 if (op == PD_OP_max || op == PD_OP_min) ((int64_t *)k->out[1].data)[oo + j * sow] = bidx[j];
             }
         }
-    }
+    });
 }
 
 static int cpu_simple_reduce(const struct pdi_kcall *k)
@@ -728,8 +728,7 @@ static int cpu_simple_reduce(const struct pdi_kcall *k)
         return PD_OK;
     }
     int par = parallel_ok(g.nout * g.nred);
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t o = 0; o < g.nout; o++) {
+PDI_FOR(par, o, g.nout, {
         int64_t oo;
         const char *base = x->data + kept_off(&g, g.nk, o, &oo);
         struct sstate s = {.op = op, .vk = vk};
@@ -749,7 +748,7 @@ static int cpu_simple_reduce(const struct pdi_kcall *k)
             if (op == PD_OP_max || op == PD_OP_min) ((int64_t *)k->out[1].data)[oo] = r;
         }
         }
-    }
+    });
     return PD_OK;
 }
 
@@ -762,8 +761,7 @@ static void scan_rows(const struct pd_kview *x, const struct pd_kview *y, int ax
     for (int d = ax + 1; d < x->ndim; d++) inner *= x->shape[d];
     int dbl = x->dtype == PD_F64;
     int par = parallel_ok(outer * n * inner);
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t o = 0; o < outer; o++) {
+PDI_FOR(par, o, outer, {
         for (int64_t t = 0; t < n; t++) {
             int64_t r = rev ? n - 1 - t : t, pr = rev ? r + 1 : r - 1;
             int64_t off = (o * n + r) * inner, poff = (o * n + pr) * inner;
@@ -781,7 +779,7 @@ static void scan_rows(const struct pd_kview *x, const struct pd_kview *y, int ax
                 else for (int64_t i = 0; i < inner; i++) b[i] = pb[i] + a[i];
             }
         }
-    }
+    });
 }
 
 static int cpu_scan(const struct pdi_kcall *k)

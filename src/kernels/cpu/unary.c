@@ -73,7 +73,11 @@ static void load_f16(float *d, const char *p, int64_t st, int64_t m)
         for (; i + 8 <= m; i += 8)
             _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + i * 2))));
 #endif
+#ifdef __F16C__
+    for (; i < m; i++) d[i] = _cvtsh_ss(*(const uint16_t *)(p + i * st));
+#else
     for (; i < m; i++) d[i] = pd_f16_to_f32(*(const uint16_t *)(p + i * st));
+#endif
 }
 
 static void store_f16(char *p, int64_t st, const float *s, int64_t m)
@@ -84,7 +88,11 @@ static void store_f16(char *p, int64_t st, const float *s, int64_t m)
         for (; i + 8 <= m; i += 8)
             _mm_storeu_si128((__m128i *)(p + i * 2), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
 #endif
+#ifdef __F16C__
+    for (; i < m; i++) *(uint16_t *)(p + i * st) = _cvtss_sh(s[i], _MM_FROUND_TO_NEAREST_INT);
+#else
     for (; i < m; i++) *(uint16_t *)(p + i * st) = pd_f32_to_f16(s[i]);
+#endif
 }
 
 static void load_f32(float *d, const char *p, int64_t st, enum pd_dtype dt, int64_t m)

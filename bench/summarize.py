@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Summarise `make bench` output: reads the JSON lines of the bench programs
+and the PyTorch peer on stdin (other lines are ignored) and prints markdown
+tables comparing paddle.c with its peers:
+
+  dispatch   ns per op (forward) / per iteration (forward+backward), paddle.c
+             vs PyTorch (its best thread count), and the ratio pd/pytorch
+             (lower is better for paddle.c).
+  matmul     GFLOP/s: pd_matmul vs direct dnnl_sgemm (same run, same buffers)
+             vs PyTorch (best thread count), and pd as a fraction of the FMA
+             peak measured by bench_matmul.
+  bandwidth  GB/s (bytes read + written): paddle.c vs memcpy of the same
+             bytes (same run) and vs PyTorch at the same thread count.
+
+Standard library only. Figures are printed as measured, never rounded up.
+"""
+import json
+import sys
+
+
+def load(stream):
+    rows = []
+    for line in stream:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def fmt(x, nd=1):
+    return "—" if x is None else f"{x:.{nd}f}"
+
+
+def ratio(a, b, nd=2):
+    return "—" if a is None or b is None or b == 0 else f"{a / b:.{nd}f}"
+
+
+def table(head, body):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
+    return "\n".join(out)
+
+
+def dispatch(rows):
+    key = lambda r: "ns_per_op" if r.get("mode") == "forward" else "ns_per_iter"
+    pd, pt = {}, {}
+    for r in rows:
+        if r.get("bench") != "dispatch" or "error" in r:
+            continue
+        k = (r.get("op"), r.get("mode"))
+        v = r.get(key(r))
+        if v is None:
+            continue
+        if r.get("impl") == "paddle.c":
+            pd[k] = min(v, pd.get(k, v))
+        elif r.get("impl") == "pytorch":
+            pt[k] = min(v, pt.get(k, v))
+    body = [[op, mode, fmt(pd.get((op, mode))), fmt(pt.get((op, mode))), ratio(pd.get((op, mode)), pt.get((op, mode)))]
+            for (op, mode) in sorted(set(pd) | set(pt), key=lambda k: (k[1] != "forward", k[0]))]
+    if not body:
+        return None
+    return "### Dispatch overhead (16-element f32 tensors; ns, lower is better)\n\n" + \
+        table(["op", "mode", "paddle.c ns", "pytorch ns (best threads)", "paddle.c / pytorch"], body)
+
+
+def matmul(rows):
+    peak = {r.get("threads"): r.get("gflops") for r in rows if r.get("bench") == "fma_peak" and "gflops" in r}
+    pd, dn, pt, shapes = {}, {}, {}, []
+    for r in rows:
+        if r.get("bench") != "matmul" or "gflops" not in r:
+            continue
+        k = (r["m"], r["n"], r["k"], r.get("dtype", "f32"))
+        if k not in shapes:
+            shapes.append(k)
+        impl = r.get("impl")
+        if impl == "paddle.c":
+            pd[k] = r
+        elif impl == "dnnl_sgemm":
+            dn[k] = r
+        elif impl == "pytorch":
+            if k not in pt or r["gflops"] > pt[k]["gflops"]:
+                pt[k] = r
+    body = []
+    for k in shapes:
+        m, n, kk, dt = k
+        p, d, t = pd.get(k), dn.get(k), pt.get(k)
+        g = p["gflops"] if p else None
+        gd = d["gflops"] if d else None
+        gt = t["gflops"] if t else None
+        pk = peak.get(p.get("threads")) if p else None
+        note = ""
+        if dt == "bf16" and p and "ratio_to_f32" in p:
+            note = f"bf16/f32 {p['ratio_to_f32']:.3f}"
+        body.append([f"[{m}x{kk}]@[{kk}x{n}]", dt, fmt(g), fmt(gd), ratio(g, gd),
+                     fmt(gt) + (f" ({t['threads']}t)" if t else ""), ratio(g, gt),
+                     "—" if g is None or not pk else f"{100 * g / pk:.0f}%", note])
+    if not body:
+        return None
+    pk_txt = ", ".join(f"{fmt(v)} GFLOP/s on {th} thread{'s' if th != 1 else ''}" for th, v in sorted(peak.items()))
+    head = "### Matmul (GFLOP/s, higher is better)\n\n"
+    if pk_txt:
+        head += f"Measured FMA peak (bench_matmul): {pk_txt}.\n\n"
+    return head + table(["shape", "dtype", "paddle.c", "dnnl_sgemm", "pd / dnnl", "pytorch (best)", "pd / pytorch",
+                         "pd % of peak", "note"], body)
+
+
+def bandwidth(rows):
+    mc, pd, pt, order = {}, {}, {}, []
+    for r in rows:
+        if r.get("bench") != "bandwidth" or "gbps" not in r:
+            continue
+        k = (r.get("op"), r.get("threads"))
+        impl = r.get("impl")
+        if impl == "memcpy":
+            mc[r.get("threads")] = r["gbps"]
+        elif impl == "paddle.c":
+            pd[k] = r["gbps"]
+            if k not in order:
+                order.append(k)
+        elif impl == "pytorch":
+            pt[k] = r["gbps"]
+    body = []
+    for (op, th) in sorted(order, key=lambda k: (k[1], order.index(k))):
+        g = pd[(op, th)]
+        body.append([op, th, fmt(g, 2), fmt(mc.get(th), 2), ratio(g, mc.get(th)), fmt(pt.get((op, th)), 2),
+                     ratio(g, pt.get((op, th)))])
+    for th in sorted(t for (o, t) in pt if o == "copy"):
+        body.append(["(pytorch copy_)", th, "—", fmt(mc.get(th), 2), "—", fmt(pt[("copy", th)], 2), "—"])
+    if not body:
+        return None
+    return "### Bandwidth (16M f32 elements; GB/s = (bytes read + written) / s, higher is better)\n\n" + \
+        table(["op", "threads", "paddle.c GB/s", "memcpy GB/s", "pd / memcpy", "pytorch GB/s", "pd / pytorch"], body)
+
+
+def main():
+    rows = load(sys.stdin)
+    parts = [p for p in (dispatch(rows), matmul(rows), bandwidth(rows)) if p]
+    errors = [r for r in rows if "error" in r]
+    if errors:
+        parts.append("### Errors\n\n" + "\n".join(
+            f"- {r.get('bench')} {r.get('impl')} {r.get('op', '')} {r.get('dtype', '')}: {r['error']}".replace("  ", " ")
+            for r in errors))
+    print("\n\n".join(parts) if parts else "no benchmark lines on stdin")
+
+
+if __name__ == "__main__":
+    main()
