@@ -258,7 +258,7 @@ int pdi_dispatch(struct pdi_call *c)
 
     /* 1. check and infer meta */
     struct pdi_meta meta[MAX_OUT];
-    memset(meta, 0, sizeof meta);
+    memset(meta, 0, sizeof meta[0] * (size_t)c->n_out);
     c->meta = meta;
     int rc = d->infer(c);
     if (rc) return rc;
