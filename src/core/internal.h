@@ -279,6 +279,63 @@ struct pd_tensor *pdi_node_out(struct pdi_node *n, int j);
 /* Record a node for a finished call (called by the dispatcher). */
 int pdi_autograd_record(struct pdi_call *c);
 
+/* ---- small element helpers shared by kernels ------------------------- */
+/* Integer element as int64 (bool reads 0/1; other dtypes read 0). */
+static inline int64_t pdi_load_int(const void *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    case PD_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+/* Keeps the low bits (two's complement wrap, like C casts); bool is v != 0. */
+static inline void pdi_store_int(void *p, enum pd_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case PD_I8: *(int8_t *)p = (int8_t)v; break;
+    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case PD_I16: *(int16_t *)p = (int16_t)v; break;
+    case PD_I32: *(int32_t *)p = (int32_t)v; break;
+    case PD_I64: *(int64_t *)p = v; break;
+    case PD_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* bf16 <-> f32 inline (vectorises: shifts, adds, a blend); the same
+ * rounding as pd_f32_to_bf16: nearest even, NaN stays a quiet NaN. */
+static inline float pdi_bf16_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+static inline uint16_t pdi_f32_bf16(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    uint16_t r = (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+    return (v.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((v.u >> 16) | 0x40u) : r;
+}
+
+/* Reduction axes of attrs v[0..nv-1] as a bit mask (nv = 0: every axis);
+ * assumes the axes were validated (pdi_axes_mask). */
+static inline unsigned pdi_attrs_axes_mask(const struct pdi_attrs *a, int ndim)
+{
+    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
+    unsigned m = 0;
+    for (int i = 0; i < a->nv; i++) {
+        int ax = pdi_norm_axis((int)a->v[i], ndim);
+        if (ax >= 0 && ndim > 0) m |= 1u << ax;
+    }
+    return m;
+}
+
 /* ---- threads --------------------------------------------------------- */
 int pdi_num_threads(void);
 /* for (int64_t i = 0; i < n; i++) { body } over OpenMP threads when par.

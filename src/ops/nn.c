@@ -23,18 +23,6 @@ static int is_int_dtype(enum pd_dtype dt)
     return dt == PD_I8 || dt == PD_U8 || dt == PD_I16 || dt == PD_I32 || dt == PD_I64;
 }
 
-static int64_t load_index(const char *p, enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_I8: return *(const int8_t *)p;
-    case PD_U8: return *(const uint8_t *)p;
-    case PD_I16: return *(const int16_t *)p;
-    case PD_I32: return *(const int32_t *)p;
-    case PD_I64: return *(const int64_t *)p;
-    default: return 0;
-    }
-}
-
 /* Status of a finished VJP: the gradient (or the error of its last op). */
 static int vjp_status(const struct pd_tensor *t)
 {
@@ -469,7 +457,7 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
         int64_t n = pdi_kview_numel(&v), mx = -1;
         if (n == 0) return pdi_error(PD_ERR_INVALID, "one_hot: cannot infer num_classes from an empty tensor");
         for (int64_t i = 0; i < n; i++) {
-            int64_t c = load_index(pdi_kview_ptr(&v, i), v.dtype);
+            int64_t c = pdi_load_int(pdi_kview_ptr(&v, i), v.dtype);
             if (c < 0)
                 return pdi_error(PD_ERR_INVALID, "one_hot: class value %lld at position %lld is negative",
                                  (long long)c, (long long)i);

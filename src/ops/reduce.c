@@ -22,18 +22,6 @@
 #include "core/internal.h"
 
 /* ---- shared helpers -------------------------------------------------- */
-/* Mask of reduced axes from attrs (already validated by infer). */
-static unsigned attrs_mask(const struct pdi_attrs *a, int ndim)
-{
-    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
-    unsigned m = 0;
-    for (int i = 0; i < a->nv; i++) {
-        int ax = pdi_norm_axis((int)a->v[i], ndim);
-        if (ax >= 0 && ndim > 0) m |= 1u << ax;
-    }
-    return m;
-}
-
 static int64_t mask_count(const int64_t *shape, int ndim, unsigned mask)
 {
     int64_t n = 1;
@@ -315,7 +303,7 @@ static struct pd_tensor *unreduce(const struct pdi_node *n, struct pd_tensor *t)
 {
     const struct pdi_meta *im = &n->in_meta[0];
     if (!t || n->a.i[0] || im->ndim == 0) return t;
-    unsigned mask = attrs_mask(&n->a, im->ndim);
+    unsigned mask = pdi_attrs_axes_mask(&n->a, im->ndim);
     int64_t shape[PD_MAX_DIMS];
     for (int d = 0; d < im->ndim; d++) shape[d] = mask & (1u << d) ? 1 : im->shape[d];
     return pd_reshape(t, shape, im->ndim);
@@ -340,7 +328,7 @@ int pdi_vjp_sum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
 int pdi_vjp_mean(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     const struct pdi_meta *im = &n->in_meta[0];
-    int64_t cnt = mask_count(im->shape, im->ndim, attrs_mask(&n->a, im->ndim));
+    int64_t cnt = mask_count(im->shape, im->ndim, pdi_attrs_axes_mask(&n->a, im->ndim));
     gin[0] = expand_to_input(n, pd_scale(g[0], 1.0 / (double)cnt));
     return OK_OR_STATUS(gin[0]);
 }
@@ -403,7 +391,7 @@ int pdi_vjp_min(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
 static double var_divisor(const struct pdi_node *n)
 {
     const struct pdi_meta *im = &n->in_meta[0];
-    double d = (double)mask_count(im->shape, im->ndim, attrs_mask(&n->a, im->ndim)) - (double)n->a.i[1];
+    double d = (double)mask_count(im->shape, im->ndim, pdi_attrs_axes_mask(&n->a, im->ndim)) - (double)n->a.i[1];
     return d > 0 ? d : 0;
 }
 

@@ -68,24 +68,6 @@ typedef pdi_iter_fn run_fn; /* a run of pdi_iter */
     }
 #define RUN2(name, T, TO, EXPR) RUN2X(name, T, T, TO, ID, ID, EXPR)
 
-/* bf16 <-> f32 in registers (vectorises: shifts, adds, a blend). */
-static inline float bf16_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Same rounding as pd_f32_to_bf16 (RNE, NaN stays a quiet NaN). */
-static inline uint16_t f32_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : (uint16_t)r;
-}
-
 /* ---- scalar helpers ---------------------------------------------------- */
 /* Python semantics: the remainder takes the sign of the divisor; floor
  * division is PyTorch's div_floor (a - mod is an exact multiple of b). */
@@ -150,7 +132,7 @@ static inline int64_t ipow(int64_t a, int64_t b)
     X(floor_divide, FFLOORDIV(x, y)) X(atan2, FATAN2(x, y))
 #define GEN_F32(op, e) RUN2(run_##op##_f32, float, float, e)
 #define GEN_F64(op, e) RUN2(run_##op##_f64, double, double, e)
-#define GEN_BF16(op, e) RUN2X(run_##op##_bf16, uint16_t, float, uint16_t, bf16_f32, f32_bf16, e)
+#define GEN_BF16(op, e) RUN2X(run_##op##_bf16, uint16_t, float, uint16_t, pdi_bf16_f32, pdi_f32_bf16, e)
 FLOAT_OPS(GEN_F32)
 FLOAT_OPS(GEN_F64)
 FLOAT_OPS(GEN_BF16)
@@ -181,7 +163,7 @@ RUN2(run_and_b, uint8_t, uint8_t, x & y)
 #define GEN_CMP_OP(op, T, SFX, e) RUN2(run_##op##_##SFX, T, uint8_t, e)
 #define GEN_CMP_TYPE(T, SFX) CMP_OPS(GEN_CMP_OP, T, SFX)
 CMP_TYPES(GEN_CMP_TYPE)
-#define GEN_CMP_BF16(op, T, SFX, e) RUN2X(run_##op##_bf16, uint16_t, float, uint8_t, bf16_f32, ID, e)
+#define GEN_CMP_BF16(op, T, SFX, e) RUN2X(run_##op##_bf16, uint16_t, float, uint8_t, pdi_bf16_f32, ID, e)
 CMP_OPS(GEN_CMP_BF16, float, bf16)
 
 /* Logic on "nonzero": -0.0 is zero, NaN is not; f16/bf16 test their bits. */

@@ -243,12 +243,6 @@ static const walk_fn gather_fns[4][2] = {{gather_1_i32, gather_1_i64}, {gather_2
 static const walk_fn scatter_fns[4][2] = {{scatter_1_i32, scatter_1_i64}, {scatter_2_i32, scatter_2_i64},
                                           {scatter_4_i32, scatter_4_i64}, {scatter_8_i32, scatter_8_i64}};
 
-static inline float bf16_f32(uint16_t h)
-{
-    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
-    return v.f;
-}
-
 /* Sums: q is the accumulator (f32 for bf16/f16), p the src element.
  * Integers wrap (two's complement through unsigned types). */
 #define DEF_ADD(SUF, STMT)                         \
@@ -256,7 +250,7 @@ static inline float bf16_f32(uint16_t h)
     DEF_WALK(add_##SUF##_i64, int64_t, STMT)
 DEF_ADD(f32, *(float *)q += *(const float *)p)
 DEF_ADD(f64, *(double *)q += *(const double *)p)
-DEF_ADD(bf16, *(float *)q += bf16_f32(*(const uint16_t *)p))
+DEF_ADD(bf16, *(float *)q += pdi_bf16_f32(*(const uint16_t *)p))
 DEF_ADD(f16, *(float *)q += pd_f16_to_f32(*(const uint16_t *)p))
 DEF_ADD(u8, *(uint8_t *)q += *(const uint8_t *)p)
 DEF_ADD(u16, *(uint16_t *)q += *(const uint16_t *)p)
@@ -383,7 +377,7 @@ static int scatter_common(const struct pdi_kcall *k, const char *op, int add, in
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", op);
     const uint16_t *h = (const uint16_t *)y->data;
     if (y->dtype == PD_BF16)
-        for (int64_t i = 0; i < n; i++) acc[i] = bf16_f32(h[i]);
+        for (int64_t i = 0; i < n; i++) acc[i] = pdi_bf16_f32(h[i]);
     else
         for (int64_t i = 0; i < n; i++) acc[i] = pd_f16_to_f32(h[i]);
     for (int d = 0; d < y->ndim; d++) w.qs[d] = y->strides[d] * (int64_t)sizeof(float);
@@ -643,7 +637,7 @@ static void load_row(double *dst, const char *src, int64_t n, int64_t st, enum p
     switch (dt) {
     case PD_F32: for (int64_t i = 0; i < n; i++) dst[i] = *(const float *)(src + i * st); break;
     case PD_F64: for (int64_t i = 0; i < n; i++) dst[i] = *(const double *)(src + i * st); break;
-    case PD_BF16: for (int64_t i = 0; i < n; i++) dst[i] = bf16_f32(*(const uint16_t *)(src + i * st)); break;
+    case PD_BF16: for (int64_t i = 0; i < n; i++) dst[i] = pdi_bf16_f32(*(const uint16_t *)(src + i * st)); break;
     default: for (int64_t i = 0; i < n; i++) dst[i] = pdi_load(src + i * st, dt); break;
     }
 }
@@ -870,7 +864,7 @@ static void load_keys32(uint64_t *it, const char *p, int64_t n, int64_t st, enum
     }
     switch (dt) {
     case PD_F32: KEYS32(key_f32(*(const float *)e)) break;
-    case PD_BF16: KEYS32(key_f32(bf16_f32(*(const uint16_t *)e))) break;
+    case PD_BF16: KEYS32(key_f32(pdi_bf16_f32(*(const uint16_t *)e))) break;
     case PD_F16: KEYS32(key_f32(pd_f16_to_f32(*(const uint16_t *)e))) break;
     case PD_I32: KEYS32((uint32_t)*(const int32_t *)e ^ 0x80000000u) break;
     case PD_I16: KEYS32((uint32_t)(int32_t)*(const int16_t *)e ^ 0x80000000u) break;
@@ -939,7 +933,7 @@ static void load_keys_d(struct item_d *it, const char *p, int64_t n, int64_t st,
     switch (dt) {
     case PD_F32: for (int64_t j = 0; j < n; j++) it[j] = (struct item_d){*(const float *)(p + j * st), j}; break;
     case PD_F64: for (int64_t j = 0; j < n; j++) it[j] = (struct item_d){*(const double *)(p + j * st), j}; break;
-    case PD_BF16: for (int64_t j = 0; j < n; j++) it[j] = (struct item_d){bf16_f32(*(const uint16_t *)(p + j * st)), j}; break;
+    case PD_BF16: for (int64_t j = 0; j < n; j++) it[j] = (struct item_d){pdi_bf16_f32(*(const uint16_t *)(p + j * st)), j}; break;
     case PD_I32: for (int64_t j = 0; j < n; j++) it[j] = (struct item_d){*(const int32_t *)(p + j * st), j}; break;
     default: for (int64_t j = 0; j < n; j++) it[j] = (struct item_d){pdi_load(p + j * st, dt), j}; break;
     }

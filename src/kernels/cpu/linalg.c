@@ -265,24 +265,6 @@ dnnl_data_type_t pdi_dnnl_dt(enum pd_dtype dt)
     }
 }
 
-/* ---- conversions and packing ----------------------------------------- */
-static inline float bf16_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint16_t f32_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1);                                            /* nearest even */
-    return (uint16_t)(u >> 16);
-}
-
 static inline float f16_f32(uint16_t h)
 {
 #ifdef __F16C__
@@ -305,7 +287,7 @@ static inline float load_f(const char *p, enum pd_dtype dt)
 {
     switch (dt) {
     case PD_F32: return *(const float *)p;
-    case PD_BF16: return bf16_f32(*(const uint16_t *)p);
+    case PD_BF16: return pdi_bf16_f32(*(const uint16_t *)p);
     case PD_F16: return f16_f32(*(const uint16_t *)p);
     default: return (float)pdi_load(p, dt);
     }
@@ -315,7 +297,7 @@ static inline void store_f(char *p, enum pd_dtype dt, float v)
 {
     switch (dt) {
     case PD_F32: *(float *)p = v; break;
-    case PD_BF16: *(uint16_t *)p = f32_bf16(v); break;
+    case PD_BF16: *(uint16_t *)p = pdi_f32_bf16(v); break;
     case PD_F16: *(uint16_t *)p = f32_f16(v); break;
     default: pdi_store(p, dt, v);
     }

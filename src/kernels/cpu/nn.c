@@ -31,24 +31,6 @@
 #define NN_BLOCK 256
 #define NN_GRAIN 16384 /* elements below which a kernel stays on one thread */
 
-/* ---- scalar helpers -------------------------------------------------- */
-static inline float bf16_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Round to nearest even; NaN stays a quiet NaN (as pd_f32_to_bf16). */
-static inline uint16_t f32_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t r = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : r;
-}
-
 /* exp(x) = 2^n exp(r), n = round(x / ln2), |r| <= ln2/2; Cephes polynomial
  * (~1 ulp). 2^n is applied as two halves so subnormal results are right;
  * x is clamped to [-104, 89] (exp underflows to 0 / overflows to inf there);
@@ -76,18 +58,6 @@ static inline float exp_f32(float x)
     memcpy(&s1, &b1, 4);
     memcpy(&s2, &b2, 4);
     return p * s1 * s2;
-}
-
-static inline int64_t load_index(const char *p, enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_I8: return *(const int8_t *)p;
-    case PD_U8: return *(const uint8_t *)p;
-    case PD_I16: return *(const int16_t *)p;
-    case PD_I32: return *(const int32_t *)p;
-    case PD_I64: return *(const int64_t *)p;
-    default: return 0;
-    }
 }
 
 /* Element offset of linear index lin over dims [d0, d1) of v, skipping dim
@@ -120,7 +90,7 @@ static void load_row(const char *p, int64_t stride, enum pd_dtype dt, void *dst,
         case PD_F32: memcpy(d, p, (size_t)n * sizeof *d); return;
         case PD_BF16: {
             const uint16_t *s = (const uint16_t *)p;
-            for (int64_t i = 0; i < n; i++) d[i] = bf16_f32(s[i]);
+            for (int64_t i = 0; i < n; i++) d[i] = pdi_bf16_f32(s[i]);
             return;
         }
         case PD_F16: {
@@ -139,7 +109,7 @@ static void load_row(const char *p, int64_t stride, enum pd_dtype dt, void *dst,
     int64_t sb = stride * (int64_t)pd_dtype_size(dt);
     switch (dt) {
     case PD_F32: for (int64_t i = 0; i < n; i++) d[i] = *(const float *)(p + i * sb); break;
-    case PD_BF16: for (int64_t i = 0; i < n; i++) d[i] = bf16_f32(*(const uint16_t *)(p + i * sb)); break;
+    case PD_BF16: for (int64_t i = 0; i < n; i++) d[i] = pdi_bf16_f32(*(const uint16_t *)(p + i * sb)); break;
     default: for (int64_t i = 0; i < n; i++) d[i] = (float)pdi_load(p + i * sb, dt); break;
     }
 }
@@ -156,7 +126,7 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
     const float *s = src;
     if (stride == 1 && dt == PD_BF16) {
         uint16_t *d = (uint16_t *)p;
-        for (int64_t i = 0; i < n; i++) d[i] = f32_bf16(s[i]);
+        for (int64_t i = 0; i < n; i++) d[i] = pdi_f32_bf16(s[i]);
         return;
     }
     if (stride == 1 && dt == PD_F16) {
@@ -171,7 +141,7 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
     }
     switch (dt) {
     case PD_F32: for (int64_t i = 0; i < n; i++) *(float *)(p + i * sb) = s[i]; break;
-    case PD_BF16: for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * sb) = f32_bf16(s[i]); break;
+    case PD_BF16: for (int64_t i = 0; i < n; i++) *(uint16_t *)(p + i * sb) = pdi_f32_bf16(s[i]); break;
     default: for (int64_t i = 0; i < n; i++) pdi_store(p + i * sb, dt, s[i]); break;
     }
 }
@@ -490,7 +460,7 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
     for (int64_t n = 0; n < N; n++) {
         for (int64_t d = 0; d < D; d++) {
             int64_t ti = n * D + d;
-            int64_t c = load_index(t->data + lin_offset(t, 0, t->ndim, -1, ti) * (int64_t)tes, t->dtype);
+            int64_t c = pdi_load_int(t->data + lin_offset(t, 0, t->ndim, -1, ti) * (int64_t)tes, t->dtype);
             double v = 0;
             if (c != ignore) {
                 if (c < 0 || c >= C)
@@ -520,7 +490,7 @@ static int cpu_embedding(const struct pdi_kcall *k)
     int contig_ids = pdi_kview_contiguous(ids);
     for (int64_t i = 0; i < n; i++) {
         const char *p = ids->data + (contig_ids ? i : lin_offset(ids, 0, ids->ndim, -1, i)) * (int64_t)ies;
-        rows[i] = load_index(p, ids->dtype);
+        rows[i] = pdi_load_int(p, ids->dtype);
         if (rows[i] < 0 || rows[i] >= V) {
             int64_t bad = rows[i];
             free(rows);
@@ -550,7 +520,7 @@ static int cpu_one_hot(const struct pdi_kcall *k)
     int64_t *out = (int64_t *)y->data;
     memset(out, 0, sizeof *out * (size_t)(n * C));
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = load_index(ids->data + lin_offset(ids, 0, ids->ndim, -1, i) * (int64_t)ies, ids->dtype);
+        int64_t c = pdi_load_int(ids->data + lin_offset(ids, 0, ids->ndim, -1, i) * (int64_t)ies, ids->dtype);
         if (c < 0 || c >= C)
             return pdi_errorf(PD_ERR_INVALID, "one_hot: class value %lld at position %lld out of range [0, %lld)",
                               (long long)c, (long long)i, (long long)C);

@@ -49,17 +49,6 @@ struct rgeom {
     int inner_red; /* the innermost dim is a reduced one */
 };
 
-static unsigned attrs_mask(const struct pdi_attrs *a, int ndim)
-{
-    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
-    unsigned m = 0;
-    for (int i = 0; i < a->nv; i++) {
-        int ax = pdi_norm_axis((int)a->v[i], ndim);
-        if (ax >= 0 && ndim > 0) m |= 1u << ax;
-    }
-    return m;
-}
-
 static uint64_t stride_key(int64_t sx) { return sx == 0 ? UINT64_MAX : (uint64_t)(sx < 0 ? -sx : sx); }
 
 static void rgeom_init(const struct pd_kview *x, unsigned mask, int sort, struct rgeom *g)
@@ -502,7 +491,7 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     struct rgeom g;
-    rgeom_init(x, attrs_mask(k->a, x->ndim), 1, &g);
+    rgeom_init(x, pdi_attrs_axes_mask(k->a, x->ndim), 1, &g);
     int64_t nout = g.nout;
     double nred = (double)g.nred;
     double *res = malloc(sizeof *res * (size_t)(nout ? 3 * nout : 1));
@@ -718,7 +707,7 @@ static int cpu_simple_reduce(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     struct rgeom g;
-    rgeom_init(x, attrs_mask(k->a, x->ndim), 0, &g); /* no sort: index order matters */
+    rgeom_init(x, pdi_attrs_axes_mask(k->a, x->ndim), 0, &g); /* no sort: index order matters */
     enum pd_op op = k->op;
     enum svalk vk = !pd_dtype_is_float(x->dtype) ? SV_I64 : x->dtype == PD_F64 ? SV_F64 : SV_F32;
     int64_t es = (int64_t)pd_dtype_size(x->dtype);

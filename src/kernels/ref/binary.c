@@ -22,33 +22,6 @@
 
 static int is_float(enum pd_dtype dt) { return pd_dtype_is_float(dt); }
 
-static int64_t load_i(const void *p, enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_I8: return *(const int8_t *)p;
-    case PD_U8: return *(const uint8_t *)p;
-    case PD_I16: return *(const int16_t *)p;
-    case PD_I32: return *(const int32_t *)p;
-    case PD_I64: return *(const int64_t *)p;
-    case PD_BOOL: return *(const uint8_t *)p != 0;
-    default: return 0;
-    }
-}
-
-/* Truncating store: keeps the low bits (wrap-around), bool is v != 0. */
-static void store_i(void *p, enum pd_dtype dt, int64_t v)
-{
-    switch (dt) {
-    case PD_I8: *(int8_t *)p = (int8_t)v; break;
-    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
-    case PD_I16: *(int16_t *)p = (int16_t)v; break;
-    case PD_I32: *(int32_t *)p = (int32_t)v; break;
-    case PD_I64: *(int64_t *)p = v; break;
-    case PD_BOOL: *(uint8_t *)p = v != 0; break;
-    default: break;
-    }
-}
-
 /* ---- float arithmetic in double --------------------------------------- */
 /* Python's floor division: a - remainder(a, b) is an exact multiple of b. */
 static double f_floordiv(double a, double b)
@@ -147,7 +120,7 @@ static int ref_arith(const struct pdi_kcall *k)
         const char *pa = pdi_kview_ptr(a, i), *pb = pdi_kview_ptr(b, i);
         char *py = pdi_kview_ptr(y, i);
         if (is_float(dt)) pdi_store(py, dt, f_arith(k->op, pdi_load(pa, dt), pdi_load(pb, dt)));
-        else store_i(py, dt, i_arith(k->op, load_i(pa, dt), load_i(pb, dt), dt == PD_BOOL));
+        else pdi_store_int(py, dt, i_arith(k->op, pdi_load_int(pa, dt), pdi_load_int(pb, dt), dt == PD_BOOL));
     }
     return PD_OK;
 }
@@ -166,7 +139,7 @@ static int ref_compare(const struct pdi_kcall *k)
             double x = pdi_load(pa, dt), z = pdi_load(pb, dt);
             lt = x < z; gt = x > z; eq = x == z;
         } else {
-            int64_t x = load_i(pa, dt), z = load_i(pb, dt);
+            int64_t x = pdi_load_int(pa, dt), z = pdi_load_int(pb, dt);
             lt = x < z; gt = x > z; eq = x == z;
         }
         int r = 0;

@@ -22,17 +22,6 @@ struct geom {
     int64_t nout, nred;
 };
 
-static unsigned attrs_mask(const struct pdi_attrs *a, int ndim)
-{
-    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
-    unsigned m = 0;
-    for (int i = 0; i < a->nv; i++) {
-        int ax = pdi_norm_axis((int)a->v[i], ndim);
-        if (ax >= 0 && ndim > 0) m |= 1u << ax;
-    }
-    return m;
-}
-
 static void geom_init(const struct pd_kview *x, unsigned mask, struct geom *g)
 {
     int64_t es = (int64_t)pd_dtype_size(x->dtype);
@@ -218,7 +207,7 @@ static int ref_reduce(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     struct geom g;
-    geom_init(x, attrs_mask(k->a, x->ndim), &g);
+    geom_init(x, pdi_attrs_axes_mask(k->a, x->ndim), &g);
     enum pd_op op = k->op;
     int int_path = !pd_dtype_is_float(x->dtype) && (op == PD_OP_sum || op == PD_OP_prod || op == PD_OP_amax ||
                                                      op == PD_OP_amin);

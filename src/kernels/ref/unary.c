@@ -81,34 +81,6 @@ static int ref_float(const struct pdi_kcall *k)
     return PD_OK;
 }
 
-/* ---- integers, exactly ----------------------------------------------- */
-static int64_t load_i64(const void *p, enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_I8: return *(const int8_t *)p;
-    case PD_U8: return *(const uint8_t *)p;
-    case PD_I16: return *(const int16_t *)p;
-    case PD_I32: return *(const int32_t *)p;
-    case PD_I64: return *(const int64_t *)p;
-    case PD_BOOL: return *(const uint8_t *)p != 0;
-    default: return 0;
-    }
-}
-
-/* Keeps the low bits (two's complement wrap); bool is != 0. */
-static void store_i64(void *p, enum pd_dtype dt, int64_t v)
-{
-    switch (dt) {
-    case PD_I8: *(int8_t *)p = (int8_t)v; break;
-    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
-    case PD_I16: *(int16_t *)p = (int16_t)v; break;
-    case PD_I32: *(int32_t *)p = (int32_t)v; break;
-    case PD_I64: *(int64_t *)p = v; break;
-    case PD_BOOL: *(uint8_t *)p = v != 0; break;
-    default: break;
-    }
-}
-
 static void int_range(enum pd_dtype dt, double *lo, double *hi)
 {
     switch (dt) {
@@ -135,7 +107,7 @@ static int ref_int(const struct pdi_kcall *k)
     /* clip bounds: the nearest integers inside [lo, hi], within the dtype */
     double clo = fmin(fmax(ceil(k->a->f[0]), dlo), dhi), chi = fmax(fmin(floor(k->a->f[1]), dhi), dlo);
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = load_i64(pdi_kview_ptr(x, i), x->dtype), r = v;
+        int64_t v = pdi_load_int(pdi_kview_ptr(x, i), x->dtype), r = v;
         char *out = pdi_kview_ptr(y, i);
         switch (k->op) {
         case PD_OP_neg: r = wrap(0u - (uint64_t)v); break;
@@ -157,7 +129,7 @@ static int ref_int(const struct pdi_kcall *k)
             break;
         default: break; /* floor, ceil, round, trunc: identity on integers */
         }
-        store_i64(out, y->dtype, r);
+        pdi_store_int(out, y->dtype, r);
     }
     return PD_OK;
 }
@@ -171,7 +143,7 @@ static int ref_cast(const struct pdi_kcall *k)
     for (int64_t i = 0; i < n; i++) {
         const char *p = pdi_kview_ptr(x, i);
         char *q = pdi_kview_ptr(y, i);
-        if (exact) store_i64(q, y->dtype, load_i64(p, x->dtype));
+        if (exact) pdi_store_int(q, y->dtype, pdi_load_int(p, x->dtype));
         else pdi_store(q, y->dtype, pdi_load(p, x->dtype));
     }
     return PD_OK;
