@@ -12,7 +12,7 @@
 
 #include "core/internal.h"
 
-static _Thread_local int grad_disabled;
+static PDI_TLS int grad_disabled;
 static uint64_t node_seq;
 
 int pd_is_grad_enabled(void) { return !grad_disabled; }

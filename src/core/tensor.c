@@ -54,7 +54,7 @@ struct freelist {
     void *head;
     int n;
 };
-static _Thread_local struct freelist free_tensors, free_storages;
+static PDI_TLS struct freelist free_tensors, free_storages;
 
 static void *fl_get(struct freelist *fl, size_t size)
 {
@@ -170,8 +170,8 @@ struct scope {
     struct pd_tensor **items;
     int n, cap;
 };
-static _Thread_local struct scope *scopes;
-static _Thread_local int n_scopes, cap_scopes;
+static PDI_TLS struct scope *scopes;
+static PDI_TLS int n_scopes, cap_scopes;
 
 void pd_scope_begin(void)
 {

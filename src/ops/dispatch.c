@@ -28,7 +28,7 @@ int pdi_vjp_none(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_te
 /* ---- kernel registry ------------------------------------------------- */
 static pdi_kernel_fn kernels[PDI_BACKEND_COUNT][PD_OP_COUNT][PD_DTYPE_COUNT];
 static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
-static _Thread_local int forced_backend = -1;
+static PDI_TLS int forced_backend = -1;
 
 void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn)
 {
@@ -70,7 +70,7 @@ static struct {
     void *ctx;
 } observers[MAX_OBSERVERS];
 static int n_observers;
-static _Thread_local uint64_t op_seq;
+static PDI_TLS uint64_t op_seq;
 
 int pdi_observer_add(pdi_observer_fn fn, void *ctx)
 {
