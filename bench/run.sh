@@ -5,10 +5,16 @@
 # Threads are set per measurement, never inherited: the C benches run with
 # OMP_NUM_THREADS=$(nproc) except bench_bandwidth, which sets 1 and all
 # cores itself; the peer runs each benchmark at 1 thread and at all cores.
-# The peer gets its best settings on this CPU: OPENBLAS_CORETYPE=SkylakeX
-# (Debian's OpenBLAS misdetects the core otherwise), and glibc malloc
-# thresholds raised so large freed blocks are reused rather than unmapped
-# (PyTorch's CPU allocator does not cache; see bench/torch_peer.py).
+# The peer gets its best settings on this machine:
+#  - OpenBLAS: Debian's torch calls whatever libblas.so.3 comes first, and
+#    the default alternative is the reference BLAS (~2 GFLOP/s). The peer
+#    gets OpenBLAS's directory on LD_LIBRARY_PATH when it is installed
+#    (libopenblas0-pthread; or PD_PEER_BLAS_DIR=dir holding libblas.so.3),
+#    without switching the system's alternative; else a warning.
+#  - OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs only (OpenBLAS 0.3.21
+#    misdetects newer ones; on AVX2 CPUs its own detection is right).
+#  - glibc malloc thresholds raised so large freed blocks are reused rather
+#    than unmapped (PyTorch's CPU allocator does not cache; torch_peer.py).
 set -uo pipefail
 build=${1:-build}
 here=$(dirname "$0")
@@ -16,6 +22,14 @@ PD_WITH_TORCH=1 bash "$here/../scripts/install-deps.sh"
 nth=$(nproc)
 peer_threads=1
 [ "$nth" -gt 1 ] && peer_threads="1 $nth"
+peer_env=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296)
+blas_dir=${PD_PEER_BLAS_DIR:-/usr/lib/x86_64-linux-gnu/openblas-pthread}
+if [ -e "$blas_dir/libblas.so.3" ]; then
+  peer_env+=(LD_LIBRARY_PATH="$blas_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+else
+  echo "run.sh: no OpenBLAS in $blas_dir: the PyTorch peer's matmul uses the reference BLAS" >&2
+fi
+grep -qw avx512f /proc/cpuinfo && peer_env+=(OPENBLAS_CORETYPE=SkylakeX)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
@@ -35,9 +49,9 @@ trap 'rm -f "$out"' EXIT
   for what in dispatch bandwidth matmul; do
     for th in $peer_threads; do   # report each; the summary takes the best
       echo "# torch_peer $what threads=$th" >&2
-      env -u OMP_NUM_THREADS OPENBLAS_CORETYPE=SkylakeX \
-        GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296 \
-        "$py" "$peer" "$what" "$th" ||
+      # OpenBLAS has its own thread pool, which torch.set_num_threads
+      # does not reach: cap it to the same count.
+      env -u OMP_NUM_THREADS "${peer_env[@]}" OPENBLAS_NUM_THREADS="$th" "$py" "$peer" "$what" "$th" ||
         echo "{\"bench\":\"$what\",\"impl\":\"pytorch\",\"threads\":$th,\"error\":\"peer failed\"}"
     done
   done

@@ -96,7 +96,7 @@ def matmul(rows):
         if dt == "bf16" and p and "ratio_to_f32" in p:
             note = f"bf16/f32 {p['ratio_to_f32']:.3f}"
         body.append([f"[{m}x{kk}]@[{kk}x{n}]", dt, fmt(g), fmt(gd), ratio(g, gd),
-                     fmt(gt) + (f" ({t['threads']}t)" if t else ""), ratio(g, gt),
+                     fmt(gt) + (f" ({t['threads']}t, {t.get('blas', '?')})" if t else ""), ratio(g, gt),
                      "—" if g is None or not pk else f"{100 * g / pk:.0f}%", note])
     if not body:
         return None
@@ -104,6 +104,9 @@ def matmul(rows):
     head = "### Matmul (GFLOP/s, higher is better)\n\n"
     if pk_txt:
         head += f"Measured FMA peak (bench_matmul): {pk_txt}.\n\n"
+    if any(r.get("blas") == "reference" for r in pt.values()):
+        head += ("Note: PyTorch ran on the reference BLAS (no OpenBLAS found), so its matmul "
+                 "figures are not a fair peer; install libopenblas0-pthread.\n\n")
     return head + table(["shape", "dtype", "paddle.c", "dnnl_sgemm", "pd / dnnl", "pytorch (best)", "pd / pytorch",
                          "pd % of peak", "note"], body)
 

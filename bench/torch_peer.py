@@ -7,9 +7,10 @@ Prints JSON lines in the same format as the C benches, with impl "pytorch".
   torch_peer.py matmul        # GFLOP/s at the same sizes as bench_matmul
   torch_peer.py bandwidth     # elementwise / reduction GB/s on 16M floats
 
-bench/run.sh runs it with OPENBLAS_CORETYPE=SkylakeX (Debian's OpenBLAS
-misdetects the core otherwise) and GLIBC_TUNABLES raising glibc's mmap and
-trim thresholds, so a freed 64 MB output is reused instead of unmapped and
+bench/run.sh runs it with OpenBLAS on LD_LIBRARY_PATH when installed
+(torch.matmul calls libblas.so.3; Debian's default is the reference BLAS),
+OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs (OpenBLAS 0.3.21 misdetects newer
+ones), and GLIBC_TUNABLES raising glibc's mmap and trim thresholds, so a freed 64 MB output is reused instead of unmapped and
 faulted in again on the next call (PyTorch's CPU allocator does not cache;
 without this, add on 16M floats measures page faults, ~10x slower).
 """
@@ -26,6 +27,24 @@ def best(fn, iters, trials=5):
             fn()
         b = min(b, (time.perf_counter() - t0) / iters)
     return b
+
+def blas():
+    """Which BLAS torch.matmul reaches: Debian's torch calls whatever
+    libblas.so.3 is first found, the reference BLAS (~2 GFLOP/s) unless
+    OpenBLAS is installed or on LD_LIBRARY_PATH (bench/run.sh)."""
+    try:
+        libs = open("/proc/self/maps").read()
+    except OSError:
+        return "unknown"
+    if "openblas" in libs:
+        try:
+            import ctypes
+            f = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
+            f.restype = ctypes.c_char_p
+            return "openblas-" + f().decode()
+        except (OSError, AttributeError):
+            return "openblas"
+    return "reference" if "blas/libblas.so" in libs else "other"
 
 def emit(**kw):
     print(json.dumps(dict(impl="pytorch", torch=torch.__version__, threads=torch.get_num_threads(), **kw)), flush=True)
@@ -66,7 +85,7 @@ def matmul():
             for _ in range(iters):
                 f()
             b_t = min(b_t, (time.perf_counter() - t0) / iters)
-        emit(bench="matmul", m=m, n=n, k=k, dtype="f32", gflops=round(2 * m * n * k / b_t / 1e9, 1))
+        emit(bench="matmul", m=m, n=n, k=k, dtype="f32", gflops=round(2 * m * n * k / b_t / 1e9, 1), blas=blas())
 
 def bandwidth():
     # The ops of bench/bandwidth.c, bytes counted the same way (read + write

@@ -81,6 +81,9 @@ int pdi_infer_view(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
+    if (c->a.nv > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "view: %d dims, at most %d", c->a.nv, PD_MAX_DIMS);
+    for (int i = 0; i < c->a.nv; i++)
+        if (c->a.v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "view: invalid size %lld for dim %d", (long long)c->a.v[i], i);
     m->dtype = x->dtype;
     m->ndim = c->a.nv;
     memcpy(m->shape, c->a.v, sizeof(int64_t) * (size_t)c->a.nv);
@@ -142,6 +145,7 @@ int pdi_infer_expand(struct pdi_call *c)
     struct pdi_meta *m = &c->meta[0];
     int nd = c->a.nv, sh = nd - x->ndim;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (nd > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "expand: %d dims, at most %d", nd, PD_MAX_DIMS);
     if (sh < 0)
         return pdi_errorf(PD_ERR_INVALID, "expand: cannot expand %s to fewer dims %s",
                           pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), pdi_shape_str(c->a.v, nd, b1, sizeof b1));
@@ -155,6 +159,7 @@ int pdi_infer_expand(struct pdi_call *c)
             if (i < sh) return pdi_errorf(PD_ERR_INVALID, "expand: -1 is not allowed for a new leading dim");
             want = have;
         }
+        if (want < 0) return pdi_errorf(PD_ERR_INVALID, "expand: invalid size %lld for dim %d", (long long)want, i);
         if (have != want && have != 1)
             return pdi_errorf(PD_ERR_INVALID, "expand: cannot expand %s to %s (dim %d is %lld, not 1)",
                               pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), pdi_shape_str(c->a.v, nd, b1, sizeof b1),
@@ -201,16 +206,39 @@ int pdi_infer_diagonal(struct pdi_call *c)
     return PD_OK;
 }
 
-int pdi_infer_slice_backward(struct pdi_call *c)
+/* Output of shape v (the forward input's shape); check that the forward op
+ * with these attributes maps that shape onto the gradient's. */
+static int infer_backward_of_view(struct pdi_call *c, int (*forward_infer)(struct pdi_call *))
 {
+    const struct pd_tensor *g = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    m->dtype = c->in[0]->dtype;
+    if (c->a.nv > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "%s: shape has %d dims", pdi_ops[c->op].name, c->a.nv);
+    for (int i = 0; i < c->a.nv; i++)
+        if (c->a.v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "%s: negative dim in shape", pdi_ops[c->op].name);
+    /* run the forward infer on a shape-only stand-in of the input */
+    struct pd_tensor x = {0};
+    x.dtype = g->dtype;
+    x.ndim = c->a.nv;
+    memcpy(x.shape, c->a.v, sizeof(int64_t) * (size_t)c->a.nv);
+    pdi_contiguous_strides(x.shape, x.ndim, x.strides);
+    struct pd_tensor *xin[1] = {&x};
+    struct pdi_meta fm;
+    struct pdi_call fc = {.op = c->op, .n_in = 1, .n_out = 1, .in = xin, .a = c->a, .meta = &fm};
+    if (forward_infer(&fc)) return PD_ERR_INVALID;
+    if (fm.ndim != g->ndim || memcmp(fm.shape, g->shape, sizeof(int64_t) * (size_t)g->ndim)) {
+        char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+        return pdi_errorf(PD_ERR_INVALID, "%s: gradient of shape %s does not match the view's shape %s",
+                          pdi_ops[c->op].name, pdi_shape_str(g->shape, g->ndim, b0, sizeof b0),
+                          pdi_shape_str(fm.shape, fm.ndim, b1, sizeof b1));
+    }
+    m->dtype = g->dtype;
     m->ndim = c->a.nv;
     memcpy(m->shape, c->a.v, sizeof(int64_t) * (size_t)c->a.nv);
     return PD_OK;
 }
 
-int pdi_infer_diagonal_backward(struct pdi_call *c) { return pdi_infer_slice_backward(c); }
+int pdi_infer_slice_backward(struct pdi_call *c) { return infer_backward_of_view(c, pdi_infer_slice); }
+int pdi_infer_diagonal_backward(struct pdi_call *c) { return infer_backward_of_view(c, pdi_infer_diagonal); }
 
 /* ---- VJP rules (public ops only) ------------------------------------- */
 int pdi_vjp_view(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
