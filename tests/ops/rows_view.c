@@ -26,6 +26,27 @@ static struct pd_tensor *f_expand(struct pd_tensor **in)
     int64_t s[] = {2, 3, 4};
     return pd_contiguous(pd_expand(in[0], s, 3));
 }
+static struct pd_tensor *f_broadcast_to(struct pd_tensor **in)
+{
+    int64_t s[] = {3, 4, 5};
+    return pd_contiguous(pd_broadcast_to(in[0], s, 3));
+}
+static struct pd_tensor *f_sum_to_shape(struct pd_tensor **in)
+{
+    int64_t s[] = {4, 1};
+    return pd_sum_to_shape(in[0], s, 2);
+}
+static struct pd_tensor *f_inplace(struct pd_tensor **in)
+{
+    /* out-of-place reference shape for in-place ops on a private copy */
+    struct pd_tensor *y = pd_clone(in[0]);
+    int prev = pd_no_grad_begin();
+    pd_add_(y, in[1]);
+    pd_mul_(y, in[1]);
+    pd_scale_(y, 0.5);
+    pd_grad_mode_end(prev);
+    return y;
+}
 static struct pd_tensor *f_diagonal(struct pd_tensor **in) { return pd_contiguous(pd_diagonal(in[0], 1, 0, 1)); }
 static struct pd_tensor *f_diagonal_neg(struct pd_tensor **in) { return pd_contiguous(pd_diagonal(in[0], -1, -1, 0)); }
 static struct pd_tensor *f_squeeze(struct pd_tensor **in) { return pd_contiguous(pd_unsqueeze(pd_squeeze(in[0], PD_ALL_AXES), -1)); }
@@ -62,6 +83,9 @@ static const struct opt_row rows[] = {
     {"slice/neg_clamp", PD_OP_slice, 1, {OPT_FS(4, 5)}, f_slice_neg, OPT_DT_F},
     {"slice/zero_size", PD_OP_slice, 1, {OPT_F(0, 5)}, f_slice_neg, OPT_DT_F},
     {"expand/lead_and_1", PD_OP_expand, 1, {OPT_F(3, 1)}, f_expand, ALLDT},
+    {"broadcast_to", PD_OP_expand, 1, {OPT_F(4, 1)}, f_broadcast_to, OPT_DT_FLOW},
+    {"sum_to_shape/T", PD_OP_COUNT, 1, {OPT_FT(3, 4, 5)}, f_sum_to_shape, OPT_DT_FLOW},
+    {"inplace_add_mul_scale/bcast", PD_OP_COUNT, 2, {OPT_FT(3, 4), OPT_F(4)}, f_inplace, OPT_DT_FLOW, .no_gradcheck = 1},
     {"diagonal/offset1", PD_OP_diagonal, 1, {OPT_F(4, 5, 2)}, f_diagonal, OPT_DT_FLOW},
     {"diagonal/neg_T", PD_OP_diagonal, 1, {OPT_FT(5, 4)}, f_diagonal_neg, OPT_DT_F},
     {"squeeze_unsqueeze", PD_OP_COUNT, 1, {OPT_F(1, 3, 1, 4)}, f_squeeze, OPT_DT_F},
