@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 
-static double bench_now(void)
+static inline double bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -13,7 +13,7 @@ static double bench_now(void)
 }
 
 /* Runs fn(ctx) `iters` times per trial, returns the best seconds per call. */
-static double bench_best(void (*fn)(void *), void *ctx, int iters, int trials)
+static inline double bench_best(void (*fn)(void *), void *ctx, int iters, int trials)
 {
     double best = 1e30;
     fn(ctx); /* warm up */

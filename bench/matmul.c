@@ -4,8 +4,9 @@
  *
  * What is measured:
  *   fma_peak   a register-only FMA loop (AVX-512 if the compiler targets it,
- *              else AVX2/FMA), on one core and on every OpenMP thread: the
- *              ceiling any GEMM can reach on this machine.
+ *              else AVX2/FMA), on one thread and on every OpenMP thread
+ *              (the sum of each thread's best rate): the ceiling any f32
+ *              GEMM can reach on this machine.
  *   matmul     square 256..4096 and the three Llama-7B MLP/attention GEMMs at
  *              2048 tokens ([2048x4096]@[4096x4096], [2048x4096]@[4096x11008],
  *              [2048x11008]@[11008x4096]); pd_matmul f32 and dnnl_sgemm
@@ -77,24 +78,28 @@ static double fma_loop(long iters)
     return VSUM(s);
 }
 
-/* Best of many short trials (~3 ms each) of `iters` loop trips on `nt`
- * threads, in flops/s in total: short trials let the best one fall inside
- * an uninterrupted time slice when the machine is shared. */
+/* Peak of `nt` threads in flops/s: each thread times its own ~3 ms runs of
+ * `iters` loop trips and keeps its best rate over `trials`; the peak is the
+ * sum of the threads' best rates. Short, per-thread trials let each best
+ * fall inside an uninterrupted time slice when the machine is shared (a
+ * whole-region time would need every core free at once). */
 static double fma_peak(int nt, long iters, int trials)
 {
-    double best = 0;
-    for (int t = 0; t <= trials; t++) { /* trial 0 warms up (clocks, threads) */
-        double t0 = bench_now();
-#pragma omp parallel num_threads(nt)
-        {
+    double sum = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : sum)
+    {
+        double best = 0;
+        for (int t = 0; t <= trials; t++) { /* trial 0 warms up (clocks) */
+            double t0 = bench_now();
             float r = (float)fma_loop(iters);
+            double f = (double)iters * 12 * VLANES * 2 / (bench_now() - t0);
+            if (t > 0 && f > best) best = f;
 #pragma omp atomic
             peak_sink += r;
         }
-        double dt = bench_now() - t0, f = (double)nt * iters * 12 * VLANES * 2 / dt;
-        if (t > 0 && f > best) best = f;
+        sum += best;
     }
-    return best;
+    return sum;
 }
 
 /* ---- timing ---------------------------------------------------------- */

@@ -5,7 +5,8 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libdnnl-dev libcjson-dev libssl-dev)
-if [ "${PD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3 python3-torch python3-numpy); fi
+# The peer: Debian's PyTorch, with OpenBLAS so its matmul is not the reference BLAS.
+if [ "${PD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3 python3-torch python3-numpy libopenblas0-pthread); fi
 
 missing=()
 for p in "${pkgs[@]}"; do
