@@ -235,7 +235,7 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
     case PD_OP_neg: MAP(-v); break;
     case PD_OP_abs: MAP(fabsf(v)); break;
     case PD_OP_sign: MAP(pdi_vsel(v > 0.0f, 1.0f, pdi_vsel(v < 0.0f, -1.0f, v))); break;
-    case PD_OP_exp: MAP(pdi_vexpf(v)); break;
+    case PD_OP_exp: pdi_vexpf_run(y, x, m); break;
     case PD_OP_expm1: MAP(pdi_vexpm1f(v)); break;
     case PD_OP_log: MAP(pdi_vlogf(v)); break;
     case PD_OP_log1p: MAP(pdi_vlog1pf(v)); break;
@@ -248,7 +248,7 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
     case PD_OP_cos:
     case PD_OP_tan: trig_f32(c->op, y, x, m); break;
     case PD_OP_tanh: MAP(pdi_vtanhf(v)); break;
-    case PD_OP_sigmoid: MAP(pdi_vsigmoidf(v)); break;
+    case PD_OP_sigmoid: pdi_vsigmoidf_run(y, x, m); break;
     case PD_OP_relu: MAP(pdi_vsel(v > 0.0f || v != v, v, 0.0f)); break; /* NaN stays, -0 -> +0 */
     case PD_OP_leaky_relu: MAP(pdi_vsel(v > 0.0f, v, v * f0)); break;
     case PD_OP_elu: MAP(pdi_vsel(v > 0.0f, v, f0 * pdi_vexpm1f(v))); break;
