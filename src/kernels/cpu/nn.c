@@ -22,6 +22,7 @@
 #endif
 
 #include "core/internal.h"
+#include "kernels/cpu/unary_math.h"
 
 /* FP ops here never trap, so GCC may if-convert the clamps in exp_f32 and
  * vectorise every loop that calls it (with the default -ftrapping-math it
@@ -31,34 +32,9 @@
 #define NN_BLOCK 256
 #define NN_GRAIN 16384 /* elements below which a kernel stays on one thread */
 
-/* exp(x) = 2^n exp(r), n = round(x / ln2), |r| <= ln2/2; Cephes polynomial
- * (~1 ulp). 2^n is applied as two halves so subnormal results are right;
- * x is clamped to [-104, 89] (exp underflows to 0 / overflows to inf there);
- * NaN passes the clamps and comes out NaN. */
-static inline float exp_f32(float x)
-{
-    float xc = x < -104.0f ? -104.0f : x;
-    xc = xc > 89.0f ? 89.0f : xc;
-    float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-    float n = t - 12582912.0f;
-    float r = xc - n * 0.693145751953125f;
-    r = r - n * 1.428606765330187e-06f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t ti;
-    memcpy(&ti, &t, 4);
-    int32_t ni = ti - 0x4B400000, e1 = ni >> 1, e2 = ni - e1;
-    uint32_t b1 = (uint32_t)(e1 + 127) << 23, b2 = (uint32_t)(e2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, 4);
-    memcpy(&s2, &b2, 4);
-    return p * s1 * s2;
-}
+/* exp: the unary family's vectorisable pdi_vexpf (~1 ulp, NaN, inf and
+ * subnormal results right; libm's expf does not vectorise). */
+#define exp_f32 pdi_vexpf
 
 /* Element offset of linear index lin over dims [d0, d1) of v, skipping dim
  * `skip` (row-major order over the remaining dims). */

@@ -58,16 +58,13 @@ static inline float pdi_vceilf(float x)
 static inline float pdi_vtruncf(float x) { return pdi_vsel(x < 0.0f, pdi_vceilf(x), pdi_vfloorf(x)); }
 
 /* exp: Cephes expf (degree-6 polynomial on [-ln2/2, ln2/2], ~1 ulp).
- * x = k ln2 + r; 2^k is applied as 2^(k/2) * 2^(k - k/2) so that every
- * k in [-150, 128] (the whole non-trivial range, subnormal results
- * included) is two normal-exponent multiplications and rounds once. */
-static inline float pdi_vexpf(float x)
+ * The shared core of both exps below: x = k ln2 + r, |r| <= ln2/2
+ * (Cody-Waite), returns exp(r) and sets *k. */
+static inline float pdi_vexpf_reduced(float x, int32_t *k)
 {
-    x = pdi_vsel(x < -104.0f, -104.0f, x); /* NaN passes both clamps */
-    x = pdi_vsel(x > 89.0f, 89.0f, x);
     const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     float kf = x * 1.44269504088896341f + magic;
-    int32_t k = (int32_t)(pdi_bits_of_f32(kf) - pdi_bits_of_f32(magic));
+    *k = (int32_t)(pdi_bits_of_f32(kf) - pdi_bits_of_f32(magic));
     kf -= magic;
     float r = x - kf * 0.693359375f;
     r = r - kf * -2.12194440e-4f;
@@ -77,7 +74,19 @@ static inline float pdi_vexpf(float x)
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
+    return p * (r * r) + r + 1.0f;
+}
+
+/* exp over the whole range: 2^k is applied as 2^(k/2) * 2^(k - k/2), two
+ * normal-exponent multiplications for every k in [-150, 128], so subnormal
+ * results are right; x is clamped to [-104, 89] (exp underflows
+ * to 0 / overflows to inf there); NaN passes the clamps. */
+static inline float pdi_vexpf(float x)
+{
+    x = pdi_vsel(x < -104.0f, -104.0f, x); /* NaN passes both clamps */
+    x = pdi_vsel(x > 89.0f, 89.0f, x);
+    int32_t k;
+    float p = pdi_vexpf_reduced(x, &k);
     int32_t k1 = k >> 1, k2 = k - k1;
     float s1 = pdi_f32_of_bits((uint32_t)(k1 + 127) << 23);
     float s2 = pdi_f32_of_bits((uint32_t)(k2 + 127) << 23);
@@ -85,23 +94,12 @@ static inline float pdi_vexpf(float x)
 }
 
 /* exp for arguments whose result is a normal float (x in [-87, 88], not
- * NaN): the same reduction and polynomial as pdi_vexpf with one scale
- * instead of two and no clamps, about a quarter fewer instructions. */
+ * NaN): one scale instead of two and no clamps, about a quarter fewer
+ * instructions. */
 static inline float pdi_vexpf_normal(float x)
 {
-    const float magic = 12582912.0f;
-    float kf = x * 1.44269504088896341f + magic;
-    int32_t k = (int32_t)(pdi_bits_of_f32(kf) - pdi_bits_of_f32(magic));
-    kf -= magic;
-    float r = x - kf * 0.693359375f;
-    r = r - kf * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f;
+    int32_t k;
+    float p = pdi_vexpf_reduced(x, &k);
     return p * pdi_f32_of_bits((uint32_t)(k + 127) << 23);
 }
 
