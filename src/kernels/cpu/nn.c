@@ -123,8 +123,24 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
 }
 
 /* ---- row math, in f32 and f64 ---------------------------------------- */
-/* softmax / log_softmax of one contiguous row; y may alias x. */
-#define NN_SOFTMAX_ROW(T, SFX, EXP, LOG)                                                            \
+/* One block of the exp pass: bs += e = E(x - m), and y = e unless log_out. */
+#define NN_EXP_PASS(T, E)                                                                           \
+    do {                                                                                            \
+        if (log_out) {                                                                              \
+            _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += E(x[j] - m); \
+        } else {                                                                                    \
+            _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) {              \
+                T e = E(x[j] - m);                                                                  \
+                y[j] = e;                                                                           \
+                bs += e;                                                                            \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+/* softmax / log_softmax of one contiguous row; y may alias x. FEXP is an
+ * exp valid where the result is a normal number, used for blocks whose
+ * x - max all lie in [-87, 0] (the usual case); EXP for the others. */
+#define NN_SOFTMAX_ROW(T, SFX, EXP, FEXP, LOG)                                                      \
     static void softmax_row_##SFX(const T *x, T *y, int64_t n, int log_out)                        \
     {                                                                                               \
         T m = -INFINITY;                                                                            \
@@ -133,15 +149,11 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
         for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
             int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
             T bs = 0;                                                                               \
-            if (log_out) {                                                                          \
-                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += EXP(x[j] - m); \
-            } else {                                                                                \
-                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) {          \
-                    T e = EXP(x[j] - m);                                                            \
-                    y[j] = e;                                                                       \
-                    bs += e;                                                                        \
-                }                                                                                   \
-            }                                                                                       \
+            int fast = 1;                                                                           \
+            _Pragma("omp simd reduction(& : fast)") for (int64_t j = j0; j < j1; j++)              \
+                fast &= x[j] - m >= (T)-87;                                                         \
+            if (fast) NN_EXP_PASS(T, FEXP);                                                         \
+            else NN_EXP_PASS(T, EXP);                                                               \
             s += bs;                                                                                \
         }                                                                                           \
         if (log_out) {                                                                              \
@@ -190,8 +202,8 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
         }                                                                                           \
     }
 
-NN_SOFTMAX_ROW(float, f32, exp_f32, log)
-NN_SOFTMAX_ROW(double, f64, exp, log)
+NN_SOFTMAX_ROW(float, f32, exp_f32, pdi_vexpf_normal, log)
+NN_SOFTMAX_ROW(double, f64, exp, exp, log)
 NN_NORM_ROW(float, f32)
 NN_NORM_ROW(double, f64)
 
