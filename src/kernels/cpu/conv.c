@@ -301,8 +301,7 @@ static int cpu_avg_pool2d_backward(const struct pdi_kcall *k) { return cpu_pool(
 static void max_route(const float *x, float *gplane_x, float *gplane_y, int64_t planes, int64_t hh, int64_t ww,
                       int64_t oh, int64_t ow, const int64_t *p, int scatter)
 {
-#pragma omp parallel for schedule(static) if (planes * oh * ow * p[0] * p[1] > 32768)
-    for (int64_t pl = 0; pl < planes; pl++) {
+PDI_FOR(planes * oh * ow * p[0] * p[1] > 32768, pl, planes, {
         const float *xp = x + pl * hh * ww;
         float *gx = gplane_x + pl * hh * ww, *gy = gplane_y + pl * oh * ow;
         if (scatter) memset(gx, 0, sizeof(float) * (size_t)(hh * ww));
@@ -323,7 +322,7 @@ static void max_route(const float *x, float *gplane_x, float *gplane_y, int64_t 
                 else gy[i * ow + j] = gx[best];
             }
         }
-    }
+    });
 }
 
 /* max_pool2d_backward: in gy, x -> gx;  max_pool2d_gather: in g, x -> gy. */
