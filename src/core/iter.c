@@ -48,7 +48,11 @@ static void run_task(const struct iter_plan *pl, struct pd_kview *const *ops, in
 
 void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int ndim, pdi_iter_fn fn, void *ctx)
 {
-    int64_t sh[PD_MAX_DIMS], st[PDI_ITER_MAX][PD_MAX_DIMS];
+    /* The plan is built in place: copying its stride table (512 bytes) was
+     * a visible share of a tiny op's cost. */
+    struct iter_plan pl;
+    int64_t *sh = pl.sh;
+    int64_t (*st)[PD_MAX_DIMS] = pl.st;
     int nd = 0;
     int64_t total = pdi_numel(shape, ndim);
     if (total == 0) return;
@@ -70,8 +74,7 @@ void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int 
     }
     if (nd == 0) { sh[0] = 1; for (int k = 0; k < n_ops; k++) st[k][0] = 0; nd = 1; }
     int64_t inner = sh[nd - 1], outer = total / inner;
-    int64_t inner_st[PDI_ITER_MAX];
-    for (int k = 0; k < n_ops; k++) inner_st[k] = st[k][nd - 1];
+    for (int k = 0; k < n_ops; k++) pl.inner_st[k] = st[k][nd - 1];
 
     int nt = total >= PDI_PAR_GRAIN ? pdi_num_threads() : 1;
     int64_t chunks = 1;
@@ -79,11 +82,13 @@ void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int 
     if (chunks > inner) chunks = inner;
     int64_t csize = (inner + chunks - 1) / chunks;
     int64_t ntasks = outer * chunks;
-
-    struct iter_plan pl = {n_ops, nd, inner, chunks, csize, fn, ctx};
-    memcpy(pl.sh, sh, sizeof sh);
-    memcpy(pl.st, st, sizeof st);
-    memcpy(pl.inner_st, inner_st, sizeof inner_st);
+    pl.n_ops = n_ops;
+    pl.nd = nd;
+    pl.inner = inner;
+    pl.chunks = chunks;
+    pl.csize = csize;
+    pl.fn = fn;
+    pl.ctx = ctx;
     /* An `if (false)` OpenMP region still costs a futex round trip in
      * libgomp: tiny ops must not enter one at all. */
     if (nt > 1) {
