@@ -30,6 +30,20 @@ static int pt_fails, pt_checks;
         }                                                                                          \
     } while (0)
 
+/* A 1-d tensor of dtype dt from doubles (converted like pd_cast). */
+static inline struct pd_tensor *pt_vec(enum pd_dtype dt, int n, const double *v)
+{
+    int64_t s = n;
+    return pd_cast(pd_from_buffer(v, &s, 1, PD_F64), dt);
+}
+
+/* Element i of a 1-d tensor (or the value of a 0-d one); NaN for NULL. */
+static inline double pt_at(struct pd_tensor *t, int64_t i)
+{
+    if (!t) return NAN;
+    return pd_tensor_ndim(t) == 0 ? pd_item(t) : pd_get(t, &i);
+}
+
 #define PT_DONE()                                                                         \
     do {                                                                                  \
         printf("%s: %d checks, %d failed\n", __FILE__, pt_checks, pt_fails);              \

@@ -13,19 +13,6 @@
 #include "core/internal.h"
 #include "pt.h"
 
-static struct pd_tensor *vec(enum pd_dtype dt, int n, const double *v)
-{
-    int64_t s = n;
-    struct pd_tensor *t = pd_zeros(&s, 1, dt);
-    for (int i = 0; i < n; i++) pdi_store((char *)pd_tensor_data(t) + i * (int64_t)pd_dtype_size(dt), dt, v[i]);
-    return t;
-}
-
-static double at(struct pd_tensor *t, int64_t i)
-{
-    if (!t) return NAN;
-    return pd_tensor_ndim(t) == 0 ? pd_item(t) : pd_get(t, &i);
-}
 
 /* Same checks on both backends: the CPU kernels and the reference. */
 static void test_python_division(int backend)
@@ -38,29 +25,29 @@ static void test_python_division(int backend)
     const double fdv[] = {3, -4, -4, 3, 0, 2, -3};
     for (int f = 0; f < 2; f++) {
         enum pd_dtype dt = f ? PD_F64 : PD_F32;
-        struct pd_tensor *x = vec(dt, 7, a), *y = vec(dt, 7, b);
+        struct pd_tensor *x = pt_vec(dt, 7, a), *y = pt_vec(dt, 7, b);
         struct pd_tensor *r = pd_remainder(x, y), *q = pd_floor_divide(x, y);
         for (int i = 0; i < 7; i++) {
-            PT_NEAR(at(r, i), rem[i], 0);
-            PT_NEAR(at(q, i), fdv[i], 0);
+            PT_NEAR(pt_at(r, i), rem[i], 0);
+            PT_NEAR(pt_at(q, i), fdv[i], 0);
         }
     }
     const enum pd_dtype ints[] = {PD_I8, PD_I16, PD_I32, PD_I64};
     for (int k = 0; k < 4; k++) {
-        struct pd_tensor *x = vec(ints[k], 5, a), *y = vec(ints[k], 5, b);
+        struct pd_tensor *x = pt_vec(ints[k], 5, a), *y = pt_vec(ints[k], 5, b);
         struct pd_tensor *r = pd_remainder(x, y), *q = pd_floor_divide(x, y);
         PT_CHECK(r && pd_tensor_dtype(r) == ints[k]);
         for (int i = 0; i < 5; i++) {
-            PT_NEAR(at(r, i), rem[i], 0);
-            PT_NEAR(at(q, i), fdv[i], 0);
+            PT_NEAR(pt_at(r, i), rem[i], 0);
+            PT_NEAR(pt_at(q, i), fdv[i], 0);
         }
         /* division by zero is defined as 0; true division gives inf/nan */
         const double z[] = {5, -5, 0}, zero[] = {0, 0, 0};
-        struct pd_tensor *zx = vec(ints[k], 3, z), *zy = vec(ints[k], 3, zero);
-        PT_CHECK(at(pd_floor_divide(zx, zy), 0) == 0 && at(pd_remainder(zx, zy), 1) == 0);
+        struct pd_tensor *zx = pt_vec(ints[k], 3, z), *zy = pt_vec(ints[k], 3, zero);
+        PT_CHECK(pt_at(pd_floor_divide(zx, zy), 0) == 0 && pt_at(pd_remainder(zx, zy), 1) == 0);
         struct pd_tensor *d = pd_div(zx, zy);
         PT_CHECK(d && pd_tensor_dtype(d) == PD_F32);
-        PT_CHECK(at(d, 0) == INFINITY && at(d, 1) == -INFINITY && isnan(at(d, 2)));
+        PT_CHECK(pt_at(d, 0) == INFINITY && pt_at(d, 1) == -INFINITY && isnan(pt_at(d, 2)));
     }
     /* INT_MIN / -1 must not trap */
     int64_t mn = INT64_MIN, m1 = -1, one = 1;
@@ -73,8 +60,8 @@ static void test_python_division(int backend)
     PT_CHECK(q && *(int32_t *)pd_tensor_data(q) == INT32_MIN);
     /* float floor_divide by zero follows IEEE like PyTorch */
     const double fz[] = {1, -1, 0}, zz[] = {0, 0, 0};
-    q = pd_floor_divide(vec(PD_F32, 3, fz), vec(PD_F32, 3, zz));
-    PT_CHECK(at(q, 0) == INFINITY && at(q, 1) == -INFINITY && isnan(at(q, 2)));
+    q = pd_floor_divide(pt_vec(PD_F32, 3, fz), pt_vec(PD_F32, 3, zz));
+    PT_CHECK(pt_at(q, 0) == INFINITY && pt_at(q, 1) == -INFINITY && isnan(pt_at(q, 2)));
     pd_scope_end();
     pdi_force_backend(-1);
 }
@@ -86,22 +73,22 @@ static void test_int_pow_and_wrap(int backend)
     const double base[] = {2, -2, 1, -1, -1, 0, 3, 2};
     const double ex[] = {10, 3, -5, -3, -4, -1, 0, -1};
     const double want[] = {1024, -8, 1, -1, 1, 0, 1, 0};
-    struct pd_tensor *p = pd_pow(vec(PD_I32, 8, base), vec(PD_I32, 8, ex));
+    struct pd_tensor *p = pd_pow(pt_vec(PD_I32, 8, base), pt_vec(PD_I32, 8, ex));
     PT_CHECK(p && pd_tensor_dtype(p) == PD_I32);
-    for (int i = 0; i < 8; i++) PT_NEAR(at(p, i), want[i], 0);
+    for (int i = 0; i < 8; i++) PT_NEAR(pt_at(p, i), want[i], 0);
     /* i8 wraps: 100 + 100 = -56, 3^5 = 243 = -13, 16 * 16 = 0 */
     const double a[] = {100, 3, 16}, b[] = {100, 5, 16};
-    PT_NEAR(at(pd_add(vec(PD_I8, 3, a), vec(PD_I8, 3, b)), 0), -56, 0);
-    PT_NEAR(at(pd_pow(vec(PD_I8, 3, a), vec(PD_I8, 3, b)), 1), -13, 0);
-    PT_NEAR(at(pd_mul(vec(PD_I8, 3, a), vec(PD_I8, 3, b)), 2), 0, 0);
+    PT_NEAR(pt_at(pd_add(pt_vec(PD_I8, 3, a), pt_vec(PD_I8, 3, b)), 0), -56, 0);
+    PT_NEAR(pt_at(pd_pow(pt_vec(PD_I8, 3, a), pt_vec(PD_I8, 3, b)), 1), -13, 0);
+    PT_NEAR(pt_at(pd_mul(pt_vec(PD_I8, 3, a), pt_vec(PD_I8, 3, b)), 2), 0, 0);
     /* bool arithmetic: add is or, mul is and */
     const double t[] = {1, 1, 0, 0}, u[] = {1, 0, 1, 0};
-    struct pd_tensor *bo = pd_add(vec(PD_BOOL, 4, t), vec(PD_BOOL, 4, u));
-    struct pd_tensor *ba = pd_mul(vec(PD_BOOL, 4, t), vec(PD_BOOL, 4, u));
+    struct pd_tensor *bo = pd_add(pt_vec(PD_BOOL, 4, t), pt_vec(PD_BOOL, 4, u));
+    struct pd_tensor *ba = pd_mul(pt_vec(PD_BOOL, 4, t), pt_vec(PD_BOOL, 4, u));
     PT_CHECK(bo && ba && pd_tensor_dtype(bo) == PD_BOOL);
     for (int i = 0; i < 4; i++) {
-        PT_NEAR(at(bo, i), t[i] || u[i], 0);
-        PT_NEAR(at(ba, i), t[i] && u[i], 0);
+        PT_NEAR(pt_at(bo, i), t[i] || u[i], 0);
+        PT_NEAR(pt_at(ba, i), t[i] && u[i], 0);
     }
     pd_scope_end();
     pdi_force_backend(-1);
@@ -114,20 +101,20 @@ static void test_nan_and_logic(int backend)
     const double a[] = {NAN, 1, -0.0, 2}, b[] = {1, NAN, 0, NAN};
     for (int f = 0; f < 4; f++) {
         enum pd_dtype dt = (enum pd_dtype[]){PD_F32, PD_F64, PD_BF16, PD_F16}[f];
-        struct pd_tensor *x = vec(dt, 4, a), *y = vec(dt, 4, b);
+        struct pd_tensor *x = pt_vec(dt, 4, a), *y = pt_vec(dt, 4, b);
         struct pd_tensor *mx = pd_maximum(x, y), *mn = pd_minimum(x, y);
-        PT_CHECK(isnan(at(mx, 0)) && isnan(at(mx, 1)) && isnan(at(mn, 0)) && isnan(at(mn, 1)) && isnan(at(mx, 3)));
+        PT_CHECK(isnan(pt_at(mx, 0)) && isnan(pt_at(mx, 1)) && isnan(pt_at(mn, 0)) && isnan(pt_at(mn, 1)) && isnan(pt_at(mx, 3)));
         struct pd_tensor *eq = pd_eq(x, y), *ne = pd_ne(x, y), *lt = pd_lt(x, y);
-        PT_CHECK(at(eq, 0) == 0 && at(ne, 0) == 1 && at(lt, 1) == 0 && at(eq, 2) == 1); /* -0 == 0 */
+        PT_CHECK(pt_at(eq, 0) == 0 && pt_at(ne, 0) == 1 && pt_at(lt, 1) == 0 && pt_at(eq, 2) == 1); /* -0 == 0 */
         /* logic: NaN is true, -0.0 is false */
         struct pd_tensor *land = pd_logical_and(x, y), *lor = pd_logical_or(x, y), *lxor = pd_logical_xor(x, y);
         PT_CHECK(land && pd_tensor_dtype(land) == PD_BOOL);
-        PT_CHECK(at(land, 0) == 1 && at(land, 2) == 0 && at(lor, 2) == 0 && at(lxor, 3) == 0 && at(lxor, 0) == 0);
+        PT_CHECK(pt_at(land, 0) == 1 && pt_at(land, 2) == 0 && pt_at(lor, 2) == 0 && pt_at(lxor, 3) == 0 && pt_at(lxor, 0) == 0);
     }
     /* mixed dtypes go through bool: f64 1e-300 stays true against an f32 */
     const double tiny[] = {1e-300, 0}, ones[] = {1, 1};
-    struct pd_tensor *l = pd_logical_and(vec(PD_F64, 2, tiny), vec(PD_I32, 2, ones));
-    PT_CHECK(l && at(l, 0) == 1 && at(l, 1) == 0);
+    struct pd_tensor *l = pd_logical_and(pt_vec(PD_F64, 2, tiny), pt_vec(PD_I32, 2, ones));
+    PT_CHECK(l && pt_at(l, 0) == 1 && pt_at(l, 1) == 0);
     pd_scope_end();
     pdi_force_backend(-1);
 }
@@ -153,7 +140,7 @@ static void test_promotion(void)
     PT_CHECK(pd_tensor_dtype(pd_add(i32, pd_scalar(0.5, PD_F64))) == PD_F64);
     PT_CHECK(pd_tensor_dtype(pd_add(pd_scalar(1, PD_F64), pd_scalar(1, PD_F32))) == PD_F64);
     struct pd_tensor *w = pd_where(pd_gt(f32, pd_scalar(0, PD_F32)), i32, pd_scalar(0.5, PD_F64));
-    PT_CHECK(w && pd_tensor_dtype(w) == PD_F64 && at(pd_flatten(w, 0, -1), 0) == 1);
+    PT_CHECK(w && pd_tensor_dtype(w) == PD_F64 && pt_at(pd_flatten(w, 0, -1), 0) == 1);
     w = pd_where(f32, i8, u8); /* cond cast to bool */
     PT_CHECK(w && pd_tensor_dtype(w) == PD_I16);
     PT_CHECK(pd_tensor_dtype(pd_eq(f32, i32)) == PD_BOOL);
@@ -196,7 +183,7 @@ static void test_inplace_alias(void)
 
 static struct pd_tensor *leaf(const double *v, int n)
 {
-    struct pd_tensor *t = vec(PD_F64, n, v);
+    struct pd_tensor *t = pt_vec(PD_F64, n, v);
     return pd_requires_grad_(t, 1);
 }
 
@@ -215,41 +202,41 @@ static void test_grad_special_points(void)
     const double av[] = {1, 2, 3}, bv[] = {1, 1, 5};
     struct pd_tensor *a = leaf(av, 3), *b = leaf(bv, 3);
     grads2(pd_maximum(a, b), a, b, g);
-    PT_CHECK(at(g[0], 0) == 0.5 && at(g[1], 0) == 0.5 && at(g[0], 1) == 1 && at(g[1], 1) == 0 && at(g[1], 2) == 1);
+    PT_CHECK(pt_at(g[0], 0) == 0.5 && pt_at(g[1], 0) == 0.5 && pt_at(g[0], 1) == 1 && pt_at(g[1], 1) == 0 && pt_at(g[1], 2) == 1);
     grads2(pd_minimum(a, b), a, b, g);
-    PT_CHECK(at(g[0], 0) == 0.5 && at(g[1], 0) == 0.5 && at(g[0], 1) == 0 && at(g[1], 1) == 1 && at(g[0], 2) == 1);
+    PT_CHECK(pt_at(g[0], 0) == 0.5 && pt_at(g[1], 0) == 0.5 && pt_at(g[0], 1) == 0 && pt_at(g[1], 1) == 1 && pt_at(g[0], 2) == 1);
     /* pow: a = 0 and a < 0 give a finite (zero) exponent gradient; b = 0 at
      * a = 0 gives a zero base gradient instead of 0 * inf */
     const double pa[] = {0, 0, -2, 2}, pb[] = {0, 2, 3, 3};
     a = leaf(pa, 4);
     b = leaf(pb, 4);
     grads2(pd_pow(a, b), a, b, g);
-    PT_CHECK(at(g[0], 0) == 0 && at(g[0], 1) == 0 && at(g[0], 2) == 12 && at(g[0], 3) == 12);
-    PT_CHECK(at(g[1], 0) == 0 && at(g[1], 1) == 0 && at(g[1], 2) == 0);
-    PT_NEAR(at(g[1], 3), 8 * log(2.0), 1e-12);
+    PT_CHECK(pt_at(g[0], 0) == 0 && pt_at(g[0], 1) == 0 && pt_at(g[0], 2) == 12 && pt_at(g[0], 3) == 12);
+    PT_CHECK(pt_at(g[1], 0) == 0 && pt_at(g[1], 1) == 0 && pt_at(g[1], 2) == 0);
+    PT_NEAR(pt_at(g[1], 3), 8 * log(2.0), 1e-12);
     /* where: g goes to the chosen side; broadcast b is summed */
     const double cv[] = {1, 0, 1}, sv[] = {7};
-    struct pd_tensor *c = vec(PD_BOOL, 3, cv);
+    struct pd_tensor *c = pt_vec(PD_BOOL, 3, cv);
     a = leaf(av, 3);
     b = leaf(sv, 1);
     grads2(pd_where(c, a, b), a, b, g);
-    PT_CHECK(at(g[0], 0) == 1 && at(g[0], 1) == 0 && at(g[0], 2) == 1 && at(g[1], 0) == 1);
+    PT_CHECK(pt_at(g[0], 0) == 1 && pt_at(g[0], 1) == 0 && pt_at(g[0], 2) == 1 && pt_at(g[1], 0) == 1);
     /* broadcasting reduces back: a [2, 3] * b [3] */
     int64_t s23[] = {2, 3};
     const double m6[] = {1, 2, 3, 4, 5, 6};
-    a = pd_requires_grad_(pd_reshape(vec(PD_F64, 6, m6), s23, 2), 1);
+    a = pd_requires_grad_(pd_reshape(pt_vec(PD_F64, 6, m6), s23, 2), 1);
     b = leaf(bv, 3);
     grads2(pd_mul(a, b), a, b, g);
-    PT_CHECK(g[1] && pd_tensor_ndim(g[1]) == 1 && at(g[1], 0) == 5 && at(g[1], 2) == 9);
+    PT_CHECK(g[1] && pd_tensor_ndim(g[1]) == 1 && pt_at(g[1], 0) == 5 && pt_at(g[1], 2) == 9);
     /* second order: d2/da2 of a^3 / b at (a, b) = (2, 4) is 6a/b = 3 */
     const double two[] = {2}, four[] = {4};
     a = leaf(two, 1);
     b = leaf(four, 1);
     struct pd_tensor *y = pd_div(pd_pow(a, pd_scalar(3, PD_F64)), b), *ga[1], *gaa[1];
     PT_CHECK(pd_grad(&y, 1, &a, 1, NULL, 1, 1, 0, ga) == 0);
-    PT_NEAR(at(ga[0], 0), 3, 1e-12);
+    PT_NEAR(pt_at(ga[0], 0), 3, 1e-12);
     PT_CHECK(pd_grad(ga, 1, &a, 1, NULL, 0, 0, 0, gaa) == 0);
-    PT_NEAR(at(gaa[0], 0), 3, 1e-12);
+    PT_NEAR(pt_at(gaa[0], 0), 3, 1e-12);
     pd_scope_end();
 }
 
@@ -262,7 +249,7 @@ static double grad1(bin_fn f, double a, double b, int i)
     pd_scope_begin();
     struct pd_tensor *in[2] = {leaf(&a, 1), leaf(&b, 1)}, *y = f(in[0], in[1]), *g[2] = {NULL, NULL};
     double r = NAN;
-    if (y && pd_grad(&y, 1, in, 2, NULL, 0, 0, 1, g) == 0) r = g[i] ? at(g[i], 0) : 0;
+    if (y && pd_grad(&y, 1, in, 2, NULL, 0, 0, 1, g) == 0) r = g[i] ? pt_at(g[i], 0) : 0;
     pd_scope_end();
     return r;
 }
@@ -279,7 +266,7 @@ static void check_second_order(const char *name, bin_fn f, double a, double b)
             const double eps = 1e-6;
             double da = j == 0 ? eps : 0, db = j == 1 ? eps : 0;
             double num = (grad1(f, a + da, b + db, i) - grad1(f, a - da, b - db, i)) / (2 * eps);
-            double ana = h[j] ? at(h[j], 0) : 0;
+            double ana = h[j] ? pt_at(h[j], 0) : 0;
             if (!(fabs(ana - num) <= 1e-5 * (1 + fabs(num))))
                 printf("%s: d2/dx%d dx%d analytic %.10g numeric %.10g\n", name, i, j, ana, num);
             PT_NEAR(ana, num, 1e-5);

@@ -140,6 +140,7 @@ enum pd_op {
 #define PDI_F_SAVE_OUT 2u    /* VJP reads outputs (saved without a cycle) */
 #define PDI_F_NO_SAVE_IN 4u  /* VJP does not read input values (only metas) */
 #define PDI_F_VARIADIC 8u    /* n_in / n_out given by the call */
+#define PDI_F_KEY_IN1 16u    /* kernels keyed by input 1's dtype (input 0 is a cond/ids) */
 
 struct pdi_meta {
     enum pd_dtype dtype;

@@ -172,12 +172,6 @@ int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned 
 /* ---- the dispatcher -------------------------------------------------- */
 #define MAX_OUT 4
 
-/* The input whose dtype selects the kernel: the first data input. */
-static int key_input(enum pd_op op)
-{
-    return op == PD_OP_where || op == PD_OP_embedding ? 1 : 0;
-}
-
 static pdi_kernel_fn find_kernel(enum pd_op op, enum pd_dtype dt)
 {
     if (forced_backend >= 0) return kernels[forced_backend][op][dt];
@@ -208,7 +202,8 @@ static int run(struct pdi_call *c)
         c->out[j] = pdi_tensor_new(c->meta[j].shape, c->meta[j].ndim, c->meta[j].dtype);
         if (!c->out[j]) { release_outs(c); return pd_last_status(); }
     }
-    enum pd_dtype key = c->n_in ? c->in[key_input(c->op)]->dtype : c->meta[0].dtype;
+    /* the kernel is chosen by the first data input's dtype */
+    enum pd_dtype key = c->n_in ? c->in[(d->flags & PDI_F_KEY_IN1) ? 1 : 0]->dtype : c->meta[0].dtype;
     pdi_kernel_fn fn = find_kernel(c->op, key);
     if (!fn) {
         release_outs(c);

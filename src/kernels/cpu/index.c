@@ -24,6 +24,7 @@
 #endif
 
 #include "core/internal.h"
+#include "kernels/index_util.h"
 
 /* ---- helpers --------------------------------------------------------- */
 static void byte_strides(const struct pd_kview *v, int64_t *bst)
@@ -577,23 +578,6 @@ static int cpu_flip(const struct pdi_kcall *k)
     return PD_OK;
 }
 
-/* ---- pad, pad_backward ----------------------------------------------- */
-static void pads_before(const int64_t *pads, int np, int nd, int64_t *before)
-{
-    for (int d = 0; d < nd; d++) before[d] = 0;
-    for (int p = 0; p < np / 2; p++) before[nd - 1 - p] = pads[2 * p];
-}
-
-/* As in the reference: x coordinate read by padded coordinate o, -1 for the constant. */
-static int64_t pad_src(int64_t o, int64_t before, int64_t n, int64_t mode)
-{
-    int64_t s = o - before;
-    if (s >= 0 && s < n) return s;
-    if (mode == PD_PAD_CONSTANT) return -1;
-    if (mode == PD_PAD_REPLICATE) return s < 0 ? 0 : n - 1;
-    return s < 0 ? -s : 2 * (n - 1) - s;
-}
-
 static int cpu_pad(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
@@ -604,7 +588,7 @@ static int cpu_pad(const struct pdi_kcall *k)
     pdi_store(fill, y->dtype, k->a->f[0]);
     if (n == 0) return PD_OK;
     if (nd == 0) { memcpy(y->data, x->data, es); return PD_OK; }
-    pads_before(k->a->v, k->a->nv, nd, before);
+    pdi_pads_before(k->a->v, k->a->nv, nd, before);
     byte_strides(x, xbst);
     int64_t W = y->shape[nd - 1], rows = n / W, nl = x->shape[nd - 1], bl = before[nd - 1], sl = xbst[nd - 1];
     /* the middle of each row copies a run of x; the edges map element by element */
@@ -614,7 +598,7 @@ static int cpu_pad(const struct pdi_kcall *k)
         int64_t rem = r, off = 0;
         int constant = 0;
         for (int d = nd - 2; d >= 0; d--) {
-            int64_t s = pad_src(rem % y->shape[d], before[d], x->shape[d], mode);
+            int64_t s = pdi_pad_src(rem % y->shape[d], before[d], x->shape[d], mode);
             rem /= y->shape[d];
             if (s < 0) constant = 1;
             else off += s * xbst[d];
@@ -625,7 +609,7 @@ static int cpu_pad(const struct pdi_kcall *k)
         for (int64_t j = 0; j < W; j++) {
             if (j == m0) j = m1;
             if (j >= W) break;
-            int64_t s = pad_src(j, bl, nl, mode);
+            int64_t s = pdi_pad_src(j, bl, nl, mode);
             memcpy(dst + j * (int64_t)es, s < 0 ? fill : src + s * sl, es);
         }
     });
@@ -705,7 +689,7 @@ static int cpu_pad_backward(const struct pdi_kcall *k)
     if (n == 0) return PD_OK;
     if (nd == 0) { copy_view(y, g); return PD_OK; }
     struct padbw c = {.g = g, .y = y, .nd = nd, .W = y->shape[nd - 1], .Wg = g->shape[nd - 1]};
-    pads_before(k->a->v, (int)k->a->i[1], nd, before);
+    pdi_pads_before(k->a->v, (int)k->a->i[1], nd, before);
     byte_strides(g, c.gbst);
     int64_t tot = 0;
     for (int d = 0; d < nd; d++) tot += y->shape[d] + 1 + g->shape[d];
@@ -718,12 +702,12 @@ static int cpu_pad_backward(const struct pdi_kcall *k)
         p += ny + 1 + ng;
         memset(st, 0, sizeof(int64_t) * (size_t)(ny + 1));
         for (int64_t o = 0; o < ng; o++) {
-            int64_t s = pad_src(o, before[d], ny, mode);
+            int64_t s = pdi_pad_src(o, before[d], ny, mode);
             if (s >= 0) st[s + 1]++;
         }
         for (int64_t i = 0; i < ny; i++) st[i + 1] += st[i];
         for (int64_t o = 0; o < ng; o++) {
-            int64_t s = pad_src(o, before[d], ny, mode);
+            int64_t s = pdi_pad_src(o, before[d], ny, mode);
             if (s >= 0) pre[st[s]++] = o;
         }
         /* filling advanced start[s] to the old start[s + 1]: shift back */

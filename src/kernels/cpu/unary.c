@@ -22,6 +22,7 @@
 #endif
 
 #include "core/internal.h"
+#include "kernels/unary_classes.h"
 #include "kernels/cpu/unary_math.h"
 
 #define TILE 512
@@ -290,42 +291,6 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
     }
 }
 
-/* f64: the reference formulas in double (libm), vector loops for the cheap ops. */
-static double f64_one(enum pd_op op, double v, const struct pdi_attrs *a)
-{
-    switch (op) {
-    case PD_OP_sign: return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
-    case PD_OP_exp: return exp(v);
-    case PD_OP_expm1: return expm1(v);
-    case PD_OP_log: return log(v);
-    case PD_OP_log1p: return log1p(v);
-    case PD_OP_log2: return log2(v);
-    case PD_OP_sin: return sin(v);
-    case PD_OP_cos: return cos(v);
-    case PD_OP_tan: return tan(v);
-    case PD_OP_tanh: return tanh(v);
-    case PD_OP_sigmoid: return 1.0 / (1.0 + exp(-v));
-    case PD_OP_leaky_relu: return v > 0 ? v : v * a->f[0];
-    case PD_OP_elu: return v > 0 ? v : a->f[0] * expm1(v);
-    case PD_OP_gelu:
-        if (a->i[0] == 0) return 0.5 * v * erfc(-v * M_SQRT1_2);
-        return v / (1.0 + exp(-2.0 * M_2_SQRTPI * M_SQRT1_2 * (v + 0.044715 * v * v * v)));
-    case PD_OP_silu: return v / (1.0 + exp(-v));
-    case PD_OP_softplus: {
-        double bv = a->f[0] * v;
-        return bv > a->f[1] ? v : log1p(exp(bv)) / a->f[0];
-    }
-    case PD_OP_mish: return v * tanh(log1p(exp(v)));
-    case PD_OP_erf: return erf(v);
-    case PD_OP_floor: return floor(v);
-    case PD_OP_ceil: return ceil(v);
-    case PD_OP_round: return nearbyint(v);
-    case PD_OP_trunc: return trunc(v);
-    case PD_OP_pow_scalar: return pow(v, a->f[0]);
-    default: return v;
-    }
-}
-
 #define MAPD(expr)                                                      \
     do {                                                                \
         for (int64_t i = 0; i < m; i++) { double v = x[i]; y[i] = (expr); } \
@@ -352,7 +317,7 @@ static void f64_apply(const struct uctx *c, double *y, const double *x, int64_t 
     case PD_OP_scale: MAPD(v * f0); break;
     case PD_OP_add_scalar: MAPD(v + f0); break;
     case PD_OP_cast: MAPD(v); break;
-    default: MAPD(f64_one(c->op, v, c->a)); break;
+    default: MAPD(pdi_unary_ref_op(c->op, v, c->a)) /* f64 math is libm's either way */; break;
     }
 }
 
@@ -548,21 +513,6 @@ static int cpu_unary(const struct pdi_kcall *k)
 
 void pdi_register_cpu_unary(void)
 {
-    static const enum pd_op float_only[] = {
-        PD_OP_exp,  PD_OP_expm1, PD_OP_log,  PD_OP_log1p,    PD_OP_log2, PD_OP_sqrt, PD_OP_rsqrt,
-        PD_OP_reciprocal, PD_OP_sin, PD_OP_cos, PD_OP_tan,   PD_OP_tanh, PD_OP_sigmoid, PD_OP_leaky_relu,
-        PD_OP_elu,  PD_OP_gelu,  PD_OP_silu, PD_OP_softplus, PD_OP_mish, PD_OP_erf,  PD_OP_pow_scalar,
-    };
-    static const enum pd_op numeric[] = {
-        PD_OP_neg,  PD_OP_abs,   PD_OP_sign,  PD_OP_square, PD_OP_relu,  PD_OP_floor,
-        PD_OP_ceil, PD_OP_round, PD_OP_trunc, PD_OP_clip,   PD_OP_scale, PD_OP_add_scalar,
-    };
-    static const enum pd_op to_bool[] = {PD_OP_logical_not, PD_OP_isnan, PD_OP_isinf, PD_OP_isfinite};
-    for (size_t i = 0; i < sizeof float_only / sizeof float_only[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_CPU, float_only[i], PDI_DT_FLOATS, cpu_unary);
-    for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_CPU, numeric[i], PDI_DT_FLOATS | PDI_DT_INTS, cpu_unary);
-    for (size_t i = 0; i < sizeof to_bool / sizeof to_bool[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_CPU, to_bool[i], PDI_DT_ALL, cpu_unary);
+    pdi_register_unary_classes(PDI_BACKEND_CPU, cpu_unary, cpu_unary, cpu_unary);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_cast, PDI_DT_ALL, cpu_unary);
 }

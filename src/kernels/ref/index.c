@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "kernels/index_util.h"
 
 static void unravel(int64_t i, const int64_t *shape, int nd, int64_t *co)
 {
@@ -218,30 +219,11 @@ static int ref_flip(const struct pdi_kcall *k)
     return PD_OK;
 }
 
-/* Per-dim padding before each dim, from pads in torch order. */
-static void pads_before(const int64_t *pads, int np, int nd, int64_t *before)
-{
-    for (int d = 0; d < nd; d++) before[d] = 0;
-    for (int p = 0; p < np / 2; p++) before[nd - 1 - p] = pads[2 * p];
-}
-
-/* Coordinate of x read by padded coordinate o (dim of size n, `before`
- * padding), or -1 for the constant. Reflect pads are smaller than n, so one
- * reflection suffices. */
-static int64_t pad_src(int64_t o, int64_t before, int64_t n, int64_t mode)
-{
-    int64_t s = o - before;
-    if (s >= 0 && s < n) return s;
-    if (mode == PD_PAD_CONSTANT) return -1;
-    if (mode == PD_PAD_REPLICATE) return s < 0 ? 0 : n - 1;
-    return s < 0 ? -s : 2 * (n - 1) - s;
-}
-
 /* Maps padded coordinates co (in place) to x's; 0 if it reads the constant. */
 static int pad_map(int64_t *co, const int64_t *before, const int64_t *shape, int nd, int64_t mode)
 {
     for (int d = 0; d < nd; d++) {
-        co[d] = pad_src(co[d], before[d], shape[d], mode);
+        co[d] = pdi_pad_src(co[d], before[d], shape[d], mode);
         if (co[d] < 0) return 0;
     }
     return 1;
@@ -252,7 +234,7 @@ static int ref_pad(const struct pdi_kcall *k)
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
     int64_t before[PD_MAX_DIMS], co[PD_MAX_DIMS] = {0}, n = pdi_kview_numel(y);
-    pads_before(k->a->v, k->a->nv, nd, before);
+    pdi_pads_before(k->a->v, k->a->nv, nd, before);
     size_t es = pd_dtype_size(y->dtype);
     for (int64_t i = 0; i < n; i++) {
         unravel(i, y->shape, nd, co);
@@ -268,7 +250,7 @@ static int ref_pad_backward(const struct pdi_kcall *k)
     const struct pd_kview *g = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
     int64_t before[PD_MAX_DIMS], co[PD_MAX_DIMS] = {0}, n = pdi_kview_numel(y), m = pdi_kview_numel(g);
-    pads_before(k->a->v, (int)k->a->i[1], nd, before);
+    pdi_pads_before(k->a->v, (int)k->a->i[1], nd, before);
     double *acc = calloc((size_t)(n + 1), sizeof *acc);
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "pad_backward: out of memory");
     for (int64_t i = 0; i < m; i++) {

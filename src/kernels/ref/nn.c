@@ -11,18 +11,6 @@
 
 #include "core/internal.h"
 
-static int64_t ref_index(const char *p, enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_I8: return *(const int8_t *)p;
-    case PD_U8: return *(const uint8_t *)p;
-    case PD_I16: return *(const int16_t *)p;
-    case PD_I32: return *(const int32_t *)p;
-    case PD_I64: return *(const int64_t *)p;
-    default: return 0;
-    }
-}
-
 /* x viewed as [outer, len, inner] around axis (a 0-d x is one element). */
 static void split_axis(const struct pd_kview *x, int ax, int64_t *outer, int64_t *len, int64_t *inner)
 {
@@ -78,7 +66,7 @@ static int ref_nll_loss(const struct pdi_kcall *k)
     int64_t count = 0;
     for (int64_t n = 0; n < N; n++) {
         for (int64_t d = 0; d < D; d++) {
-            int64_t ti = n * D + d, c = ref_index(pdi_kview_ptr(t, ti), t->dtype);
+            int64_t ti = n * D + d, c = pdi_load_int(pdi_kview_ptr(t, ti), t->dtype);
             double v = 0;
             if (c != ignore) {
                 if (c < 0 || c >= C)
@@ -135,7 +123,7 @@ static int ref_embedding(const struct pdi_kcall *k)
     int64_t n = pdi_kview_numel(ids), V = w->shape[0], D = w->shape[1];
     size_t es = pd_dtype_size(w->dtype);
     for (int64_t i = 0; i < n; i++) {
-        int64_t id = ref_index(pdi_kview_ptr(ids, i), ids->dtype);
+        int64_t id = pdi_load_int(pdi_kview_ptr(ids, i), ids->dtype);
         if (id < 0 || id >= V)
             return pdi_errorf(PD_ERR_INVALID, "embedding: id %lld at position %lld is out of range for a weight of "
                               "V = %lld rows (valid ids are 0..%lld)", (long long)id, (long long)i, (long long)V,
@@ -150,7 +138,7 @@ static int ref_one_hot(const struct pdi_kcall *k)
     const struct pd_kview *ids = &k->in[0], *y = &k->out[0];
     int64_t n = pdi_kview_numel(ids), C = k->a->i[0];
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = ref_index(pdi_kview_ptr(ids, i), ids->dtype);
+        int64_t c = pdi_load_int(pdi_kview_ptr(ids, i), ids->dtype);
         if (c < 0 || c >= C)
             return pdi_errorf(PD_ERR_INVALID, "one_hot: class value %lld at position %lld out of range [0, %lld)",
                               (long long)c, (long long)i, (long long)C);

@@ -60,19 +60,6 @@ static const char *elem(const struct geom *g, const char *base, int64_t r)
     return base + odometer(g->rshape, g->rstride, g->nr, r);
 }
 
-static int64_t load_i64(const char *p, enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_I8: return *(const int8_t *)p;
-    case PD_U8: return *(const uint8_t *)p;
-    case PD_I16: return *(const int16_t *)p;
-    case PD_I32: return *(const int32_t *)p;
-    case PD_I64: return *(const int64_t *)p;
-    case PD_BOOL: return *(const uint8_t *)p != 0;
-    default: return (int64_t)pdi_load(p, dt);
-    }
-}
-
 static void store_i64(char *p, enum pd_dtype dt, int64_t v)
 {
     if (dt == PD_I64) *(int64_t *)p = v;
@@ -165,17 +152,17 @@ static int64_t reduce_int(enum pd_op op, const struct geom *g, const char *base,
     switch (op) {
     case PD_OP_sum:
         s = 0;
-        for (int64_t r = 0; r < n; r++) s += (uint64_t)load_i64(elem(g, base, r), dt);
+        for (int64_t r = 0; r < n; r++) s += (uint64_t)pdi_load_int(elem(g, base, r), dt);
         return (int64_t)s;
     case PD_OP_prod:
         s = 1;
-        for (int64_t r = 0; r < n; r++) s *= (uint64_t)load_i64(elem(g, base, r), dt);
+        for (int64_t r = 0; r < n; r++) s *= (uint64_t)pdi_load_int(elem(g, base, r), dt);
         return (int64_t)s;
     case PD_OP_amax:
     case PD_OP_amin:
-        m = load_i64(elem(g, base, 0), dt);
+        m = pdi_load_int(elem(g, base, 0), dt);
         for (int64_t r = 1; r < n; r++) {
-            int64_t v = load_i64(elem(g, base, r), dt);
+            int64_t v = pdi_load_int(elem(g, base, r), dt);
             if (op == PD_OP_amax ? v > m : v < m) m = v;
         }
         return m;
@@ -194,9 +181,9 @@ static int64_t arg_best(const struct geom *g, const char *base, enum pd_dtype dt
             if (beats_f(v, m, want_max)) { m = v; best = r; }
         }
     } else {
-        int64_t m = load_i64(elem(g, base, 0), dt);
+        int64_t m = pdi_load_int(elem(g, base, 0), dt);
         for (int64_t r = 1; r < g->nred; r++) {
-            int64_t v = load_i64(elem(g, base, r), dt);
+            int64_t v = pdi_load_int(elem(g, base, r), dt);
             if (want_max ? v > m : v < m) { m = v; best = r; }
         }
     }
@@ -249,7 +236,7 @@ static int ref_scan(const struct pdi_kcall *k)
             const char *src = elem(&gx, xb, r);
             char *dst = (char *)elem(&gy, yb, r);
             if (ints) {
-                uint64_t v = (uint64_t)load_i64(src, x->dtype);
+                uint64_t v = (uint64_t)pdi_load_int(src, x->dtype);
                 si = prod ? si * v : si + v;
                 store_i64(dst, y->dtype, (int64_t)si);
             } else {

@@ -14,9 +14,10 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "kernels/unary_classes.h"
 
 /* ---- the float semantics, in double ---------------------------------- */
-static double ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
+double pdi_unary_ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
 {
     switch (op) {
     case PD_OP_neg: return -v;
@@ -77,7 +78,7 @@ static int ref_float(const struct pdi_kcall *k)
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int64_t n = pdi_kview_numel(y);
     for (int64_t i = 0; i < n; i++)
-        pdi_store(pdi_kview_ptr(y, i), y->dtype, ref_op(k->op, pdi_load(pdi_kview_ptr(x, i), x->dtype), k->a));
+        pdi_store(pdi_kview_ptr(y, i), y->dtype, pdi_unary_ref_op(k->op, pdi_load(pdi_kview_ptr(x, i), x->dtype), k->a));
     return PD_OK;
 }
 
@@ -151,23 +152,6 @@ static int ref_cast(const struct pdi_kcall *k)
 
 void pdi_register_ref_unary(void)
 {
-    static const enum pd_op float_only[] = {
-        PD_OP_exp,  PD_OP_expm1,   PD_OP_log,        PD_OP_log1p, PD_OP_log2,     PD_OP_sqrt, PD_OP_rsqrt,
-        PD_OP_reciprocal, PD_OP_sin, PD_OP_cos,      PD_OP_tan,   PD_OP_tanh,     PD_OP_sigmoid, PD_OP_leaky_relu,
-        PD_OP_elu,  PD_OP_gelu,    PD_OP_silu,       PD_OP_softplus, PD_OP_mish,  PD_OP_erf,  PD_OP_pow_scalar,
-    };
-    static const enum pd_op numeric[] = {
-        PD_OP_neg,   PD_OP_abs,  PD_OP_sign, PD_OP_square, PD_OP_relu,  PD_OP_floor,
-        PD_OP_ceil,  PD_OP_round, PD_OP_trunc, PD_OP_clip, PD_OP_scale, PD_OP_add_scalar,
-    };
-    static const enum pd_op to_bool[] = {PD_OP_logical_not, PD_OP_isnan, PD_OP_isinf, PD_OP_isfinite};
-    for (size_t i = 0; i < sizeof float_only / sizeof float_only[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_REF, float_only[i], PDI_DT_FLOATS, ref_float);
-    for (size_t i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
-        pdi_kernel_register_mask(PDI_BACKEND_REF, numeric[i], PDI_DT_FLOATS, ref_float);
-        pdi_kernel_register_mask(PDI_BACKEND_REF, numeric[i], PDI_DT_INTS, ref_int);
-    }
-    for (size_t i = 0; i < sizeof to_bool / sizeof to_bool[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_REF, to_bool[i], PDI_DT_ALL, ref_float);
+    pdi_register_unary_classes(PDI_BACKEND_REF, ref_float, ref_int, ref_float);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_cast, PDI_DT_ALL, ref_cast);
 }
