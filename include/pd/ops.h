@@ -214,6 +214,22 @@ struct pd_tensor *pd_argsort(struct pd_tensor *x, int axis, int descending);
 /* Sorted unique values of the flattened x; inverse (int64, x's shape) and counts if asked. */
 struct pd_tensor *pd_unique(struct pd_tensor *x, struct pd_tensor **inverse, struct pd_tensor **counts);
 
+/* ---- transformer blocks (fused kernels, each one op with its own VJP) -- */
+/* Rotary position embedding, Hugging Face Llama convention (rotate_half:
+ * element i pairs with i + D/2). x [B, T, H, D] (any strides, D even);
+ * positions int64 [T] or [B, T]; angle = pos * theta^(-2i/D). */
+struct pd_tensor *pd_rope(struct pd_tensor *x, struct pd_tensor *positions, double theta);
+/* silu(gate) * up, same shapes. */
+struct pd_tensor *pd_swiglu(struct pd_tensor *gate, struct pd_tensor *up);
+/* Scaled dot-product attention. q [B, Hq, T, D], k and v [B, Hkv, S, D]
+ * (any strides; Hq % Hkv == 0: grouped-query heads share k/v).
+ * causal: query t sees keys s <= t + (S - T) (bottom-right aligned, so a
+ * KV-cache step works). mask, optional, broadcastable to [B, Hq, T, S]: bool
+ * (true = attend) or floating (added to the scores). scale <= 0 means
+ * 1/sqrt(D). A row with no visible key gives zeros. Returns [B, Hq, T, D]. */
+struct pd_tensor *pd_sdpa(struct pd_tensor *q, struct pd_tensor *k, struct pd_tensor *v, struct pd_tensor *mask,
+                          int causal, double scale);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,4 +5,6 @@
 #include "pd/ops.h"
 #include "pd/autograd.h"
 #include "pd/memory.h"
+#include "pd/state.h"
+#include "pd/nn.h"
 #endif

@@ -1,0 +1,201 @@
+/* paddle.c — state dicts (include/pd/state.h): names to tensors, in order,
+ * with a small open-addressing index so lookups stay O(1) for large models. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "pd/state.h"
+
+struct entry {
+    char *name;
+    struct pd_tensor *t;
+};
+
+struct pd_state_dict {
+    struct entry *e;
+    int n, cap;
+    int *slot;          /* hash index: entry index + 1, 0 = empty */
+    int n_slots;        /* power of two, > 2 * n */
+    char **meta_k, **meta_v;
+    int n_meta, cap_meta;
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int *find_slot(const struct pd_state_dict *sd, const char *name)
+{
+    if (!sd->n_slots) return NULL;
+    uint64_t m = (uint64_t)sd->n_slots - 1;
+    for (uint64_t i = hash_str(name) & m;; i = (i + 1) & m) {
+        int *s = &sd->slot[i];
+        if (!*s || !strcmp(sd->e[*s - 1].name, name)) return s;
+    }
+}
+
+static int rehash(struct pd_state_dict *sd, int n_slots)
+{
+    int *slot = calloc((size_t)n_slots, sizeof *slot);
+    if (!slot) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+    free(sd->slot);
+    sd->slot = slot;
+    sd->n_slots = n_slots;
+    for (int i = 0; i < sd->n; i++) *find_slot(sd, sd->e[i].name) = i + 1;
+    return PD_OK;
+}
+
+struct pd_state_dict *pd_state_dict_create(void)
+{
+    struct pd_state_dict *sd = calloc(1, sizeof *sd);
+    if (!sd) return pdi_error(PD_ERR_NOMEM, "state dict: out of memory");
+    return sd;
+}
+
+void pd_state_dict_destroy(struct pd_state_dict *sd)
+{
+    if (!sd) return;
+    for (int i = 0; i < sd->n; i++) {
+        free(sd->e[i].name);
+        pd_tensor_release(sd->e[i].t);
+    }
+    for (int i = 0; i < sd->n_meta; i++) {
+        free(sd->meta_k[i]);
+        free(sd->meta_v[i]);
+    }
+    free(sd->e);
+    free(sd->slot);
+    free(sd->meta_k);
+    free(sd->meta_v);
+    free(sd);
+}
+
+int pd_state_dict_set(struct pd_state_dict *sd, const char *name, struct pd_tensor *t, int replace)
+{
+    if (!sd || !name || !*name) return pdi_errorf(PD_ERR_INVALID, "state dict: NULL dict or empty name");
+    if (!t) return pdi_errorf(PD_ERR_NULL, "state dict: NULL tensor for '%s'", name);
+    int *s = find_slot(sd, name);
+    if (s && *s) {
+        if (!replace) return pdi_errorf(PD_ERR_INVALID, "state dict: duplicate name '%s'", name);
+        pd_tensor_retain(t);
+        pd_tensor_release(sd->e[*s - 1].t);
+        sd->e[*s - 1].t = t;
+        return PD_OK;
+    }
+    if (sd->n == sd->cap) {
+        int cap = sd->cap ? 2 * sd->cap : 16;
+        struct entry *e = realloc(sd->e, (size_t)cap * sizeof *e);
+        if (!e) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+        sd->e = e;
+        sd->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+    pd_tensor_retain(t);
+    sd->e[sd->n++] = (struct entry){copy, t};
+    if (2 * sd->n >= sd->n_slots) return rehash(sd, sd->n_slots ? 2 * sd->n_slots : 64);
+    *find_slot(sd, name) = sd->n;
+    return PD_OK;
+}
+
+int pd_state_dict_add(struct pd_state_dict *sd, const char *name, struct pd_tensor *t)
+{
+    return pd_state_dict_set(sd, name, t, 0);
+}
+
+int pd_state_dict_remove(struct pd_state_dict *sd, const char *name)
+{
+    int i = pd_state_dict_find(sd, name);
+    if (i < 0) return pdi_errorf(PD_ERR_INVALID, "state dict: no tensor named '%s'", name ? name : "(null)");
+    free(sd->e[i].name);
+    pd_tensor_release(sd->e[i].t);
+    memmove(sd->e + i, sd->e + i + 1, (size_t)(sd->n - i - 1) * sizeof *sd->e);
+    sd->n--;
+    return rehash(sd, sd->n_slots);
+}
+
+int pd_state_dict_size(const struct pd_state_dict *sd) { return sd ? sd->n : 0; }
+
+const char *pd_state_dict_name(const struct pd_state_dict *sd, int i)
+{
+    return sd && i >= 0 && i < sd->n ? sd->e[i].name : NULL;
+}
+
+struct pd_tensor *pd_state_dict_tensor(const struct pd_state_dict *sd, int i)
+{
+    return sd && i >= 0 && i < sd->n ? sd->e[i].t : NULL;
+}
+
+int pd_state_dict_find(const struct pd_state_dict *sd, const char *name)
+{
+    if (!sd || !name) return -1;
+    int *s = find_slot(sd, name);
+    return s && *s ? *s - 1 : -1;
+}
+
+struct pd_tensor *pd_state_dict_get(const struct pd_state_dict *sd, const char *name)
+{
+    return pd_state_dict_tensor(sd, pd_state_dict_find(sd, name));
+}
+
+int64_t pd_state_dict_numel(const struct pd_state_dict *sd)
+{
+    int64_t n = 0;
+    for (int i = 0; sd && i < sd->n; i++) n += pd_tensor_numel(sd->e[i].t);
+    return n;
+}
+
+int pd_state_dict_set_meta(struct pd_state_dict *sd, const char *key, const char *value)
+{
+    if (!sd || !key || !value) return pdi_errorf(PD_ERR_INVALID, "state dict: NULL metadata key or value");
+    char *v = strdup(value);
+    if (!v) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+    for (int i = 0; i < sd->n_meta; i++)
+        if (!strcmp(sd->meta_k[i], key)) {
+            free(sd->meta_v[i]);
+            sd->meta_v[i] = v;
+            return PD_OK;
+        }
+    if (sd->n_meta == sd->cap_meta) {
+        int cap = sd->cap_meta ? 2 * sd->cap_meta : 8;
+        char **k = realloc(sd->meta_k, (size_t)cap * sizeof *k);
+        if (k) sd->meta_k = k;
+        char **vv = k ? realloc(sd->meta_v, (size_t)cap * sizeof *vv) : NULL;
+        if (!vv) {
+            free(v);
+            return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+        }
+        sd->meta_v = vv;
+        sd->cap_meta = cap;
+    }
+    char *k = strdup(key);
+    if (!k) {
+        free(v);
+        return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+    }
+    sd->meta_k[sd->n_meta] = k;
+    sd->meta_v[sd->n_meta++] = v;
+    return PD_OK;
+}
+
+const char *pd_state_dict_get_meta(const struct pd_state_dict *sd, const char *key)
+{
+    for (int i = 0; sd && key && i < sd->n_meta; i++)
+        if (!strcmp(sd->meta_k[i], key)) return sd->meta_v[i];
+    return NULL;
+}
+
+int pd_state_dict_meta_size(const struct pd_state_dict *sd) { return sd ? sd->n_meta : 0; }
+
+const char *pd_state_dict_meta_key(const struct pd_state_dict *sd, int i)
+{
+    return sd && i >= 0 && i < sd->n_meta ? sd->meta_k[i] : NULL;
+}
+
+const char *pd_state_dict_meta_value(const struct pd_state_dict *sd, int i)
+{
+    return sd && i >= 0 && i < sd->n_meta ? sd->meta_v[i] : NULL;
+}
