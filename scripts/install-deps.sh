@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages paddle.c needs, only those missing.
 # Idempotent; uses sudo only when not root. Set PD_WITH_TORCH=1 to add the
-# PyTorch peer used by the benchmarks (make bench sets it).
+# PyTorch peer used by the benchmarks and the reference scripts in tools/ref
+# (make bench sets it), and scikit-learn, whose digits data set
+# examples/digits.c trains on (it skips with a message without it).
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libdnnl-dev libcjson-dev libssl-dev)
 # The peer: Debian's PyTorch, with OpenBLAS so its matmul is not the reference BLAS.
-if [ "${PD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3 python3-torch python3-numpy libopenblas0-pthread); fi
+if [ "${PD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3 python3-torch python3-numpy libopenblas0-pthread python3-sklearn); fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,14 +1,18 @@
-/* paddle.c — neural-network modules and the Llama model.
+/* paddle.c — neural-network modules, parameter init, and the Llama model.
  *
- * STATUS: the Llama section below is the contract other parts build on
- * (CLI, generation, PyTorch parity, bench). The nn owner fills in the
- * building-block modules and the init functions in this header.
+ * The Llama section is the contract other parts build on (CLI, generation,
+ * PyTorch parity, bench); its signatures do not change.
  *
- * Modules are plain structs holding parameter tensors (leaves that require
- * grad). Each exposes its parameters by name into a pd_state_dict; the Llama
- * model uses the Hugging Face names (model.embed_tokens.weight,
- * model.layers.0.self_attn.q_proj.weight, ..., model.norm.weight,
- * lm_head.weight) so real checkpoints map by name.
+ * Modules are plain structs holding parameter tensors (f32 leaves that
+ * require grad). The module owns one reference to each parameter; the
+ * tensors are never in a scope, so a module may be created anywhere and
+ * lives until its _destroy. Each module exposes its parameters by name into
+ * a pd_state_dict with `_params(module, prefix, sd)` (prefix "" or e.g.
+ * "model.layers.0.mlp"; names are prefix + "." + field). Forward functions
+ * are ordinary ops: their results belong to the innermost scope.
+ * The Llama model is built from these same modules and uses the Hugging
+ * Face names (model.embed_tokens.weight, model.layers.0.self_attn.q_proj.weight,
+ * ..., model.norm.weight, lm_head.weight) so real checkpoints map by name.
  */
 #ifndef PD_NN_H
 #define PD_NN_H
@@ -19,6 +23,152 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- parameter initialisation ------------------------------------------
+ * In place, under no_grad, on any floating tensor (any strides, any float
+ * dtype; drawn in f32, f64 for f64 tensors, then cast; trunc_normal_ and
+ * orthogonal_ compute in f64). Zero-element tensors are a no-op.
+ * g == NULL uses the default
+ * generator. Return PD_OK or a negative status with pd_last_error() set.
+ * Fans follow PyTorch: fan_in = size(1) * receptive field, fan_out =
+ * size(0) * receptive field, receptive field = product of dims 2.. */
+enum pd_init_mode { PD_INIT_FAN_IN = 0, PD_INIT_FAN_OUT = 1, PD_INIT_MODE_COUNT };
+enum pd_nonlinearity {
+    PD_NL_LINEAR = 0, PD_NL_CONV = 1, PD_NL_SIGMOID = 2, PD_NL_TANH = 3,
+    PD_NL_RELU = 4, PD_NL_LEAKY_RELU = 5, PD_NL_SELU = 6, PD_NONLINEARITY_COUNT
+};
+/* torch.nn.init.calculate_gain; param is leaky_relu's negative slope (< 0: 0.01). */
+double pd_init_calculate_gain(enum pd_nonlinearity nl, double param);
+/* Needs >= 2 dims. */
+int pd_init_fans(const struct pd_tensor *t, int64_t *fan_in, int64_t *fan_out);
+int pd_init_normal_(struct pd_tensor *t, double mean, double std, struct pd_generator *g);
+int pd_init_uniform_(struct pd_tensor *t, double lo, double hi, struct pd_generator *g);
+/* Normal(mean, std) restricted to [a, b] (inverse-CDF sampling as PyTorch). */
+int pd_init_trunc_normal_(struct pd_tensor *t, double mean, double std, double a, double b, struct pd_generator *g);
+int pd_init_xavier_uniform_(struct pd_tensor *t, double gain, struct pd_generator *g);
+int pd_init_xavier_normal_(struct pd_tensor *t, double gain, struct pd_generator *g);
+/* a: leaky_relu slope used by the gain (PyTorch's Linear default is
+ * kaiming_uniform_(a = sqrt(5), fan_in, leaky_relu)). */
+int pd_init_kaiming_uniform_(struct pd_tensor *t, double a, enum pd_init_mode mode, enum pd_nonlinearity nl,
+                             struct pd_generator *g);
+int pd_init_kaiming_normal_(struct pd_tensor *t, double a, enum pd_init_mode mode, enum pd_nonlinearity nl,
+                            struct pd_generator *g);
+int pd_init_zeros_(struct pd_tensor *t);
+int pd_init_ones_(struct pd_tensor *t);
+int pd_init_constant_(struct pd_tensor *t, double value);
+/* (Semi-)orthogonal rows or columns (QR of a normal matrix in f64, signs
+ * fixed by diag(R)), times gain; dims 1.. are flattened. Needs >= 2 dims. */
+int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g);
+/* Identity on a 2-d tensor (ones on the diagonal of a non-square one). */
+int pd_init_eye_(struct pd_tensor *t);
+
+/* ---- building-block modules ---------------------------------------------
+ * Every module: _create (parameters initialised like PyTorch's defaults from
+ * g, NULL = default generator), _destroy (NULL is a no-op), _forward, and
+ * _params. Parameters are f32. */
+
+/* y = x W^T + b; W [out, in], b [out]. Init: kaiming_uniform_(a = sqrt 5),
+ * bias U(-1/sqrt(in), 1/sqrt(in)). */
+struct pd_nn_linear {
+    struct pd_tensor *weight, *bias; /* bias NULL when created without */
+    int64_t in_features, out_features;
+};
+struct pd_nn_linear *pd_nn_linear_create(int64_t in_features, int64_t out_features, int bias, struct pd_generator *g);
+void pd_nn_linear_destroy(struct pd_nn_linear *l);
+struct pd_tensor *pd_nn_linear_forward(struct pd_nn_linear *l, struct pd_tensor *x);   /* [..., in] -> [..., out] */
+int pd_nn_linear_params(struct pd_nn_linear *l, const char *prefix, struct pd_state_dict *sd);
+
+/* weight [num, dim], init N(0, 1). */
+struct pd_nn_embedding {
+    struct pd_tensor *weight;
+    int64_t num_embeddings, dim;
+};
+struct pd_nn_embedding *pd_nn_embedding_create(int64_t num_embeddings, int64_t dim, struct pd_generator *g);
+void pd_nn_embedding_destroy(struct pd_nn_embedding *e);
+struct pd_tensor *pd_nn_embedding_forward(struct pd_nn_embedding *e, struct pd_tensor *ids); /* int [...] -> [..., dim] */
+int pd_nn_embedding_params(struct pd_nn_embedding *e, const char *prefix, struct pd_state_dict *sd);
+
+/* x * rsqrt(mean(x^2) + eps) * weight over the last dim; weight init 1. */
+struct pd_nn_rmsnorm {
+    struct pd_tensor *weight;
+    int64_t dim;
+    double eps;
+};
+struct pd_nn_rmsnorm *pd_nn_rmsnorm_create(int64_t dim, double eps);
+void pd_nn_rmsnorm_destroy(struct pd_nn_rmsnorm *n);
+struct pd_tensor *pd_nn_rmsnorm_forward(struct pd_nn_rmsnorm *n, struct pd_tensor *x);
+int pd_nn_rmsnorm_params(struct pd_nn_rmsnorm *n, const char *prefix, struct pd_state_dict *sd);
+
+/* LayerNorm over the last dim; affine: weight 1, bias 0 (both NULL without). */
+struct pd_nn_layernorm {
+    struct pd_tensor *weight, *bias;
+    int64_t dim;
+    double eps;
+};
+struct pd_nn_layernorm *pd_nn_layernorm_create(int64_t dim, double eps, int affine);
+void pd_nn_layernorm_destroy(struct pd_nn_layernorm *n);
+struct pd_tensor *pd_nn_layernorm_forward(struct pd_nn_layernorm *n, struct pd_tensor *x);
+int pd_nn_layernorm_params(struct pd_nn_layernorm *n, const char *prefix, struct pd_state_dict *sd);
+
+/* Dropout with probability p, active only while training (created in
+ * training mode). It owns its generator, seeded at create. */
+struct pd_nn_dropout {
+    double p;
+    int training;
+    struct pd_generator *gen;
+};
+struct pd_nn_dropout *pd_nn_dropout_create(double p, uint64_t seed);
+void pd_nn_dropout_destroy(struct pd_nn_dropout *d);
+struct pd_tensor *pd_nn_dropout_forward(struct pd_nn_dropout *d, struct pd_tensor *x);
+
+/* SwiGLU MLP: down_proj(silu(gate_proj(x)) * up_proj(x)), no biases. */
+struct pd_nn_mlp {
+    struct pd_nn_linear gate_proj, up_proj, down_proj;
+};
+struct pd_nn_mlp *pd_nn_mlp_create(int64_t dim, int64_t hidden_dim, struct pd_generator *g);
+void pd_nn_mlp_destroy(struct pd_nn_mlp *m);
+struct pd_tensor *pd_nn_mlp_forward(struct pd_nn_mlp *m, struct pd_tensor *x);
+int pd_nn_mlp_params(struct pd_nn_mlp *m, const char *prefix, struct pd_state_dict *sd);
+
+/* Multi-head attention with grouped-query heads and rotary positions:
+ * q_proj [n_heads*head_dim, dim], k_proj/v_proj [n_kv_heads*head_dim, dim],
+ * o_proj [dim, n_heads*head_dim], no biases; scale 1/sqrt(head_dim). */
+struct pd_nn_attention {
+    struct pd_nn_linear q_proj, k_proj, v_proj, o_proj;
+    int n_heads, n_kv_heads, head_dim;
+    double rope_theta;
+};
+struct pd_nn_attention *pd_nn_attention_create(int64_t dim, int n_heads, int n_kv_heads, double rope_theta,
+                                               struct pd_generator *g);
+void pd_nn_attention_destroy(struct pd_nn_attention *a);
+/* x [B, T, dim]; positions int64 [T] or [B, T] (RoPE); mask optional,
+ * broadcastable to [B, n_heads, T, S] (bool, true = attend, or additive
+ * float); causal: key s visible to query t when s <= t + S - T.
+ * k_cache/v_cache, optional [B, n_kv_heads, max_len, head_dim]: the new keys
+ * and values are written at [past_len, past_len + T) and attention covers
+ * [0, past_len + T) (S = past_len + T; run it under no_grad). Without a
+ * cache S = T. Returns [B, T, dim]. */
+struct pd_tensor *pd_nn_attention_forward(struct pd_nn_attention *a, struct pd_tensor *x, struct pd_tensor *positions,
+                                          struct pd_tensor *mask, int causal, struct pd_tensor *k_cache,
+                                          struct pd_tensor *v_cache, int64_t past_len);
+int pd_nn_attention_params(struct pd_nn_attention *a, const char *prefix, struct pd_state_dict *sd);
+
+/* Pre-norm decoder block: h = x + drop(attn(input_layernorm(x)));
+ * out = h + drop(mlp(post_attention_layernorm(h))). */
+struct pd_nn_block {
+    struct pd_nn_rmsnorm input_layernorm, post_attention_layernorm;
+    struct pd_nn_attention self_attn;
+    struct pd_nn_mlp mlp;
+    struct pd_nn_dropout *dropout; /* borrowed (the owner's), may be NULL */
+};
+struct pd_nn_block *pd_nn_block_create(int64_t dim, int n_heads, int n_kv_heads, int64_t hidden_dim,
+                                       double norm_eps, double rope_theta, struct pd_generator *g);
+void pd_nn_block_destroy(struct pd_nn_block *b);
+/* Arguments as pd_nn_attention_forward. */
+struct pd_tensor *pd_nn_block_forward(struct pd_nn_block *b, struct pd_tensor *x, struct pd_tensor *positions,
+                                      struct pd_tensor *mask, int causal, struct pd_tensor *k_cache,
+                                      struct pd_tensor *v_cache, int64_t past_len);
+int pd_nn_block_params(struct pd_nn_block *b, const char *prefix, struct pd_state_dict *sd);
 
 /* ---- Llama ------------------------------------------------------------ */
 struct pd_llama_config {

@@ -7,4 +7,9 @@
 #include "pd/memory.h"
 #include "pd/state.h"
 #include "pd/nn.h"
+#include "pd/io.h"
+#include "pd/optim.h"
+#include "pd/amp.h"
+#include "pd/data.h"
+#include "pd/generate.h"
 #endif

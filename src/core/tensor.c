@@ -266,6 +266,7 @@ void *pd_tensor_data(const struct pd_tensor *t)
 int pd_tensor_is_contiguous(const struct pd_tensor *t)
 {
     if (!t) return 0;
+    if (pd_tensor_numel(t) == 0) return 1; /* nothing to lay out */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->strides[i] != s) return 0;

@@ -556,23 +556,33 @@ struct pd_tensor *pd_scale_(struct pd_tensor *a, double s)
     return pdi_dispatch(&c) ? NULL : a;
 }
 
+/* The temporaries (cast, clone, expand) live in a scope of their own so that
+ * a call outside any scope leaks nothing. */
+static int copy_into(struct pd_tensor *dst, struct pd_tensor *src)
+{
+    struct pd_tensor *s = src->dtype == dst->dtype ? src : pd_cast(src, dst->dtype);
+    if (s && s->st == dst->st) s = pd_clone(s); /* overlapping source: copy it first */
+    s = pd_expand(s, dst->shape, dst->ndim);
+    if (!s) return pd_last_status();
+    pdi_kernel_fn fn = pdi_kernel_lookup(PDI_BACKEND_CPU, PD_OP_copy, dst->dtype);
+    if (!fn) fn = pdi_kernel_lookup(PDI_BACKEND_REF, PD_OP_copy, dst->dtype);
+    if (!fn) return pdi_errorf(PD_ERR_UNSUPPORTED, "copy_: no copy kernel for %s", pd_dtype_name(dst->dtype));
+    struct pd_kview iv, ov;
+    pdi_kview_of(s, &iv);
+    pdi_kview_of(dst, &ov);
+    struct pdi_kcall k = {PD_OP_copy, 1, 1, &iv, &ov, NULL};
+    return fn(&k);
+}
+
 struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
 {
     if (!inplace_check(dst, "copy_") || !src) return NULL;
     if (pd_is_grad_enabled() && src->requires_grad)
         return pdi_error(PD_ERR_INVALID, "copy_: src requires grad; copy under no_grad or use an out-of-place op");
-    struct pd_tensor *s = src->dtype == dst->dtype ? src : pd_cast(src, dst->dtype);
-    if (s->st == dst->st) s = pd_clone(s); /* overlapping source: copy it first */
-    s = pd_expand(s, dst->shape, dst->ndim);
-    if (!s) return NULL;
-    pdi_kernel_fn fn = pdi_kernel_lookup(PDI_BACKEND_CPU, PD_OP_copy, dst->dtype);
-    if (!fn) fn = pdi_kernel_lookup(PDI_BACKEND_REF, PD_OP_copy, dst->dtype);
-    if (!fn) return pdi_error(PD_ERR_UNSUPPORTED, "copy_: no copy kernel for %s", pd_dtype_name(dst->dtype));
-    struct pd_kview iv, ov;
-    pdi_kview_of(s, &iv);
-    pdi_kview_of(dst, &ov);
-    struct pdi_kcall k = {PD_OP_copy, 1, 1, &iv, &ov, NULL};
-    if (fn(&k)) return NULL;
+    pd_scope_begin();
+    int rc = copy_into(dst, src);
+    pd_scope_end();
+    if (rc) return NULL;
     dst->st->version++;
     return dst;
 }
@@ -580,6 +590,8 @@ struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
 struct pd_tensor *pd_fill_(struct pd_tensor *a, double value)
 {
     if (!a) return NULL;
-    struct pd_tensor *s = pd_scalar(value, a->dtype);
-    return pd_copy_(a, s);
+    pd_scope_begin();
+    struct pd_tensor *r = pd_copy_(a, pd_scalar(value, a->dtype));
+    pd_scope_end();
+    return r;
 }

@@ -92,11 +92,12 @@ int pd_state_dict_set(struct pd_state_dict *sd, const char *name, struct pd_tens
         sd->e = e;
         sd->cap = cap;
     }
+    /* Grow the index first: a failure then leaves the dict as it was. */
+    if (2 * (sd->n + 1) >= sd->n_slots && rehash(sd, sd->n_slots ? 2 * sd->n_slots : 64)) return pd_last_status();
     char *copy = strdup(name);
     if (!copy) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
     pd_tensor_retain(t);
     sd->e[sd->n++] = (struct entry){copy, t};
-    if (2 * sd->n >= sd->n_slots) return rehash(sd, sd->n_slots ? 2 * sd->n_slots : 64);
     *find_slot(sd, name) = sd->n;
     return PD_OK;
 }

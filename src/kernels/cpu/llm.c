@@ -1,4 +1,595 @@
-/* paddle.c — CPU kernels of the transformer blocks (rope, swiglu, sdpa). */
-#include "core/internal.h"
+/* paddle.c — CPU kernels of the transformer blocks (rope, swiglu, sdpa,
+ * sdpa_backward) for f32, bf16 and f16 (computed in f32; f64 runs the
+ * reference kernels).
+ *
+ * sdpa is blocked attention: the rows of one key/value head (its G query
+ * heads times T queries, ordered (t, g) so that a causal block spans few
+ * query positions) are cut in blocks of BQ rows; a block computes its
+ * scores against the visible key prefix only (causal: keys beyond the
+ * block's last query are skipped), a row-wise softmax whose log-sum-exp is
+ * stored, then P V. Scores of one block (BQ x S floats) are the only
+ * intermediate: no [T, S] matrix per head exists. The backward recomputes P
+ * from the saved log-sum-exp (no second softmax pass) and follows the
+ * flash-attention backward with D_i = rowsum(dO * O): one work unit per
+ * (batch, kv head) owns dK/dV accumulators, so no atomics are needed.
+ *
+ * All products are one register-tiled kernel (gemm: 4 rows x 16 columns of
+ * 8-wide vectors, GCC vector extensions so it compiles to AVX2/FMA here and
+ * to plain code elsewhere) on f32 panels packed per unit from any strides
+ * and dtypes. Work units run on OpenMP threads (dynamic schedule: causal
+ * blocks are uneven) with one scratch allocation per thread; small calls
+ * (decode steps, tests) stay on the calling thread.
+ *
+ * Ownership: scratch is allocated and freed inside each call; outputs are
+ * the dispatcher's fresh contiguous tensors.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
-void pdi_register_cpu_llm(void) {}
+#include "core/internal.h"
+#include "kernels/cpu/unary_math.h"
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+static inline v8 ld8(const float *p)
+{
+    v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void st8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline v8 bc8(float x) { return (v8){x, x, x, x, x, x, x, x}; }
+static inline int64_t round8(int64_t n) { return (n + 7) & ~(int64_t)7; }
+/* Leading dimension of a panel of rows of n floats (n a multiple of 8):
+ * a row stride that is a multiple of 128 bytes maps the rows of a K x 16
+ * panel onto a few L1 sets (1 KiB strides: 4 of 64), and the gemm below
+ * thrashes on conflict misses; 8 floats more spread them. */
+static inline int64_t pad_ld(int64_t n) { return n > 0 && n % 32 == 0 ? n + 8 : n; }
+
+/* ---- conversion to and from f32 panels ------------------------------- */
+static inline float ldf(const char *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_F32: return *(const float *)p;
+    case PD_BF16: return pdi_bf16_f32(*(const uint16_t *)p);
+    case PD_F16: return pd_f16_to_f32(*(const uint16_t *)p);
+    case PD_F64: return (float)*(const double *)p;
+    default: return 0.0f;
+    }
+}
+
+/* n elements at element stride `stride` from p into dst. */
+static void load_f32(float *dst, const char *p, enum pd_dtype dt, int64_t n, int64_t stride)
+{
+    if (dt == PD_F32) {
+        const float *f = (const float *)p;
+        if (stride == 1) memcpy(dst, f, sizeof *dst * (size_t)n);
+        else for (int64_t i = 0; i < n; i++) dst[i] = f[i * stride];
+    } else if (dt == PD_BF16) {
+        const uint16_t *h = (const uint16_t *)p;
+        for (int64_t i = 0; i < n; i++) dst[i] = pdi_bf16_f32(h[i * stride]);
+    } else {
+        int64_t es = (int64_t)pd_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++) dst[i] = ldf(p + i * stride * es, dt);
+    }
+}
+
+/* n elements from src to p at element stride `stride`. */
+static void store_f32(char *p, enum pd_dtype dt, const float *src, int64_t n, int64_t stride)
+{
+    switch (dt) {
+    case PD_F32:
+        if (stride == 1) memcpy(p, src, sizeof *src * (size_t)n);
+        else for (int64_t i = 0; i < n; i++) ((float *)p)[i * stride] = src[i];
+        break;
+    case PD_BF16: for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i * stride] = pdi_f32_bf16(src[i]); break;
+    case PD_F16: for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i * stride] = pd_f32_to_f16(src[i]); break;
+    case PD_F64: for (int64_t i = 0; i < n; i++) ((double *)p)[i * stride] = src[i]; break;
+    default: break;
+    }
+}
+
+/* ---- the one matrix kernel ------------------------------------------- */
+/* C[MR][8 NV] (+)= A[MR][K] B[K][8 NV] with A(m, k) = a[m ars + k acs]. */
+static inline __attribute__((always_inline)) void tile(int MR, int NV, int64_t K, const float *a, int64_t ars,
+                                                      int64_t acs, const float *b, int64_t ldb, float *c,
+                                                      int64_t ldc, int acc)
+{
+    v8 r[4][3];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) r[i][j] = acc ? ld8(c + i * ldc + 8 * j) : bc8(0.0f);
+    for (int64_t k = 0; k < K; k++) {
+        v8 bv[3];
+        for (int j = 0; j < NV; j++) bv[j] = ld8(b + k * ldb + 8 * j);
+        for (int i = 0; i < MR; i++) {
+            v8 av = bc8(a[i * ars + k * acs]);
+            for (int j = 0; j < NV; j++) r[i][j] += av * bv[j];
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NV; j++) st8(c + i * ldc + 8 * j, r[i][j]);
+}
+
+/* C[M][N] (+)= A[M][K] B[K][N]; N a multiple of 8, B and C row-major with
+ * leading dimensions ldb and ldc. Column panels outside, so that a K x 24
+ * panel of B stays in L1 while the rows of A stream past it; 4 x 24 tiles
+ * keep 12 accumulators in flight (FMA latency 4 x 2 ports needs 8+) and
+ * use all 16 ymm registers. */
+static void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
+                 int64_t ldb, float *c, int64_t ldc, int acc)
+{
+    for (int64_t n0 = 0; n0 < N;) {
+        int nv = N - n0 >= 24 ? 3 : (int)((N - n0) / 8);
+        for (int64_t m0 = 0; m0 < M; m0 += 4) {
+            const float *am = a + m0 * ars, *bn = b + n0;
+            float *cm = c + m0 * ldc + n0;
+            int64_t mr = M - m0 < 4 ? M - m0 : 4;
+#define TILE(MR)                                                                        \
+    case MR:                                                                            \
+        if (nv == 3) tile(MR, 3, K, am, ars, acs, bn, ldb, cm, ldc, acc);              \
+        else if (nv == 2) tile(MR, 2, K, am, ars, acs, bn, ldb, cm, ldc, acc);         \
+        else tile(MR, 1, K, am, ars, acs, bn, ldb, cm, ldc, acc);                      \
+        break;
+            switch (mr) {
+                TILE(4)
+                TILE(3)
+                TILE(2)
+                TILE(1)
+            }
+#undef TILE
+        }
+        n0 += 8 * nv;
+    }
+}
+
+static float vmax(const float *x, int64_t n) /* n a multiple of 8 */
+{
+    v8 m = bc8(-INFINITY);
+    for (int64_t i = 0; i < n; i += 8) {
+        v8 v = ld8(x + i);
+        v8i gt = v > m; /* all ones where v is larger (NaN: never) */
+        m = (v8)(((v8i)v & gt) | ((v8i)m & ~gt));
+    }
+    float r = -INFINITY;
+    for (int i = 0; i < 8; i++) r = m[i] > r ? m[i] : r;
+    return r;
+}
+
+static float vmax_n(const float *x, int64_t n) /* any n >= 1 */
+{
+    int64_t n8 = n & ~(int64_t)7;
+    float r = n8 ? vmax(x, n8) : -INFINITY;
+    for (int64_t i = n8; i < n; i++) r = x[i] > r ? x[i] : r;
+    return r;
+}
+
+static float vsum(const float *x, int64_t n) /* n a multiple of 8 */
+{
+    v8 s = bc8(0.0f);
+    for (int64_t i = 0; i < n; i += 8) s += ld8(x + i);
+    float r = 0;
+    for (int i = 0; i < 8; i++) r += s[i];
+    return r;
+}
+
+/* ---- rope ------------------------------------------------------------ */
+/* cos/sin of angle = sign * pos * theta^(-2i/D) per position row, in
+ * double (positions reach the thousands; f32 angles would lose digits),
+ * then the rotation of each (i, i + D/2) pair in f32. */
+static int cpu_rope(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *p = &k->in[1], *y = &k->out[0];
+    int64_t B = x->shape[0], T = x->shape[1], H = x->shape[2], D = x->shape[3], h2 = D / 2;
+    int64_t np = pdi_kview_numel(p), rows = B * T;
+    if (rows * H * D == 0) return PD_OK;
+    double sign = (double)k->a->i[0], theta = k->a->f[0];
+    double *inv = malloc(sizeof *inv * (size_t)h2);
+    float *cs = malloc(sizeof *cs * (size_t)(np * h2 * 2));
+    if (!inv || !cs) {
+        free(inv), free(cs);
+        return pdi_errorf(PD_ERR_NOMEM, "rope: out of memory");
+    }
+    for (int64_t i = 0; i < h2; i++) inv[i] = pow(theta, -2.0 * (double)i / (double)D);
+    int par = rows * H * D >= PDI_PAR_GRAIN;
+    PDI_FOR(par && np * h2 >= 4096, r, np, {
+        double pos = sign * (double)pdi_load_int(pdi_kview_ptr(p, r), p->dtype);
+        float *c = cs + r * h2 * 2;
+        for (int64_t i = 0; i < h2; i++) {
+            double a = pos * inv[i];
+            c[i] = (float)cos(a);
+            c[h2 + i] = (float)sin(a);
+        }
+    });
+    size_t es = pd_dtype_size(x->dtype);
+    PDI_FOR(par, r, rows, {
+        int64_t b = r / T, t = r % T;
+        const float *c = cs + (p->ndim == 1 ? t : r) * h2 * 2, *s = c + h2;
+        for (int64_t h = 0; h < H; h++) {
+            const char *xp = x->data + (b * x->strides[0] + t * x->strides[1] + h * x->strides[2]) * (int64_t)es;
+            char *yp = y->data + ((r * H + h) * D) * (int64_t)es;
+            for (int64_t i0 = 0; i0 < h2; i0 += 128) {
+                int64_t n = h2 - i0 < 128 ? h2 - i0 : 128;
+                float x1[128], x2[128], y1[128], y2[128];
+                load_f32(x1, xp + i0 * x->strides[3] * (int64_t)es, x->dtype, n, x->strides[3]);
+                load_f32(x2, xp + (h2 + i0) * x->strides[3] * (int64_t)es, x->dtype, n, x->strides[3]);
+                for (int64_t i = 0; i < n; i++) {
+                    y1[i] = x1[i] * c[i0 + i] - x2[i] * s[i0 + i];
+                    y2[i] = x2[i] * c[i0 + i] + x1[i] * s[i0 + i];
+                }
+                store_f32(yp + i0 * (int64_t)es, y->dtype, y1, n, 1);
+                store_f32(yp + (h2 + i0) * (int64_t)es, y->dtype, y2, n, 1);
+            }
+        }
+    });
+    free(inv);
+    free(cs);
+    return PD_OK;
+}
+
+/* ---- swiglu ---------------------------------------------------------- */
+struct swiglu_ctx {
+    enum pd_dtype dt;
+};
+
+static void swiglu_run(char **p, const int64_t *st, int64_t n, void *ctx)
+{
+    enum pd_dtype dt = ((const struct swiglu_ctx *)ctx)->dt;
+    int64_t es = (int64_t)pd_dtype_size(dt);
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        int64_t m = n - i0 < 256 ? n - i0 : 256;
+        float a[256], u[256];
+        load_f32(a, p[1] + i0 * st[1], dt, m, st[1] / es);
+        load_f32(u, p[2] + i0 * st[2], dt, m, st[2] / es);
+        for (int64_t i = 0; i < m; i++) a[i] = a[i] * pdi_vsigmoidf(a[i]) * u[i];
+        store_f32(p[0] + i0 * st[0], dt, a, m, st[0] / es);
+    }
+}
+
+static int cpu_swiglu(const struct pdi_kcall *k)
+{
+    struct pd_kview y = k->out[0], a = k->in[0], u = k->in[1];
+    struct pd_kview *ops[3] = {&y, &a, &u};
+    struct swiglu_ctx c = {y.dtype};
+    pdi_iter(3, ops, y.shape, y.ndim, swiglu_run, &c);
+    return PD_OK;
+}
+
+/* ---- sdpa ------------------------------------------------------------ */
+#define BQ_MAX 64
+
+struct sd {
+    int64_t B, Hq, Hkv, G, T, S, D, Dv, Dp, Dvp, Sp;
+    int64_t rows, bq, nblk; /* rows = G T per kv head, in blocks of bq */
+    int64_t fwd_per;        /* row blocks per forward unit: nblk or 1 */
+    int causal;
+    float scale;
+    const struct pd_kview *q, *k, *v, *mask;
+    int64_t mst[4]; /* mask strides on [B, Hq, T, S] (0 where broadcast) */
+    size_t esz, msz;
+    /* forward outputs / backward inputs and outputs */
+    const struct pd_kview *o, *lse, *dout, *dq, *dk, *dv;
+};
+
+static void sd_init(struct sd *g, const struct pdi_kcall *k)
+{
+    memset(g, 0, sizeof *g);
+    g->q = &k->in[0];
+    g->k = &k->in[1];
+    g->v = &k->in[2];
+    g->mask = k->a->i[1] ? &k->in[3] : NULL;
+    g->B = g->q->shape[0];
+    g->Hq = g->q->shape[1];
+    g->T = g->q->shape[2];
+    g->D = g->q->shape[3];
+    g->Hkv = g->k->shape[1];
+    g->S = g->k->shape[2];
+    g->Dv = g->v->shape[3];
+    g->G = g->Hkv ? g->Hq / g->Hkv : 1;
+    g->Dp = pad_ld(round8(g->D));
+    g->Dvp = pad_ld(round8(g->Dv));
+    g->Sp = pad_ld(round8(g->S));
+    g->causal = k->a->i[0] != 0;
+    g->scale = (float)k->a->f[0];
+    g->esz = pd_dtype_size(g->q->dtype);
+    if (g->mask) {
+        g->msz = pd_dtype_size(g->mask->dtype);
+        for (int i = 0; i < g->mask->ndim; i++) {
+            int d = 4 - g->mask->ndim + i;
+            g->mst[d] = g->mask->shape[i] == 1 ? 0 : g->mask->strides[i];
+        }
+    }
+    g->rows = g->G * g->T;
+    /* a block's scores (bq x Sp floats) stay within 128 KiB */
+    int64_t bq = g->Sp ? 32768 / g->Sp : BQ_MAX;
+    bq = bq > BQ_MAX ? BQ_MAX : bq < 4 ? 4 : bq & ~(int64_t)3;
+    g->bq = bq;
+    g->nblk = (g->rows + bq - 1) / bq;
+}
+
+/* Keys visible from query t: a prefix of length vis(t). */
+static int64_t vis_len(const struct sd *g, int64_t t)
+{
+    if (!g->causal) return g->S;
+    int64_t n = t + g->S - g->T + 1;
+    return n < 0 ? 0 : n > g->S ? g->S : n;
+}
+
+static const char *at(const struct pd_kview *v, size_t es, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    return v->data + (a * v->strides[0] + b * v->strides[1] + c * v->strides[2] + d * v->strides[3]) * (int64_t)es;
+}
+
+/* Scores row of (b, h, t) over n visible keys: x = x * scale + mask; keys
+ * n..np-1 are set to -inf. A bool mask adds 0 or -inf. */
+static void finish_scores(const struct sd *g, float *x, float *mrow, int64_t b, int64_t h, int64_t t, int64_t n,
+                          int64_t np)
+{
+    for (int64_t j = 0; j < n; j++) x[j] *= g->scale;
+    if (g->mask) {
+        const char *mp = g->mask->data + (b * g->mst[0] + h * g->mst[1] + t * g->mst[2]) * (int64_t)g->msz;
+        if (g->mask->dtype == PD_BOOL) {
+            for (int64_t j = 0; j < n; j++) mrow[j] = mp[j * g->mst[3]] ? 0.0f : -INFINITY;
+        } else {
+            load_f32(mrow, mp, g->mask->dtype, n, g->mst[3]);
+        }
+        for (int64_t j = 0; j < n; j++) x[j] += mrow[j];
+    }
+    for (int64_t j = n; j < np; j++) x[j] = -INFINITY;
+}
+
+/* p = exp(x - m) over the n visible entries, exactly 0 where x = -inf
+ * and for entries n..np-1. m >= every x, so x - m <= 0: clamped at -87,
+ * the normal-range exp is exact to its ulp or underflows to ~0 anyway. */
+static void exp_shift(float *x, int64_t n, int64_t np, float m)
+{
+    for (int64_t j = 0; j < n; j++) {
+        float y = x[j] - m;
+        float e = pdi_vexpf_normal(pdi_vsel(y < -87.0f, -87.0f, y));
+        x[j] = pdi_vsel(y < -87.0f, 0.0f, e);
+    }
+    for (int64_t j = n; j < np; j++) x[j] = 0.0f;
+}
+
+/* Key/value panels of (b, hk) for keys [0, n), zero-padded to np:
+ * Kt [D][np] (scores), and optionally Kp [np][Dp], Vp [np][Dvp], Vt [Dv][np]. */
+static void pack_kv(const struct sd *g, int64_t b, int64_t hk, int64_t n, int64_t np, float *Kt, float *Kp, float *Vp,
+                    float *Vt)
+{
+    const struct pd_kview *K = g->k, *V = g->v;
+    enum pd_dtype dt = K->dtype;
+    for (int64_t d = 0; d < g->D; d++) {
+        load_f32(Kt + d * np, at(K, g->esz, b, hk, 0, d), dt, n, K->strides[2]);
+        memset(Kt + d * np + n, 0, sizeof(float) * (size_t)(np - n));
+    }
+    if (Vt)
+        for (int64_t d = 0; d < g->Dv; d++) {
+            load_f32(Vt + d * np, at(V, g->esz, b, hk, 0, d), dt, n, V->strides[2]);
+            memset(Vt + d * np + n, 0, sizeof(float) * (size_t)(np - n));
+        }
+    if (Kp) {
+        memset(Kp, 0, sizeof(float) * (size_t)(np * g->Dp));
+        for (int64_t s = 0; s < n; s++) load_f32(Kp + s * g->Dp, at(K, g->esz, b, hk, s, 0), dt, g->D, K->strides[3]);
+    }
+    if (Vp) {
+        memset(Vp, 0, sizeof(float) * (size_t)(np * g->Dvp));
+        for (int64_t s = 0; s < n; s++)
+            load_f32(Vp + s * g->Dvp, at(V, g->esz, b, hk, s, 0), dt, g->Dv, V->strides[3]);
+    }
+}
+
+/* Rows [r0, r0 + nr) of a kv head: row r is query t = r / G of head
+ * hk G + r % G. Loads them from x ([B, Hq, T, X]) into dst [nr][ld]. */
+static void load_rows(const struct sd *g, const struct pd_kview *x, int64_t b, int64_t hk, int64_t r0, int64_t nr,
+                      int64_t X, float *dst, int64_t ld)
+{
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t r = r0 + i, t = r / g->G, h = hk * g->G + r % g->G;
+        load_f32(dst + i * ld, at(x, g->esz, b, h, t, 0), x->dtype, X, x->strides[3]);
+        memset(dst + i * ld + X, 0, sizeof(float) * (size_t)(ld - X));
+    }
+}
+
+/* Writes rows to a contiguous [B, Hq, T, X] output. */
+static void store_rows(const struct sd *g, const struct pd_kview *y, int64_t b, int64_t hk, int64_t r0, int64_t nr,
+                       int64_t X, const float *src, int64_t ld)
+{
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t r = r0 + i, t = r / g->G, h = hk * g->G + r % g->G;
+        char *p = y->data + (((b * g->Hq + h) * g->T + t) * X) * (int64_t)g->esz;
+        store_f32(p, y->dtype, src + i * ld, X, 1);
+    }
+}
+
+/* forward scratch: Kt, Vp, Qb, Sc, Ob, mrow */
+static size_t fwd_scratch(const struct sd *g)
+{
+    return (size_t)(g->D * g->Sp + g->Sp * g->Dvp + g->bq * (g->Dp + g->Sp + g->Dvp) + g->Sp + 64);
+}
+
+/* A unit is a range of row blocks of one (b, kv head): all of them (keys
+ * packed once) when there are enough (b, kv head) pairs to share out,
+ * else one block each (g->fwd_per = 1). */
+static void fwd_unit(const struct sd *g, int64_t u, float *w)
+{
+    int64_t nper = g->nblk / g->fwd_per, bh = u / nper, b = bh / g->Hkv, hk = bh % g->Hkv;
+    int64_t blk0 = (u % nper) * g->fwd_per, blk1 = blk0 + g->fwd_per;
+    int64_t rend = blk1 * g->bq < g->rows ? blk1 * g->bq : g->rows;
+    int64_t nall = vis_len(g, (rend - 1) / g->G), np = pad_ld(round8(nall));
+    float *Kt = w, *Vp = Kt + g->D * np, *Qb = Vp + np * g->Dvp, *Sc = Qb + g->bq * g->Dp;
+    float *Ob = Sc + g->bq * np, *mrow = Ob + g->bq * g->Dvp;
+    float inv[BQ_MAX], lse[BQ_MAX];
+    pack_kv(g, b, hk, nall, np, Kt, NULL, Vp, NULL);
+    for (int64_t r0 = blk0 * g->bq; r0 < rend; r0 += g->bq) {
+        int64_t nr = rend - r0 < g->bq ? rend - r0 : g->bq;
+        int64_t nmax = vis_len(g, (r0 + nr - 1) / g->G), npb = round8(nmax);
+        load_rows(g, g->q, b, hk, r0, nr, g->D, Qb, g->Dp);
+        gemm(nr, npb, g->D, Qb, g->Dp, 1, Kt, np, Sc, np, 0);
+        for (int64_t i = 0; i < nr; i++) {
+            int64_t r = r0 + i, t = r / g->G, h = hk * g->G + r % g->G, n = vis_len(g, t);
+            float *x = Sc + i * np;
+            finish_scores(g, x, mrow, b, h, t, n, n);
+            float m = n ? vmax_n(x, n) : -INFINITY;
+            if (!(m > -INFINITY)) { /* nothing visible: zeros */
+                memset(x, 0, sizeof *x * (size_t)npb);
+                inv[i] = 0;
+                lse[i] = -INFINITY;
+                continue;
+            }
+            exp_shift(x, n, npb, m);
+            float s = vsum(x, npb);
+            inv[i] = 1.0f / s;
+            lse[i] = m + logf(s);
+        }
+        gemm(nr, g->Dvp, nmax, Sc, np, 1, Vp, g->Dvp, Ob, g->Dvp, 0);
+        for (int64_t i = 0; i < nr; i++)
+            for (int64_t d = 0; d < g->Dv; d++) Ob[i * g->Dvp + d] *= inv[i];
+        store_rows(g, g->o, b, hk, r0, nr, g->Dv, Ob, g->Dvp);
+        for (int64_t i = 0; i < nr; i++) {
+            int64_t r = r0 + i, t = r / g->G, h = hk * g->G + r % g->G;
+            store_f32(g->lse->data + ((b * g->Hq + h) * g->T + t) * (int64_t)pd_dtype_size(g->lse->dtype),
+                      g->lse->dtype, &lse[i], 1, 1);
+        }
+    }
+}
+
+/* backward scratch: Kt, Vt, Kp, dK, dV, Qb, dOb, Ob, P, dS, dQb, mrow */
+static size_t bwd_scratch(const struct sd *g)
+{
+    return (size_t)(g->D * g->Sp + g->Dv * g->Sp + 2 * g->Sp * g->Dp + g->Sp * g->Dvp +
+                    g->bq * (2 * g->Dp + 2 * g->Dvp + 2 * g->Sp) + g->Sp + 64);
+}
+
+static void bwd_unit(const struct sd *g, int64_t u, float *w)
+{
+    int64_t b = u / g->Hkv, hk = u % g->Hkv, np = g->Sp, Dp = g->Dp, Dvp = g->Dvp;
+    float *Kt = w, *Vt = Kt + g->D * np, *Kp = Vt + g->Dv * np, *dK = Kp + np * Dp, *dV = dK + np * Dp;
+    float *Qb = dV + np * Dvp, *dOb = Qb + g->bq * Dp, *Ob = dOb + g->bq * Dvp, *P = Ob + g->bq * Dvp;
+    float *dS = P + g->bq * np, *dQb = dS + g->bq * np, *mrow = dQb + g->bq * Dp;
+    float Di[BQ_MAX], lse[BQ_MAX];
+    pack_kv(g, b, hk, g->S, np, Kt, Kp, NULL, Vt);
+    memset(dK, 0, sizeof(float) * (size_t)(np * Dp));
+    memset(dV, 0, sizeof(float) * (size_t)(np * Dvp));
+    for (int64_t r0 = 0; r0 < g->rows; r0 += g->bq) {
+        int64_t nr = g->rows - r0 < g->bq ? g->rows - r0 : g->bq;
+        int64_t nmax = vis_len(g, (r0 + nr - 1) / g->G), npb = round8(nmax);
+        if (nmax == 0) { /* no row of the block sees a key: dq = 0 */
+            memset(dQb, 0, sizeof(float) * (size_t)(nr * Dp));
+            store_rows(g, g->dq, b, hk, r0, nr, g->D, dQb, Dp);
+            continue;
+        }
+        load_rows(g, g->q, b, hk, r0, nr, g->D, Qb, Dp);
+        load_rows(g, g->dout, b, hk, r0, nr, g->Dv, dOb, Dvp);
+        load_rows(g, g->o, b, hk, r0, nr, g->Dv, Ob, Dvp);
+        for (int64_t i = 0; i < nr; i++) {
+            int64_t r = r0 + i, t = r / g->G, h = hk * g->G + r % g->G;
+            lse[i] = ldf(g->lse->data + ((b * g->Hq + h) * g->T + t) * (int64_t)pd_dtype_size(g->lse->dtype),
+                         g->lse->dtype);
+            float acc = 0;
+            for (int64_t d = 0; d < g->Dv; d++) acc += dOb[i * Dvp + d] * Ob[i * Dvp + d];
+            Di[i] = acc;
+        }
+        gemm(nr, npb, g->D, Qb, Dp, 1, Kt, np, P, np, 0);
+        gemm(nr, npb, g->Dv, dOb, Dvp, 1, Vt, np, dS, np, 0);
+        for (int64_t i = 0; i < nr; i++) {
+            int64_t r = r0 + i, t = r / g->G, h = hk * g->G + r % g->G;
+            float *x = P + i * np, *ds = dS + i * np;
+            if (!(lse[i] > -INFINITY)) {
+                memset(x, 0, sizeof *x * (size_t)npb);
+            } else {
+                int64_t n = vis_len(g, t);
+                finish_scores(g, x, mrow, b, h, t, n, n);
+                exp_shift(x, n, npb, lse[i]);
+            }
+            float di = Di[i], sc = g->scale;
+            for (int64_t j = 0; j < npb; j++) ds[j] = x[j] * (ds[j] - di) * sc;
+        }
+        gemm(nr, Dp, nmax, dS, np, 1, Kp, Dp, dQb, Dp, 0);
+        store_rows(g, g->dq, b, hk, r0, nr, g->D, dQb, Dp);
+        gemm(nmax, Dp, nr, dS, 1, np, Qb, Dp, dK, Dp, 1);
+        gemm(nmax, Dvp, nr, P, 1, np, dOb, Dvp, dV, Dvp, 1);
+    }
+    for (int64_t s = 0; s < g->S; s++) {
+        char *pk = g->dk->data + (((b * g->Hkv + hk) * g->S + s) * g->D) * (int64_t)g->esz;
+        char *pv = g->dv->data + (((b * g->Hkv + hk) * g->S + s) * g->Dv) * (int64_t)g->esz;
+        store_f32(pk, g->dk->dtype, dK + s * Dp, g->D, 1);
+        store_f32(pv, g->dv->dtype, dV + s * Dvp, g->Dv, 1);
+    }
+}
+
+typedef void (*unit_fn)(const struct sd *g, int64_t u, float *scratch);
+
+/* Runs n units over the threads, each thread with its own scratch. */
+static int run_units(const char *op, const struct sd *g, int64_t n, size_t scratch, unit_fn fn, int par)
+{
+    int err = 0;
+    size_t bytes = (scratch * sizeof(float) + 63) & ~(size_t)63;
+    if (par && n > 1 && pdi_num_threads() > 1) {
+#pragma omp parallel
+        {
+            float *w = aligned_alloc(64, bytes);
+            if (!w) {
+#pragma omp atomic write
+                err = 1;
+            }
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t u = 0; u < n; u++)
+                if (w) fn(g, u, w);
+            free(w);
+        }
+    } else {
+        float *w = aligned_alloc(64, bytes);
+        if (!w) err = 1;
+        for (int64_t u = 0; u < n && w; u++) fn(g, u, w);
+        free(w);
+    }
+    return err ? pdi_errorf(PD_ERR_NOMEM, "%s: out of memory for %zu bytes of scratch per thread", op, bytes) : PD_OK;
+}
+
+/* Enough work to share: about 256 K multiply-adds. */
+static int worth_threads(const struct sd *g)
+{
+    return (double)g->B * (double)g->Hq * (double)g->T * (double)g->S * (double)(g->D + g->Dv) > 262144.0;
+}
+
+static int cpu_sdpa(const struct pdi_kcall *k)
+{
+    struct sd g;
+    sd_init(&g, k);
+    g.o = &k->out[0];
+    g.lse = &k->out[1];
+    if (g.B * g.Hkv * g.rows == 0) return PD_OK;
+    int par = worth_threads(&g);
+    /* keys packed once per (b, kv head) unless that leaves threads idle */
+    g.fwd_per = par && g.B * g.Hkv < 4 * pdi_num_threads() ? 1 : g.nblk;
+    return run_units("sdpa", &g, g.B * g.Hkv * (g.nblk / g.fwd_per), fwd_scratch(&g), fwd_unit, par);
+}
+
+static int cpu_sdpa_backward(const struct pdi_kcall *k)
+{
+    struct sd g;
+    sd_init(&g, k);
+    int hm = g.mask != NULL;
+    g.o = &k->in[3 + hm];
+    g.lse = &k->in[4 + hm];
+    g.dout = &k->in[5 + hm];
+    g.dq = &k->out[0];
+    g.dk = &k->out[1];
+    g.dv = &k->out[2];
+    if (g.B * g.Hkv == 0) return PD_OK;
+    if (g.rows == 0) { /* no queries: dk = dv = 0 */
+        memset(g.dk->data, 0, (size_t)pdi_kview_numel(g.dk) * g.esz);
+        memset(g.dv->data, 0, (size_t)pdi_kview_numel(g.dv) * g.esz);
+        return PD_OK;
+    }
+    return run_units("sdpa_backward", &g, g.B * g.Hkv, bwd_scratch(&g), bwd_unit, worth_threads(&g));
+}
+
+void pdi_register_cpu_llm(void)
+{
+    unsigned low = (1u << PD_F32) | (1u << PD_BF16) | (1u << PD_F16);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_rope, low, cpu_rope);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_swiglu, low, cpu_swiglu);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_sdpa, low, cpu_sdpa);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_sdpa_backward, low, cpu_sdpa_backward);
+}

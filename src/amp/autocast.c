@@ -1,0 +1,134 @@
+/* paddle.c — autocast: the dispatcher's stage 2 (DESIGN §1).
+ *
+ * The hook is installed in pdi_autocast_hook by the first pd_autocast_begin
+ * and stays installed; while autocast is off on a thread it returns at the
+ * first test (one thread-local read per op). When an op's policy asks for a
+ * dtype some floating input (not f64) does not have, the hook casts those
+ * inputs with pd_cast and dispatches the op again on the cast inputs with
+ * autocast off for that nested call, then reports the call as handled. The
+ * nested dispatch re-runs infer (the output dtype follows the new inputs)
+ * and records autograd and scope ownership itself; the casts are ops, so
+ * gradients flow back through them to the original (f32) tensors.
+ *
+ * Ownership: the cast tensors belong to the current scope; outside every
+ * scope the hook releases them after the call (the op's GradNode keeps what
+ * it saved). Policies are one global byte per op, built from the name lists
+ * below on first use.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "pd/amp.h"
+
+static const char *lower_ops[] = {"matmul", "conv2d", "sdpa"};
+static const char *f32_ops[] = {"softmax", "log_softmax", "nll_loss", "layer_norm", "rms_norm", "sum", "mean",
+                                "prod", "cumsum", "cumprod", "norm", "var", "std", "logsumexp", "exp", "expm1",
+                                "log", "log1p", "log2", "pow", "pow_scalar", "reciprocal", "rsqrt", "tan",
+                                "softplus"};
+
+static unsigned char policy[PD_OP_COUNT];
+static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
+static PDI_TLS int ac_dtype = -1;
+
+static int op_index(const char *name)
+{
+    for (int i = 0; i < PD_OP_COUNT; i++)
+        if (!strcmp(pdi_ops[i].name, name)) return i;
+    return -1;
+}
+
+void pd_autocast_reset_policies(void)
+{
+    memset(policy, PD_AUTOCAST_FOLLOW, sizeof policy);
+    for (size_t i = 0; i < sizeof lower_ops / sizeof *lower_ops; i++) {
+        int k = op_index(lower_ops[i]);
+        if (k >= 0) policy[k] = PD_AUTOCAST_LOWER; /* sdpa may not be in the table yet */
+    }
+    for (size_t i = 0; i < sizeof f32_ops / sizeof *f32_ops; i++) {
+        int k = op_index(f32_ops[i]);
+        if (k >= 0) policy[k] = PD_AUTOCAST_F32;
+    }
+}
+
+static void policy_init(void) { pd_autocast_reset_policies(); }
+
+int pd_autocast_set_op_policy(const char *op, enum pd_autocast_policy p)
+{
+    pthread_once(&policy_once, policy_init);
+    if (!op) return pdi_errorf(PD_ERR_NULL, "autocast_set_op_policy: NULL op name");
+    if ((unsigned)p >= PD_AUTOCAST_POLICY_COUNT)
+        return pdi_errorf(PD_ERR_INVALID, "autocast_set_op_policy: invalid policy %d", (int)p);
+    int k = op_index(op);
+    if (k < 0) return pdi_errorf(PD_ERR_INVALID, "autocast_set_op_policy: unknown op '%s'", op);
+    policy[k] = (unsigned char)p;
+    return PD_OK;
+}
+
+int pd_autocast_get_op_policy(const char *op)
+{
+    pthread_once(&policy_once, policy_init);
+    int k = op ? op_index(op) : -1;
+    if (k < 0) return pdi_errorf(PD_ERR_INVALID, "autocast_get_op_policy: unknown op '%s'", op ? op : "(null)");
+    return policy[k];
+}
+
+static int eligible(enum pd_dtype dt, enum pd_dtype target)
+{
+    return dt != target && (dt == PD_F32 || dt == PD_BF16 || dt == PD_F16);
+}
+
+static int autocast_hook(struct pdi_call *c)
+{
+    if (ac_dtype < 0 || c->inplace) return 0;
+    int p = policy[c->op];
+    if (p == PD_AUTOCAST_FOLLOW) return 0;
+    enum pd_dtype target = p == PD_AUTOCAST_LOWER ? (enum pd_dtype)ac_dtype : PD_F32;
+    int need = 0;
+    for (int i = 0; i < c->n_in; i++) need |= eligible(c->in[i]->dtype, target);
+    if (!need) return 0;
+
+    struct pd_tensor *small[8], **in = c->n_in <= 8 ? small : malloc(sizeof *in * (size_t)c->n_in);
+    if (!in) return pdi_errorf(PD_ERR_NOMEM, "autocast: out of memory");
+    int saved = ac_dtype, rc = PD_OK;
+    ac_dtype = -1; /* the casts and the nested call are not autocast again */
+    for (int i = 0; i < c->n_in; i++) {
+        in[i] = eligible(c->in[i]->dtype, target) ? pd_cast(c->in[i], target) : c->in[i];
+        if (!in[i]) {
+            rc = pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
+            for (int j = 0; j < i; j++)
+                if (in[j] != c->in[j] && pd_scope_depth() == 0) pd_tensor_release(in[j]);
+            goto out;
+        }
+    }
+    struct pdi_call n = {.op = c->op, .n_in = c->n_in, .n_out = c->n_out, .in = in, .out = c->out, .a = c->a};
+    rc = pdi_dispatch(&n);
+    if (pd_scope_depth() == 0)
+        for (int i = 0; i < c->n_in; i++)
+            if (in[i] != c->in[i]) pd_tensor_release(in[i]);
+out:
+    ac_dtype = saved;
+    if (in != small) free(in);
+    return rc ? (rc < 0 ? rc : PD_ERR_INVALID) : 1;
+}
+
+int pd_autocast_begin(enum pd_dtype dt)
+{
+    if (dt != PD_BF16 && dt != PD_F16)
+        return pdi_errorf(PD_ERR_INVALID, "autocast_begin: dtype %s; expected bf16 or f16",
+                          (unsigned)dt < PD_DTYPE_COUNT ? pd_dtype_name(dt) : "invalid");
+    pthread_once(&policy_once, policy_init);
+    pdi_autocast_hook = autocast_hook;
+    int token = ac_dtype + 1; /* 0: was off */
+    ac_dtype = dt;
+    return token;
+}
+
+void pd_autocast_end(int token)
+{
+    if (token < 0 || token > PD_DTYPE_COUNT) return;
+    ac_dtype = token - 1;
+}
+
+int pd_autocast_dtype(void) { return ac_dtype; }

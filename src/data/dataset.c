@@ -1,0 +1,316 @@
+/* paddle.c — text datasets (include/pd/data.h): tokenize once, keep the ids,
+ * serve [B, T] int64 windows.
+ *
+ * Invariants: the ids of the whole text are stored once, as uint16 when the
+ * vocabulary fits (half the memory of int32), else int32; the train split is
+ * ids [0, n_train), validation [n_train, n). A file is read in chunks of
+ * CHUNK bytes; a chunk's last pre-token piece is carried into the next read
+ * because it may continue there, so the ids equal those of encoding the whole
+ * file at once (pieces end where their bytes say, see pdi_pretok_end).
+ *
+ * Randomness: pd_dataset_batch draws its B window starts from Philox words
+ * (seed, offset .. offset + 2B) of the generator and advances its offset like
+ * every other random call, so a generator state is a data position.
+ *
+ * Ownership: the dataset owns its ids; batches are fresh tensors owned by the
+ * caller's scope (or by the caller outside scopes).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/data_internal.h"
+
+#define CHUNK (1 << 20)
+
+struct pd_text_dataset {
+    int vocab;
+    int64_t n, n_train;
+    uint16_t *u16; /* one of u16 / i32 holds the ids */
+    int32_t *i32;
+};
+
+static int check_fraction(double f)
+{
+    if (!(f >= 0 && f < 1))
+        return pdi_errorf(PD_ERR_INVALID, "text dataset: val_fraction must be in [0, 1), got %g", f);
+    return PD_OK;
+}
+
+/* Takes ownership of ids->v. */
+static struct pd_text_dataset *finish(struct pdi_ids *ids, int vocab, double val_fraction, const char *what)
+{
+    if (ids->n == 0) {
+        free(ids->v);
+        return pdi_error(PD_ERR_INVALID, "text dataset: %s is empty", what);
+    }
+    struct pd_text_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds) {
+        free(ids->v);
+        return pdi_error(PD_ERR_NOMEM, "text dataset: out of memory");
+    }
+    ds->vocab = vocab;
+    ds->n = ids->n;
+    ds->n_train = ids->n - (int64_t)floor((double)ids->n * val_fraction);
+    if (vocab <= 65536) {
+        ds->u16 = malloc((size_t)ids->n * sizeof *ds->u16);
+        if (!ds->u16) {
+            free(ids->v);
+            free(ds);
+            return pdi_error(PD_ERR_NOMEM, "text dataset: out of memory for %lld ids", (long long)ids->n);
+        }
+        for (int64_t i = 0; i < ids->n; i++) ds->u16[i] = (uint16_t)ids->v[i];
+        free(ids->v);
+    } else {
+        ds->i32 = ids->v;
+    }
+    ids->v = NULL;
+    return ds;
+}
+
+struct pd_text_dataset *pd_text_dataset_from_memory(const void *text, size_t len, const struct pd_tokenizer *tok,
+                                                    double val_fraction)
+{
+    if (check_fraction(val_fraction)) return NULL;
+    if (!text && len) return pdi_error(PD_ERR_INVALID, "text dataset: text is NULL");
+    struct pd_tokenizer *own = NULL;
+    if (!tok && !(tok = own = pd_tokenizer_byte_create())) return NULL;
+    struct pdi_ids ids = {0};
+    int rc = pdi_tokenizer_encode_append(tok, text, len, &ids);
+    int vocab = tok->n_tok;
+    pd_tokenizer_destroy(own);
+    if (rc) {
+        free(ids.v);
+        return NULL;
+    }
+    return finish(&ids, vocab, val_fraction, "the text");
+}
+
+/* Start of the last piece of s[0..n) (which may continue past n). */
+static size_t last_piece_start(const struct pd_tokenizer *tok, const unsigned char *s, size_t n)
+{
+    if (tok->n_merges == 0) return n; /* bytes: nothing spans a chunk boundary */
+    size_t last = 0;
+    for (size_t i = 0; i < n;) {
+        last = i;
+        i = pdi_pretok_end(s, n, i);
+    }
+    return last;
+}
+
+struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_tokenizer *tok, double val_fraction)
+{
+    if (!path) return pdi_error(PD_ERR_INVALID, "text dataset: path is NULL");
+    if (check_fraction(val_fraction)) return NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return pdi_error(PD_ERR_IO, "text dataset: cannot open %s: %s", path, strerror(errno));
+    struct pd_tokenizer *own = NULL;
+    if (!tok && !(tok = own = pd_tokenizer_byte_create())) {
+        fclose(f);
+        return NULL;
+    }
+    struct pdi_ids ids = {0};
+    size_t cap = 2 * CHUNK, have = 0;
+    unsigned char *buf = malloc(cap);
+    int rc = buf ? PD_OK : pdi_errorf(PD_ERR_NOMEM, "text dataset: out of memory");
+    while (rc == PD_OK) {
+        if (cap - have < CHUNK) { /* a carried piece is at most PDI_PIECE_MAX bytes, but stay general */
+            unsigned char *b = realloc(buf, cap * 2);
+            if (!b) {
+                rc = pdi_errorf(PD_ERR_NOMEM, "text dataset: out of memory");
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        size_t got = fread(buf + have, 1, CHUNK, f);
+        if (got < CHUNK && ferror(f)) {
+            rc = pdi_errorf(PD_ERR_IO, "text dataset: read error on %s: %s", path, strerror(errno));
+            break;
+        }
+        have += got;
+        int eof = got < CHUNK;
+        size_t cut = eof ? have : last_piece_start(tok, buf, have);
+        rc = pdi_tokenizer_encode_append(tok, buf, cut, &ids);
+        memmove(buf, buf + cut, have - cut);
+        have -= cut;
+        if (eof) break;
+    }
+    int vocab = tok->n_tok;
+    free(buf);
+    fclose(f);
+    pd_tokenizer_destroy(own);
+    if (rc) {
+        free(ids.v);
+        return NULL;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "file %.260s", path);
+    return finish(&ids, vocab, val_fraction, what);
+}
+
+void pd_text_dataset_destroy(struct pd_text_dataset *ds)
+{
+    if (!ds) return;
+    free(ds->u16);
+    free(ds->i32);
+    free(ds);
+}
+
+int pd_text_dataset_vocab_size(const struct pd_text_dataset *ds) { return ds ? ds->vocab : 0; }
+
+static int split_range(const struct pd_text_dataset *ds, enum pd_split split, int64_t *start, int64_t *n)
+{
+    *start = *n = 0;
+    if (!ds) return pdi_errorf(PD_ERR_NULL, "text dataset: dataset is NULL");
+    if (split == PD_SPLIT_TRAIN) {
+        *start = 0;
+        *n = ds->n_train;
+    } else if (split == PD_SPLIT_VAL) {
+        *start = ds->n_train;
+        *n = ds->n - ds->n_train;
+    } else {
+        return pdi_errorf(PD_ERR_INVALID, "text dataset: unknown split %d", (int)split);
+    }
+    return PD_OK;
+}
+
+int64_t pd_text_dataset_num_tokens(const struct pd_text_dataset *ds, enum pd_split split)
+{
+    int64_t s, n;
+    if (split_range(ds, split, &s, &n)) return pd_last_status();
+    return n;
+}
+
+static inline int64_t id_at(const struct pd_text_dataset *ds, int64_t i) { return ds->u16 ? ds->u16[i] : ds->i32[i]; }
+
+int pd_text_dataset_ids(const struct pd_text_dataset *ds, enum pd_split split, int64_t start, int64_t n, int32_t *out)
+{
+    int64_t s0, len;
+    if (split_range(ds, split, &s0, &len)) return pd_last_status();
+    if (start < 0 || n < 0 || start > len - n || (!out && n))
+        return pdi_errorf(PD_ERR_INVALID, "text dataset: ids [%lld, %lld) outside the split's %lld tokens",
+                          (long long)start, (long long)(start + n), (long long)len);
+    for (int64_t i = 0; i < n; i++) out[i] = (int32_t)id_at(ds, s0 + start + i);
+    return PD_OK;
+}
+
+static const char *split_name(enum pd_split s) { return s == PD_SPLIT_TRAIN ? "train" : "validation"; }
+
+/* [B, T] inputs and targets from window starts (absolute ids positions). */
+static int fill_windows(const struct pd_text_dataset *ds, const int64_t *starts, int batch, int seq_len,
+                        struct pd_tensor **ids, struct pd_tensor **targets)
+{
+    int64_t shape[2] = {batch, seq_len};
+    struct pd_tensor *x = pdi_tensor_new(shape, 2, PD_I64), *y = x ? pdi_tensor_new(shape, 2, PD_I64) : NULL;
+    if (!x || !y) {
+        pd_tensor_release(x);
+        return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory for [%d, %d]", batch, seq_len);
+    }
+    int64_t *xd = pd_tensor_data(x), *yd = pd_tensor_data(y);
+    for (int b = 0; b < batch; b++) {
+        int64_t s = starts[b];
+        for (int t = 0; t < seq_len; t++) {
+            xd[(int64_t)b * seq_len + t] = id_at(ds, s + t);
+            yd[(int64_t)b * seq_len + t] = id_at(ds, s + t + 1);
+        }
+    }
+    *ids = pdi_scope_add(x);
+    *targets = pdi_scope_add(y);
+    return PD_OK;
+}
+
+static int check_shape(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len,
+                       int64_t *s0, int64_t *n)
+{
+    if (split_range(ds, split, s0, n)) return pd_last_status();
+    if (batch <= 0 || seq_len <= 0)
+        return pdi_errorf(PD_ERR_INVALID, "dataset batch: batch (%d) and seq_len (%d) must be positive", batch, seq_len);
+    if (*n < (int64_t)seq_len + 1)
+        return pdi_errorf(PD_ERR_INVALID, "dataset batch: the %s split has %lld tokens, fewer than seq_len + 1 = %d",
+                          split_name(split), (long long)*n, seq_len + 1);
+    return PD_OK;
+}
+
+int pd_dataset_batch(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len,
+                     struct pd_generator *gen, struct pd_tensor **ids, struct pd_tensor **targets)
+{
+    if (!ids || !targets) return pdi_errorf(PD_ERR_INVALID, "dataset batch: output pointers are NULL");
+    *ids = *targets = NULL;
+    int64_t s0, n;
+    int rc = check_shape(ds, split, batch, seq_len, &s0, &n);
+    if (rc) return rc;
+    if (!gen) gen = pd_default_generator();
+    uint64_t seed, off;
+    pd_generator_get_state(gen, &seed, &off);
+    /* two 32-bit words per start: a 64-bit uniform, mapped to [0, range)
+     * by a multiply-high (bias below 2^-40 for any dataset that fits) */
+    uint32_t *w = malloc((size_t)batch * 2 * sizeof *w);
+    int64_t *starts = malloc((size_t)batch * sizeof *starts);
+    if (!w || !starts) {
+        free(w);
+        free(starts);
+        return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory");
+    }
+    pd_philox_fill(seed, off, w, 2 * (int64_t)batch);
+    /* same counter reservation as the core's random ops: 4-word blocks */
+    pd_generator_set_state(gen, seed, off + (((uint64_t)2 * batch + 3) & ~(uint64_t)3));
+    uint64_t range = (uint64_t)(n - seq_len); /* starts 0 .. n - T - 1 */
+    for (int b = 0; b < batch; b++) {
+        uint64_t u = ((uint64_t)w[2 * b] << 32) | w[2 * b + 1];
+        starts[b] = s0 + (int64_t)(((unsigned __int128)u * range) >> 64);
+    }
+    rc = fill_windows(ds, starts, batch, seq_len, ids, targets);
+    free(w);
+    free(starts);
+    return rc;
+}
+
+/* ---- sequential evaluation -------------------------------------------- */
+struct pd_dataset_iter {
+    const struct pd_text_dataset *ds;
+    int64_t s0, n_windows, next;
+    int batch, seq_len;
+};
+
+struct pd_dataset_iter *pd_dataset_iter_create(const struct pd_text_dataset *ds, enum pd_split split, int batch,
+                                               int seq_len)
+{
+    int64_t s0, n;
+    if (check_shape(ds, split, batch, seq_len, &s0, &n)) return NULL;
+    struct pd_dataset_iter *it = calloc(1, sizeof *it);
+    if (!it) return pdi_error(PD_ERR_NOMEM, "dataset iter: out of memory");
+    it->ds = ds;
+    it->s0 = s0;
+    it->n_windows = (n - 1) / seq_len;
+    it->batch = batch;
+    it->seq_len = seq_len;
+    return it;
+}
+
+void pd_dataset_iter_destroy(struct pd_dataset_iter *it) { free(it); }
+int64_t pd_dataset_iter_num_windows(const struct pd_dataset_iter *it) { return it ? it->n_windows : 0; }
+void pd_dataset_iter_reset(struct pd_dataset_iter *it)
+{
+    if (it) it->next = 0;
+}
+
+int pd_dataset_iter_next(struct pd_dataset_iter *it, struct pd_tensor **ids, struct pd_tensor **targets)
+{
+    if (!ids || !targets) return pdi_errorf(PD_ERR_INVALID, "dataset iter: output pointers are NULL");
+    *ids = *targets = NULL;
+    if (!it) return pdi_errorf(PD_ERR_NULL, "dataset iter: iterator is NULL");
+    int64_t left = it->n_windows - it->next;
+    if (left <= 0) return 0;
+    int b = left < it->batch ? (int)left : it->batch;
+    int64_t *starts = malloc((size_t)b * sizeof *starts);
+    if (!starts) return pdi_errorf(PD_ERR_NOMEM, "dataset iter: out of memory");
+    for (int i = 0; i < b; i++) starts[i] = it->s0 + (it->next + i) * it->seq_len;
+    int rc = fill_windows(it->ds, starts, b, it->seq_len, ids, targets);
+    free(starts);
+    if (rc) return rc;
+    it->next += b;
+    return b;
+}

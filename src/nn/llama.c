@@ -1,0 +1,456 @@
+/* paddle.c — the Llama model (include/pd/nn.h): config, parameters, the
+ * forward with and without a KV cache, the loss.
+ *
+ * Layout: every parameter is a view into one flat f32 buffer, in Hugging
+ * Face state-dict order (embed_tokens, layers.0.self_attn.q/k/v/o,
+ * layers.0.mlp.gate/up/down, layers.0.input_layernorm,
+ * layers.0.post_attention_layernorm, ..., norm, lm_head), each aligned to
+ * 64 bytes. Each view is its own leaf (its own .grad). The model owns the
+ * buffer and one reference per parameter; its state dict holds the same
+ * tensors (live, not copies).
+ * The forward is a composition of the nn modules (attention.c, modules.c):
+ * embedding -> blocks -> RMSNorm -> lm_head (or the tied embedding).
+ * The cache path runs under no_grad: it is for inference, and writing the
+ * cache in place would invalidate a recorded graph anyway.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "nn/nn_internal.h"
+#include "pd/autograd.h"
+#include "pd/nn.h"
+#include "pd/ops.h"
+
+struct pd_llama {
+    struct pd_llama_config cfg;
+    struct pd_tensor *flat;            /* [n] f32, every parameter is a view */
+    struct pd_nn_embedding embed;      /* model.embed_tokens */
+    struct pd_nn_block *layers;        /* n_layers */
+    struct pd_nn_rmsnorm norm;         /* model.norm */
+    struct pd_nn_linear lm_head;       /* weight NULL when tied */
+    struct pd_nn_dropout *dropout;     /* NULL when cfg.dropout == 0 */
+    struct pd_state_dict *sd;
+    int training;
+};
+
+struct pd_kv_cache {
+    int n_layers, batch, max_len, n_kv_heads, head_dim, len;
+    struct pd_tensor **k, **v; /* n_layers each, [batch, n_kv_heads, max_len, head_dim] */
+};
+
+/* ---- config ----------------------------------------------------------- */
+
+void pd_llama_config_default(struct pd_llama_config *cfg)
+{
+    if (!cfg) return;
+    *cfg = (struct pd_llama_config){
+        .vocab_size = 256,
+        .dim = 128,
+        .n_layers = 4,
+        .n_heads = 4,
+        .n_kv_heads = 2,
+        .hidden_dim = 352,
+        .max_seq_len = 128,
+        .norm_eps = 1e-5,
+        .rope_theta = 10000.0,
+        .tie_embeddings = 0,
+        .dropout = 0.0,
+        .init_std = 0.02,
+    };
+}
+
+#define LIMIT (1 << 20) /* far above any CPU model, low enough that products fit int64 */
+
+int pd_llama_config_validate(const struct pd_llama_config *c)
+{
+    if (!c) return pdi_errorf(PD_ERR_NULL, "llama config: NULL");
+    const struct { const char *name; int v; } pos[] = {
+        {"vocab_size", c->vocab_size}, {"dim", c->dim}, {"n_layers", c->n_layers}, {"n_heads", c->n_heads},
+        {"n_kv_heads", c->n_kv_heads}, {"hidden_dim", c->hidden_dim}, {"max_seq_len", c->max_seq_len},
+    };
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i].v <= 0 || pos[i].v > LIMIT)
+            return pdi_errorf(PD_ERR_INVALID, "llama config: %s must be in [1, %d], got %d", pos[i].name, LIMIT, pos[i].v);
+    if (c->dim % c->n_heads)
+        return pdi_errorf(PD_ERR_INVALID, "llama config: dim (%d) must be divisible by n_heads (%d)", c->dim, c->n_heads);
+    if (c->n_heads % c->n_kv_heads)
+        return pdi_errorf(PD_ERR_INVALID, "llama config: n_heads (%d) must be divisible by n_kv_heads (%d)",
+                          c->n_heads, c->n_kv_heads);
+    if ((c->dim / c->n_heads) % 2)
+        return pdi_errorf(PD_ERR_INVALID, "llama config: head_dim = dim / n_heads = %d must be even (RoPE pairs)",
+                          c->dim / c->n_heads);
+    if (!(c->norm_eps > 0 && c->norm_eps < 1))
+        return pdi_errorf(PD_ERR_INVALID, "llama config: norm_eps must be in (0, 1), got %g", c->norm_eps);
+    if (!(c->rope_theta > 0 && isfinite(c->rope_theta)))
+        return pdi_errorf(PD_ERR_INVALID, "llama config: rope_theta must be positive and finite, got %g", c->rope_theta);
+    if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
+        return pdi_errorf(PD_ERR_INVALID, "llama config: tie_embeddings must be 0 or 1, got %d", c->tie_embeddings);
+    if (!(c->dropout >= 0 && c->dropout < 1))
+        return pdi_errorf(PD_ERR_INVALID, "llama config: dropout must be in [0, 1), got %g", c->dropout);
+    if (!(c->init_std > 0 && isfinite(c->init_std)))
+        return pdi_errorf(PD_ERR_INVALID, "llama config: init_std must be positive and finite, got %g", c->init_std);
+    return PD_OK;
+}
+
+/* One table drives both JSON directions. */
+enum field_kind { F_INT, F_DOUBLE, F_BOOL };
+static const struct field {
+    const char *name;
+    enum field_kind kind;
+    size_t off;
+} fields[] = {
+    {"vocab_size", F_INT, offsetof(struct pd_llama_config, vocab_size)},
+    {"dim", F_INT, offsetof(struct pd_llama_config, dim)},
+    {"n_layers", F_INT, offsetof(struct pd_llama_config, n_layers)},
+    {"n_heads", F_INT, offsetof(struct pd_llama_config, n_heads)},
+    {"n_kv_heads", F_INT, offsetof(struct pd_llama_config, n_kv_heads)},
+    {"hidden_dim", F_INT, offsetof(struct pd_llama_config, hidden_dim)},
+    {"max_seq_len", F_INT, offsetof(struct pd_llama_config, max_seq_len)},
+    {"norm_eps", F_DOUBLE, offsetof(struct pd_llama_config, norm_eps)},
+    {"rope_theta", F_DOUBLE, offsetof(struct pd_llama_config, rope_theta)},
+    {"tie_embeddings", F_BOOL, offsetof(struct pd_llama_config, tie_embeddings)},
+    {"dropout", F_DOUBLE, offsetof(struct pd_llama_config, dropout)},
+    {"init_std", F_DOUBLE, offsetof(struct pd_llama_config, init_std)},
+};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+char *pd_llama_config_to_json(const struct pd_llama_config *cfg)
+{
+    if (!cfg) return pdi_error(PD_ERR_NULL, "llama config: NULL");
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return pdi_error(PD_ERR_NOMEM, "llama config: out of memory");
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        const char *p = (const char *)cfg + fields[i].off;
+        cJSON *item = fields[i].kind == F_DOUBLE ? cJSON_CreateNumber(*(const double *)p)
+                      : fields[i].kind == F_BOOL ? cJSON_CreateBool(*(const int *)p)
+                                                 : cJSON_CreateNumber(*(const int *)p);
+        if (!item || !cJSON_AddItemToObject(o, fields[i].name, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(o);
+            return pdi_error(PD_ERR_NOMEM, "llama config: out of memory");
+        }
+    }
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!s) return pdi_error(PD_ERR_NOMEM, "llama config: out of memory");
+    /* cJSON allocates with malloc by default: the caller frees with free(). */
+    return s;
+}
+
+int pd_llama_config_from_json(struct pd_llama_config *cfg, const char *json)
+{
+    if (!cfg || !json) return pdi_errorf(PD_ERR_NULL, "llama config: NULL argument");
+    cJSON *o = cJSON_Parse(json);
+    if (!o) return pdi_errorf(PD_ERR_INVALID, "llama config: invalid JSON near '%.20s'", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    int st = PD_OK;
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    if (!cJSON_IsObject(o)) st = pdi_errorf(PD_ERR_INVALID, "llama config: JSON must be an object");
+    for (cJSON *it = cJSON_IsObject(o) ? o->child : NULL; it && !st; it = it->next) {
+        size_t i = 0;
+        while (i < N_FIELDS && strcmp(fields[i].name, it->string)) i++;
+        if (i == N_FIELDS) {
+            st = pdi_errorf(PD_ERR_INVALID, "llama config: unknown key \"%s\"", it->string);
+            break;
+        }
+        char *p = (char *)&c + fields[i].off;
+        if (fields[i].kind == F_BOOL && cJSON_IsBool(it)) {
+            *(int *)p = cJSON_IsTrue(it);
+        } else if (!cJSON_IsNumber(it)) {
+            st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be a %s", it->string,
+                            fields[i].kind == F_DOUBLE ? "number" : fields[i].kind == F_BOOL ? "boolean" : "integer");
+        } else if (fields[i].kind == F_DOUBLE) {
+            *(double *)p = it->valuedouble;
+        } else {
+            double v = it->valuedouble;
+            if (v != floor(v) || fabs(v) > 2147483647.0)
+                st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be an integer, got %g", it->string, v);
+            else *(int *)p = (int)v;
+        }
+    }
+    cJSON_Delete(o);
+    if (!st) st = pd_llama_config_validate(&c);
+    if (!st) *cfg = c;
+    return st;
+}
+
+/* ---- model ------------------------------------------------------------ */
+
+static int64_t aligned(int64_t n) { return (n + PDI_NN_ALIGN - 1) / PDI_NN_ALIGN * PDI_NN_ALIGN; }
+
+/* Floats the flat buffer needs, with the alignment of every view. */
+static int64_t flat_size(const struct pd_llama_config *c)
+{
+    int64_t d = c->dim, hd = c->dim / c->n_heads, kvd = (int64_t)c->n_kv_heads * hd, h = c->hidden_dim;
+    int64_t layer = aligned(d * d) * 2 + aligned(kvd * d) * 2 + aligned(h * d) * 3 + aligned(d) * 2;
+    return aligned((int64_t)c->vocab_size * d) * (c->tie_embeddings ? 1 : 2) + layer * c->n_layers + aligned(d);
+}
+
+void pd_llama_destroy(struct pd_llama *m)
+{
+    if (!m) return;
+    pd_state_dict_destroy(m->sd);
+    pd_tensor_release(m->embed.weight);
+    if (m->layers)
+        for (int i = 0; i < m->cfg.n_layers; i++) pdi_nn_block_fini(&m->layers[i]);
+    free(m->layers);
+    pdi_nn_rmsnorm_fini(&m->norm);
+    pdi_nn_linear_fini(&m->lm_head);
+    pd_nn_dropout_destroy(m->dropout);
+    pd_tensor_release(m->flat);
+    free(m);
+}
+
+static int build_state_dict(struct pd_llama *m)
+{
+    m->sd = pd_state_dict_create();
+    if (!m->sd) return pdi_errorf(PD_ERR_NOMEM, "llama: out of memory");
+    int st = pd_nn_embedding_params(&m->embed, "model.embed_tokens", m->sd);
+    char name[64];
+    for (int i = 0; i < m->cfg.n_layers && !st; i++) {
+        snprintf(name, sizeof name, "model.layers.%d", i);
+        st = pd_nn_block_params(&m->layers[i], name, m->sd);
+    }
+    if (!st) st = pd_nn_rmsnorm_params(&m->norm, "model.norm", m->sd);
+    if (!st && m->lm_head.weight) st = pd_nn_linear_params(&m->lm_head, "lm_head", m->sd);
+    return st;
+}
+
+/* normal(0, std) on the matrices, the residual outputs (o_proj, down_proj)
+ * scaled by 1/sqrt(2 n_layers) (GPT-2 style); norms stay 1. */
+static int init_weights(struct pd_llama *m, uint64_t seed)
+{
+    struct pd_generator *g = pd_generator_create(seed);
+    if (!g) return pdi_errorf(PD_ERR_NOMEM, "llama: out of memory");
+    double std = m->cfg.init_std, res = std / sqrt(2.0 * m->cfg.n_layers);
+    int st = pd_init_normal_(m->embed.weight, 0, std, g);
+    for (int i = 0; i < m->cfg.n_layers && !st; i++) {
+        struct pd_nn_block *b = &m->layers[i];
+        struct pd_tensor *w[] = {b->self_attn.q_proj.weight, b->self_attn.k_proj.weight, b->self_attn.v_proj.weight,
+                                 b->self_attn.o_proj.weight, b->mlp.gate_proj.weight,  b->mlp.up_proj.weight,
+                                 b->mlp.down_proj.weight};
+        for (int j = 0; j < 7 && !st; j++) st = pd_init_normal_(w[j], 0, (j == 3 || j == 6) ? res : std, g);
+    }
+    if (!st && m->lm_head.weight) st = pd_init_normal_(m->lm_head.weight, 0, std, g);
+    pd_generator_destroy(g);
+    return st;
+}
+
+struct pd_llama *pd_llama_create(const struct pd_llama_config *cfg, uint64_t seed)
+{
+    if (pd_llama_config_validate(cfg)) return NULL;
+    struct pd_llama *m = calloc(1, sizeof *m);
+    if (!m) return pdi_error(PD_ERR_NOMEM, "llama: out of memory");
+    m->cfg = *cfg;
+    m->training = 1;
+    const struct pd_llama_config *c = cfg;
+    int64_t n = flat_size(c);
+    m->flat = pdi_tensor_new(&n, 1, PD_F32);
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->flat || !m->layers) {
+        pd_llama_destroy(m);
+        return pdi_error(PD_ERR_NOMEM, "llama: out of memory for %lld parameters", (long long)n);
+    }
+    memset(pd_tensor_data(m->flat), 0, (size_t)n * sizeof(float)); /* alignment gaps stay 0 */
+    struct pdi_nn_arena ar = {m->flat, 0};
+    int st = pdi_nn_embedding_init(&m->embed, c->vocab_size, c->dim, &ar);
+    for (int i = 0; i < c->n_layers && !st; i++)
+        st = pdi_nn_block_init(&m->layers[i], c->dim, c->n_heads, c->n_kv_heads, c->hidden_dim, c->norm_eps,
+                               c->rope_theta, &ar);
+    if (!st) st = pdi_nn_rmsnorm_init(&m->norm, c->dim, c->norm_eps, &ar);
+    if (!st && !c->tie_embeddings) st = pdi_nn_linear_init(&m->lm_head, c->dim, c->vocab_size, 0, &ar);
+    if (!st && c->dropout > 0) {
+        m->dropout = pd_nn_dropout_create(c->dropout, seed ^ 0x9e3779b97f4a7c15ull);
+        if (!m->dropout) st = pd_last_status();
+        for (int i = 0; i < c->n_layers && !st; i++) m->layers[i].dropout = m->dropout;
+    }
+    if (!st) st = init_weights(m, seed);
+    if (!st) st = build_state_dict(m);
+    if (st) {
+        pd_llama_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+const struct pd_llama_config *pd_llama_get_config(const struct pd_llama *m) { return m ? &m->cfg : NULL; }
+struct pd_state_dict *pd_llama_state_dict(struct pd_llama *m) { return m ? m->sd : NULL; }
+
+void pd_llama_train(struct pd_llama *m, int training)
+{
+    if (!m) return;
+    m->training = training != 0;
+    if (m->dropout) m->dropout->training = m->training;
+}
+
+int pd_llama_is_training(const struct pd_llama *m) { return m ? m->training : 0; }
+
+int64_t pd_llama_num_params(const struct pd_llama *m) { return m ? pd_state_dict_numel(m->sd) : 0; }
+
+double pd_llama_flops_per_token(const struct pd_llama_config *c, int seq_len)
+{
+    if (pd_llama_config_validate(c)) return -1;
+    if (seq_len <= 0) {
+        pdi_errorf(PD_ERR_INVALID, "llama flops: seq_len must be positive, got %d", seq_len);
+        return -1;
+    }
+    /* Matmul parameters (the embedding lookup costs nothing; the output
+     * projection always does, tied or not): 6 per parameter for forward +
+     * backward; attention scores and values: 12 L dim T (the PaLM
+     * appendix-B count, not halved for the causal mask). */
+    double d = c->dim, hd = d / c->n_heads, kvd = c->n_kv_heads * hd, h = c->hidden_dim;
+    double per_layer = 2 * d * d + 2 * kvd * d + 3 * h * d;
+    double n = per_layer * c->n_layers + (double)c->vocab_size * d;
+    return 6 * n + 12.0 * c->n_layers * d * seq_len;
+}
+
+/* ---- KV cache --------------------------------------------------------- */
+
+struct pd_kv_cache *pd_kv_cache_create(const struct pd_llama_config *cfg, int batch, int max_len)
+{
+    if (pd_llama_config_validate(cfg)) return NULL;
+    if (batch <= 0 || max_len <= 0)
+        return pdi_error(PD_ERR_INVALID, "kv_cache: batch and max_len must be positive, got %d and %d", batch, max_len);
+    struct pd_kv_cache *c = calloc(1, sizeof *c);
+    if (!c) return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory");
+    c->n_layers = cfg->n_layers;
+    c->batch = batch;
+    c->max_len = max_len;
+    c->n_kv_heads = cfg->n_kv_heads;
+    c->head_dim = cfg->dim / cfg->n_heads;
+    c->k = calloc((size_t)c->n_layers, sizeof *c->k);
+    c->v = calloc((size_t)c->n_layers, sizeof *c->v);
+    if (!c->k || !c->v) {
+        pd_kv_cache_destroy(c);
+        return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory");
+    }
+    /* One storage per tensor: an in-place write to one layer's cache must
+     * not bump the version of another's. */
+    int64_t shape[4] = {batch, c->n_kv_heads, max_len, c->head_dim};
+    for (int i = 0; i < c->n_layers; i++) {
+        c->k[i] = pdi_tensor_new(shape, 4, PD_F32);
+        c->v[i] = pdi_tensor_new(shape, 4, PD_F32);
+        if (!c->k[i] || !c->v[i]) {
+            pd_kv_cache_destroy(c);
+            return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory for [%d, %d, %d, %d] x %d layers", batch,
+                             c->n_kv_heads, max_len, c->head_dim, c->n_layers);
+        }
+    }
+    return c;
+}
+
+void pd_kv_cache_destroy(struct pd_kv_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n_layers; i++) {
+        if (c->k) pd_tensor_release(c->k[i]);
+        if (c->v) pd_tensor_release(c->v[i]);
+    }
+    free(c->k);
+    free(c->v);
+    free(c);
+}
+
+void pd_kv_cache_reset(struct pd_kv_cache *c)
+{
+    if (c) c->len = 0;
+}
+
+int pd_kv_cache_len(const struct pd_kv_cache *c) { return c ? c->len : 0; }
+
+/* ---- forward and loss ------------------------------------------------- */
+
+/* RoPE positions and the key mask for the new tokens. Without pad_mask:
+ * past..past+T-1 ([T]), no mask. With it ([B, S] bool, S = past + T):
+ * each row counts its real tokens (cumsum - 1, clamped at 0) and padded
+ * keys are masked out ([B, 1, 1, S]). */
+static int positions_and_mask(struct pd_tensor *pad_mask, int64_t b, int64_t t, int64_t past,
+                              struct pd_tensor **pos, struct pd_tensor **mask)
+{
+    int64_t s = past + t;
+    *mask = NULL;
+    if (!pad_mask) {
+        *pos = pd_arange((double)past, (double)s, 1, PD_I64);
+        return *pos ? PD_OK : pd_last_status();
+    }
+    if (pad_mask->ndim != 2 || pad_mask->shape[0] != b || pad_mask->shape[1] != s || pad_mask->dtype != PD_BOOL) {
+        char sh[PDI_SHAPE_BUF];
+        return pdi_errorf(PD_ERR_INVALID, "llama forward: pad_mask is %s %s, expected bool [%lld, %lld] (cached + new)",
+                          pd_dtype_name(pad_mask->dtype), pdi_shape_str(pad_mask->shape, pad_mask->ndim, sh, sizeof sh),
+                          (long long)b, (long long)s);
+    }
+    struct pd_tensor *count = pd_cumsum(pd_cast(pad_mask, PD_I64), 1);
+    struct pd_tensor *p = pd_maximum(pd_add_scalar(count, -1), pd_scalar(0, PD_I64));
+    *pos = pd_slice(p, 1, past, s, 1);
+    *mask = pd_reshape(pad_mask, (int64_t[]){b, 1, 1, s}, 4);
+    return *pos && *mask ? PD_OK : pd_last_status();
+}
+
+static struct pd_tensor *forward(struct pd_llama *m, struct pd_tensor *ids, struct pd_kv_cache *cache,
+                                 struct pd_tensor *pad_mask)
+{
+    const struct pd_llama_config *c = &m->cfg;
+    if (!ids) return NULL;
+    if (ids->ndim != 2 || ids->dtype != PD_I64 || ids->shape[1] < 1 || ids->shape[0] < 1) {
+        char sh[PDI_SHAPE_BUF];
+        return pdi_error(PD_ERR_INVALID, "llama forward: ids must be int64 [B, T] with B, T >= 1, got %s %s",
+                         pd_dtype_name(ids->dtype), pdi_shape_str(ids->shape, ids->ndim, sh, sizeof sh));
+    }
+    int64_t b = ids->shape[0], t = ids->shape[1], past = 0;
+    if (cache) {
+        if (cache->n_layers != c->n_layers || cache->n_kv_heads != c->n_kv_heads || cache->head_dim != c->dim / c->n_heads)
+            return pdi_error(PD_ERR_INVALID, "llama forward: the KV cache was made for another config (%d layers, "
+                             "%d kv heads, head_dim %d)", cache->n_layers, cache->n_kv_heads, cache->head_dim);
+        if (cache->batch != b)
+            return pdi_error(PD_ERR_INVALID, "llama forward: batch %lld differs from the KV cache's %d", (long long)b,
+                             cache->batch);
+        past = cache->len;
+        if (past + t > cache->max_len)
+            return pdi_error(PD_ERR_INVALID, "llama forward: %lld cached + %lld new positions exceed the KV cache's "
+                             "max_len %d", (long long)past, (long long)t, cache->max_len);
+    }
+    /* ids out of range: the embedding kernel reports them (before any cache write) */
+    struct pd_tensor *pos = NULL, *mask = NULL;
+    if (positions_and_mask(pad_mask, b, t, past, &pos, &mask)) return NULL;
+    struct pd_tensor *h = pd_nn_embedding_forward(&m->embed, ids); /* [B, T, dim] */
+    for (int i = 0; i < c->n_layers; i++)
+        h = pd_nn_block_forward(&m->layers[i], h, pos, mask, 1, cache ? cache->k[i] : NULL,
+                                cache ? cache->v[i] : NULL, past);
+    h = pd_nn_rmsnorm_forward(&m->norm, h);
+    struct pd_tensor *logits = pd_linear(h, m->lm_head.weight ? m->lm_head.weight : m->embed.weight, NULL);
+    if (logits && cache) cache->len = (int)(past + t);
+    return logits;
+}
+
+struct pd_tensor *pd_llama_forward(struct pd_llama *m, struct pd_tensor *ids, struct pd_kv_cache *cache,
+                                   struct pd_tensor *pad_mask)
+{
+    if (!m) return pdi_error(PD_ERR_NULL, "llama forward: model is NULL");
+    if (!cache) return forward(m, ids, NULL, pad_mask);
+    int mode = pd_no_grad_begin();
+    struct pd_tensor *out = forward(m, ids, cache, pad_mask);
+    pd_grad_mode_end(mode);
+    return out;
+}
+
+struct pd_tensor *pd_llama_loss(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets)
+{
+    if (!m) return pdi_error(PD_ERR_NULL, "llama loss: model is NULL");
+    if (!ids || !targets) return NULL;
+    if (targets->ndim != ids->ndim || targets->dtype != PD_I64 ||
+        (ids->ndim == 2 && (targets->shape[0] != ids->shape[0] || targets->shape[1] != ids->shape[1]))) {
+        char a[PDI_SHAPE_BUF], b[PDI_SHAPE_BUF];
+        return pdi_error(PD_ERR_INVALID, "llama loss: targets must be int64 with the shape of ids %s, got %s %s",
+                         pdi_shape_str(ids->shape, ids->ndim, a, sizeof a), pd_dtype_name(targets->dtype),
+                         pdi_shape_str(targets->shape, targets->ndim, b, sizeof b));
+    }
+    struct pd_tensor *logits = forward(m, ids, NULL, NULL);
+    if (!logits) return NULL;
+    int64_t n = ids->shape[0] * ids->shape[1];
+    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2),
+                            pd_reshape(targets, &n, 1), -1, 0.0, PD_REDUCE_MEAN);
+}

@@ -1,0 +1,47 @@
+/* paddle.c — internals shared by the nn files (not installed).
+ *
+ * Modules are composed by value (a block holds its attention and MLP
+ * structs), so each module has an _init/_fini pair working on caller memory;
+ * the public _create/_destroy wrap them with malloc/free. Parameters come
+ * from an arena: either each one its own storage (arena NULL) or views into
+ * one flat f32 buffer (the Llama model), which optimizers and checkpoints
+ * can treat as one block. Either way a parameter is a leaf that requires
+ * grad, owned by its module (one reference), in no scope.
+ */
+#ifndef PD_NN_INTERNAL_H
+#define PD_NN_INTERNAL_H
+
+#include "core/internal.h"
+
+/* Views are carved in order, each aligned to PDI_NN_ALIGN floats (64 bytes). */
+#define PDI_NN_ALIGN 16
+struct pdi_nn_arena {
+    struct pd_tensor *flat; /* 1-d f32, owned by the arena's owner */
+    int64_t used;
+};
+/* A new parameter (uninitialised), or NULL with the error set. */
+struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, int ndim);
+/* "prefix.name" (or "name" when prefix is empty) added to sd. */
+/* prefix.name into buf (sub-module prefixes for nested _params); returns buf. */
+const char *pdi_nn_join(char *buf, size_t n, const char *prefix, const char *name);
+int pdi_nn_add(struct pd_state_dict *sd, const char *prefix, const char *name, struct pd_tensor *t);
+
+int pdi_nn_linear_init(struct pd_nn_linear *l, int64_t in, int64_t out, int bias, struct pdi_nn_arena *ar);
+int pdi_nn_linear_reset(struct pd_nn_linear *l, struct pd_generator *g); /* PyTorch default values */
+void pdi_nn_linear_fini(struct pd_nn_linear *l);
+int pdi_nn_embedding_init(struct pd_nn_embedding *e, int64_t num, int64_t dim, struct pdi_nn_arena *ar);
+int pdi_nn_rmsnorm_init(struct pd_nn_rmsnorm *n, int64_t dim, double eps, struct pdi_nn_arena *ar);
+void pdi_nn_rmsnorm_fini(struct pd_nn_rmsnorm *n);
+int pdi_nn_mlp_init(struct pd_nn_mlp *m, int64_t dim, int64_t hidden, struct pdi_nn_arena *ar);
+int pdi_nn_mlp_reset(struct pd_nn_mlp *m, struct pd_generator *g);
+void pdi_nn_mlp_fini(struct pd_nn_mlp *m);
+int pdi_nn_attention_init(struct pd_nn_attention *a, int64_t dim, int n_heads, int n_kv_heads, double rope_theta,
+                          struct pdi_nn_arena *ar);
+int pdi_nn_attention_reset(struct pd_nn_attention *a, struct pd_generator *g);
+void pdi_nn_attention_fini(struct pd_nn_attention *a);
+int pdi_nn_block_init(struct pd_nn_block *b, int64_t dim, int n_heads, int n_kv_heads, int64_t hidden,
+                      double norm_eps, double rope_theta, struct pdi_nn_arena *ar);
+int pdi_nn_block_reset(struct pd_nn_block *b, struct pd_generator *g);
+void pdi_nn_block_fini(struct pd_nn_block *b);
+
+#endif

@@ -1,0 +1,357 @@
+/* paddle.c — the transformer-block family: rope, swiglu, sdpa and
+ * sdpa_backward (rows in ops_llm.def): infer functions, VJP rules and the
+ * public wrappers.
+ *
+ * Invariants:
+ *   - infer validates everything the kernels rely on (ranks, head grouping,
+ *     mask broadcast, dtypes, attributes), so kernels never check shapes;
+ *   - VJP rules use public ops (and these ops) only: rope's VJP is rope with
+ *     the negated angle; swiglu's comes from sigmoid/mul; sdpa's is the fused
+ *     sdpa_backward op for plain first-order gradients, and an explicit
+ *     composition of public ops (matmul, softmax-like masking, sums) when
+ *     the backward itself is recorded (create_graph) or the float mask wants
+ *     a gradient — so higher orders and mask gradients stay exact;
+ *   - sdpa's second output (the per-row log-sum-exp) is internal: pd_sdpa
+ *     releases its handle at once; the GradNode keeps it for the backward.
+ *     Its incoming gradient is ignored by the fused path (no public API can
+ *     reach it) and honoured by the composed one.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+static int is_int_dtype(enum pd_dtype dt)
+{
+    return dt == PD_I8 || dt == PD_U8 || dt == PD_I16 || dt == PD_I32 || dt == PD_I64;
+}
+
+static int vjp_status(const struct pd_tensor *t)
+{
+    return t ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL);
+}
+
+static struct pd_tensor *cast_to(struct pd_tensor *t, enum pd_dtype dt)
+{
+    return t && t->dtype != dt ? pd_cast(t, dt) : t;
+}
+
+/* ---- rope ------------------------------------------------------------ */
+int pdi_infer_rope(struct pdi_call *c)
+{
+    const struct pd_tensor *x = c->in[0], *p = c->in[1];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "rope: x must be floating point, got %s", pd_dtype_name(x->dtype));
+    if (x->ndim != 4 || x->shape[3] % 2)
+        return pdi_errorf(PD_ERR_INVALID, "rope: x must be [B, T, H, D] with D even, got %s",
+                          pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    if (!is_int_dtype(p->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "rope: positions must be integers, got %s", pd_dtype_name(p->dtype));
+    int ok = (p->ndim == 1 && p->shape[0] == x->shape[1]) ||
+             (p->ndim == 2 && p->shape[0] == x->shape[0] && p->shape[1] == x->shape[1]);
+    if (!ok)
+        return pdi_errorf(PD_ERR_INVALID, "rope: positions %s must be [T] or [B, T] for x %s [B, T, H, D]",
+                          pdi_shape_str(p->shape, p->ndim, b0, sizeof b0),
+                          pdi_shape_str(x->shape, x->ndim, b1, sizeof b1));
+    if (!(c->a.f[0] > 0) || isinf(c->a.f[0]))
+        return pdi_errorf(PD_ERR_INVALID, "rope: theta must be positive and finite, got %g", c->a.f[0]);
+    if (c->a.i[0] != 1 && c->a.i[0] != -1)
+        return pdi_errorf(PD_ERR_INVALID, "rope: sign must be +1 or -1, got %lld", (long long)c->a.i[0]);
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = x->dtype;
+    m->ndim = 4;
+    memcpy(m->shape, x->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+static struct pd_tensor *rope_call(struct pd_tensor *x, struct pd_tensor *positions, double theta, int sign)
+{
+    struct pdi_attrs a = {.i = {sign}, .f = {theta}};
+    return pdi_call2(PD_OP_rope, x, positions, &a);
+}
+
+/* y = R(angle) x per pair, so dx = R(angle)^T g = R(-angle) g. */
+int pdi_vjp_rope(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    if (!pdi_node_needs(n, 0)) return PD_OK;
+    struct pd_tensor *pos = pdi_node_in(n, 1);
+    if (!pos) return pd_last_status();
+    gin[0] = rope_call(g[0], pos, n->a.f[0], -(int)n->a.i[0]);
+    return vjp_status(gin[0]);
+}
+
+struct pd_tensor *pd_rope(struct pd_tensor *x, struct pd_tensor *positions, double theta)
+{
+    return rope_call(x, positions, theta, 1);
+}
+
+/* ---- swiglu ---------------------------------------------------------- */
+int pdi_infer_swiglu(struct pdi_call *c)
+{
+    const struct pd_tensor *g = c->in[0], *u = c->in[1];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(g->dtype) || g->dtype != u->dtype)
+        return pdi_errorf(PD_ERR_INVALID, "swiglu: gate and up must share one floating dtype, got %s and %s",
+                          pd_dtype_name(g->dtype), pd_dtype_name(u->dtype));
+    if (g->ndim != u->ndim || memcmp(g->shape, u->shape, sizeof(int64_t) * (size_t)g->ndim))
+        return pdi_errorf(PD_ERR_INVALID, "swiglu: gate %s and up %s must have the same shape",
+                          pdi_shape_str(g->shape, g->ndim, b0, sizeof b0),
+                          pdi_shape_str(u->shape, u->ndim, b1, sizeof b1));
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = g->dtype;
+    m->ndim = g->ndim;
+    memcpy(m->shape, g->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* y = a s(a) u: dy/du = a s(a) = silu(a); dy/da = u s (1 + a (1 - s)). */
+int pdi_vjp_swiglu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *a = pdi_node_in(n, 0), *u = pdi_node_in(n, 1);
+    if (!a || !u) return pd_last_status();
+    if (pdi_node_needs(n, 0)) {
+        struct pd_tensor *s = pd_sigmoid(a);
+        struct pd_tensor *ds = pd_add_scalar(pd_mul(a, pd_add_scalar(pd_neg(s), 1.0)), 1.0);
+        gin[0] = pd_mul(pd_mul(g[0], u), pd_mul(s, ds));
+        if (!gin[0]) return vjp_status(NULL);
+    }
+    if (pdi_node_needs(n, 1)) {
+        gin[1] = pd_mul(g[0], pd_silu(a));
+        if (!gin[1]) return vjp_status(NULL);
+    }
+    return PD_OK;
+}
+
+struct pd_tensor *pd_swiglu(struct pd_tensor *gate, struct pd_tensor *up)
+{
+    return pdi_call2(PD_OP_swiglu, gate, up, NULL);
+}
+
+/* ---- sdpa ------------------------------------------------------------ */
+/* Checks q, k, v (and the mask) of an sdpa or sdpa_backward call. */
+static int check_qkv(const char *op, struct pd_tensor *const *in, int has_mask)
+{
+    const struct pd_tensor *q = in[0], *k = in[1], *v = in[2];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF], b2[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return pdi_errorf(PD_ERR_INVALID, "%s: q, k and v must share one floating dtype, got %s, %s and %s", op,
+                          pd_dtype_name(q->dtype), pd_dtype_name(k->dtype), pd_dtype_name(v->dtype));
+    int ok = q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && k->shape[0] == q->shape[0] &&
+             v->shape[0] == q->shape[0] && k->shape[1] == v->shape[1] && k->shape[2] == v->shape[2] &&
+             k->shape[3] == q->shape[3];
+    if (!ok)
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s: expected q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], got q %s, k %s, v %s",
+                          op, pdi_shape_str(q->shape, q->ndim, b0, sizeof b0),
+                          pdi_shape_str(k->shape, k->ndim, b1, sizeof b1),
+                          pdi_shape_str(v->shape, v->ndim, b2, sizeof b2));
+    int64_t hq = q->shape[1], hkv = k->shape[1];
+    if (hkv == 0 ? hq != 0 : hq % hkv != 0)
+        return pdi_errorf(PD_ERR_INVALID, "%s: %lld query heads are not a multiple of %lld key/value heads", op,
+                          (long long)hq, (long long)hkv);
+    if (has_mask) {
+        const struct pd_tensor *m = in[3];
+        int64_t full[4] = {q->shape[0], hq, q->shape[2], k->shape[2]};
+        if (m->dtype != PD_BOOL && !pd_dtype_is_float(m->dtype))
+            return pdi_errorf(PD_ERR_INVALID, "%s: mask must be bool (true = attend) or floating (added), got %s",
+                              op, pd_dtype_name(m->dtype));
+        ok = m->ndim <= 4;
+        for (int i = 0; i < m->ndim && ok; i++) {
+            int64_t d = m->shape[m->ndim - 1 - i];
+            ok = d == 1 || d == full[3 - i];
+        }
+        if (!ok)
+            return pdi_errorf(PD_ERR_INVALID, "%s: mask %s does not broadcast to [B, Hq, T, S] = %s", op,
+                              pdi_shape_str(m->shape, m->ndim, b0, sizeof b0), pdi_shape_str(full, 4, b1, sizeof b1));
+    }
+    return PD_OK;
+}
+
+static int check_sdpa_attrs(const char *op, const struct pdi_call *c)
+{
+    int has_mask = c->a.i[1] != 0;
+    if (!(c->a.f[0] > 0) || isinf(c->a.f[0]))
+        return pdi_errorf(PD_ERR_INVALID, "%s: scale must be positive and finite, got %g", op, c->a.f[0]);
+    return has_mask;
+}
+
+static enum pd_dtype lse_dtype(enum pd_dtype dt) { return dt == PD_F64 ? PD_F64 : PD_F32; }
+
+int pdi_infer_sdpa(struct pdi_call *c)
+{
+    int has_mask = check_sdpa_attrs("sdpa", c);
+    if (has_mask < 0) return has_mask;
+    if (c->n_in != 3 + has_mask || c->n_out != 2)
+        return pdi_errorf(PD_ERR_INVALID, "sdpa: expected %d inputs and 2 outputs, got %d and %d", 3 + has_mask,
+                          c->n_in, c->n_out);
+    int rc = check_qkv("sdpa", c->in, has_mask);
+    if (rc) return rc;
+    const struct pd_tensor *q = c->in[0], *v = c->in[2];
+    struct pdi_meta *o = &c->meta[0], *l = &c->meta[1];
+    o->dtype = q->dtype;
+    o->ndim = 4;
+    memcpy(o->shape, q->shape, sizeof o->shape);
+    o->shape[3] = v->shape[3];
+    l->dtype = lse_dtype(q->dtype);
+    l->ndim = 3;
+    memcpy(l->shape, q->shape, sizeof(int64_t) * 3);
+    return PD_OK;
+}
+
+int pdi_infer_sdpa_backward(struct pdi_call *c)
+{
+    int has_mask = check_sdpa_attrs("sdpa_backward", c);
+    if (has_mask < 0) return has_mask;
+    if (c->n_in != 6 + has_mask || c->n_out != 3)
+        return pdi_errorf(PD_ERR_INVALID, "sdpa_backward: expected %d inputs and 3 outputs, got %d and %d",
+                          6 + has_mask, c->n_in, c->n_out);
+    int rc = check_qkv("sdpa_backward", c->in, has_mask);
+    if (rc) return rc;
+    const struct pd_tensor *q = c->in[0], *v = c->in[2];
+    const struct pd_tensor *o = c->in[3 + has_mask], *lse = c->in[4 + has_mask], *dout = c->in[5 + has_mask];
+    int64_t oshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    for (int i = 0; i < 2; i++) {
+        const struct pd_tensor *t = i ? dout : o;
+        if (t->dtype != q->dtype || t->ndim != 4 || memcmp(t->shape, oshape, sizeof oshape))
+            return pdi_errorf(PD_ERR_INVALID, "sdpa_backward: %s %s %s must be %s %s", i ? "dout" : "out",
+                              pdi_shape_str(t->shape, t->ndim, b0, sizeof b0), pd_dtype_name(t->dtype),
+                              pdi_shape_str(oshape, 4, b1, sizeof b1), pd_dtype_name(q->dtype));
+    }
+    if (lse->dtype != lse_dtype(q->dtype) || lse->ndim != 3 || memcmp(lse->shape, oshape, sizeof(int64_t) * 3))
+        return pdi_errorf(PD_ERR_INVALID, "sdpa_backward: lse %s %s must be %s %s",
+                          pdi_shape_str(lse->shape, lse->ndim, b0, sizeof b0), pd_dtype_name(lse->dtype),
+                          pdi_shape_str(oshape, 3, b1, sizeof b1), pd_dtype_name(lse_dtype(q->dtype)));
+    for (int i = 0; i < 3; i++) pdi_meta_of(c->in[i], &c->meta[i]);
+    return PD_OK;
+}
+
+int pdi_vjp_sdpa_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
+{
+    PDI_UNUSED(n);
+    PDI_UNUSED(gout);
+    PDI_UNUSED(gin);
+    return pdi_errorf(PD_ERR_UNSUPPORTED, "sdpa_backward is not differentiable: take higher-order gradients of "
+                                          "sdpa with create_graph on (its VJP then composes differentiable ops)");
+}
+
+/* Visibility of key s from query t as a bool [T, S] (causal, bottom-right
+ * aligned: s <= t + S - T), or NULL with no error when every key is visible. */
+static struct pd_tensor *causal_visible(int64_t T, int64_t S)
+{
+    int64_t st[2] = {T, 1}, ss[2] = {1, S};
+    struct pd_tensor *t = pd_reshape(pd_arange(0, (double)T, 1, PD_I64), st, 2);
+    struct pd_tensor *s = pd_reshape(pd_arange(0, (double)S, 1, PD_I64), ss, 2);
+    return pd_le(s, pd_add_scalar(t, (double)(S - T)));
+}
+
+/* k or v [B, Hkv, S, X] repeated over the query groups: [B, Hq, S, X]. */
+static struct pd_tensor *expand_heads(struct pd_tensor *x, int64_t G)
+{
+    if (!x || G == 1) return x;
+    const int64_t *s = x->shape;
+    int64_t e[5] = {s[0], s[1], G, s[2], s[3]}, r[4] = {s[0], s[1] * G, s[2], s[3]};
+    return pd_reshape(pd_expand(pd_unsqueeze(x, 2), e, 5), r, 4);
+}
+
+/* [B, Hq, S, X] summed over each group back to [B, Hkv, S, X]. */
+static struct pd_tensor *sum_heads(struct pd_tensor *x, int64_t G)
+{
+    if (!x || G == 1) return x;
+    const int64_t *s = x->shape;
+    int64_t r[5] = {s[0], s[1] / G, G, s[2], s[3]};
+    int ax = 2;
+    return pd_sum(pd_reshape(x, r, 5), &ax, 1, 0);
+}
+
+/* The composed gradients of sdpa (public ops only, so differentiable
+ * again): with P the masked softmax of the scores,
+ *   dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P) + g_lse),
+ *   dQ = scale dS K, dK = scale dS^T Q, dmask = dS (float masks). */
+static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    int has_mask = n->a.i[1] != 0, causal = n->a.i[0] != 0;
+    double scale = n->a.f[0];
+    struct pd_tensor *q = pdi_node_in(n, 0), *k = pdi_node_in(n, 1), *v = pdi_node_in(n, 2);
+    struct pd_tensor *mask = has_mask ? pdi_node_in(n, 3) : NULL;
+    if (!q || !k || !v || (has_mask && !mask)) return pd_last_status();
+    enum pd_dtype dt = q->dtype, ct = dt == PD_F64 ? PD_F64 : PD_F32;
+    int64_t T = q->shape[2], S = k->shape[2], G = k->shape[1] ? q->shape[1] / k->shape[1] : 1;
+    struct pd_tensor *qc = cast_to(q, ct), *kc = expand_heads(cast_to(k, ct), G);
+    struct pd_tensor *vc = expand_heads(cast_to(v, ct), G);
+    struct pd_tensor *s = pd_scale(pd_matmul(qc, kc, 0, 1), scale); /* [B, Hq, T, S] */
+    struct pd_tensor *vis = causal ? causal_visible(T, S) : NULL;
+    if (mask && mask->dtype == PD_BOOL) vis = vis ? pd_logical_and(vis, mask) : mask;
+    else if (mask) s = pd_add(s, cast_to(mask, ct));
+    if (vis) s = pd_where(vis, s, pd_scalar(-INFINITY, ct));
+    int ax = -1;
+    /* The row max is a constant shift (softmax is invariant to it): detached,
+     * it adds nothing to the gradient; -inf (no visible key) becomes 0 so
+     * that the row's exps are all 0 and P is 0 there. */
+    struct pd_tensor *m = pd_detach(pd_amax(s, &ax, 1, 1));
+    m = pd_where(pd_isfinite(m), m, pd_scalar(0, ct));
+    struct pd_tensor *e = pd_exp(pd_sub(s, m));
+    struct pd_tensor *z = pd_sum(e, &ax, 1, 1);
+    struct pd_tensor *p = pd_div(e, pd_where(pd_gt(z, pd_scalar(0, ct)), z, pd_scalar(1, ct)));
+    struct pd_tensor *dout = cast_to(g[0], ct);
+    struct pd_tensor *dp = pd_matmul(dout, vc, 0, 1);
+    struct pd_tensor *inner = pd_sub(dp, pd_sum(pd_mul(dp, p), &ax, 1, 1));
+    inner = pd_add(inner, pd_unsqueeze(cast_to(g[1], ct), -1));
+    struct pd_tensor *ds = pd_mul(p, inner);
+    if (!ds) return vjp_status(NULL);
+    if (pdi_node_needs(n, 0) && !(gin[0] = cast_to(pd_scale(pd_matmul(ds, kc, 0, 0), scale), dt)))
+        return vjp_status(NULL);
+    if (pdi_node_needs(n, 1) &&
+        !(gin[1] = cast_to(sum_heads(pd_scale(pd_matmul(ds, qc, 1, 0), scale), G), dt)))
+        return vjp_status(NULL);
+    if (pdi_node_needs(n, 2) && !(gin[2] = cast_to(sum_heads(pd_matmul(p, dout, 1, 0), G), dt)))
+        return vjp_status(NULL);
+    if (has_mask && pdi_node_needs(n, 3) &&
+        !(gin[3] = cast_to(pd_sum_to_shape(ds, mask->shape, mask->ndim), mask->dtype)))
+        return vjp_status(NULL);
+    return PD_OK;
+}
+
+int pdi_vjp_sdpa(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    int has_mask = n->a.i[1] != 0;
+    if (pd_is_grad_enabled() || (has_mask && pdi_node_needs(n, 3))) return sdpa_vjp_composed(n, g, gin);
+    struct pd_tensor *in[7];
+    int ni = 0;
+    for (int i = 0; i < 3 + has_mask; i++)
+        if (!(in[ni++] = pdi_node_in(n, i))) return pd_last_status();
+    for (int j = 0; j < 2; j++)
+        if (!(in[ni++] = pdi_node_out(n, j))) return pd_last_status();
+    in[ni++] = g[0];
+    struct pd_tensor *out[3];
+    struct pdi_call c = {.op = PD_OP_sdpa_backward, .n_in = ni, .n_out = 3, .in = in, .out = out, .a = n->a};
+    int rc = pdi_dispatch(&c);
+    if (rc) return rc;
+    for (int i = 0; i < 3; i++)
+        if (pdi_node_needs(n, i)) gin[i] = out[i]; /* the others stay in the scope, unused */
+    return PD_OK;
+}
+
+struct pd_tensor *pd_sdpa(struct pd_tensor *q, struct pd_tensor *k, struct pd_tensor *v, struct pd_tensor *mask,
+                          int causal, double scale)
+{
+    if (!q || !k || !v) return NULL;
+    if (isnan(scale) || isinf(scale))
+        return pdi_error(PD_ERR_INVALID, "sdpa: scale must be finite (<= 0 for 1/sqrt(D)), got %g", scale);
+    if (scale <= 0) {
+        int64_t D = q->ndim == 4 ? q->shape[3] : 0;
+        scale = D > 0 ? 1.0 / sqrt((double)D) : 1.0;
+    }
+    struct pd_tensor *in[4] = {q, k, v, mask}, *out[2];
+    struct pdi_call c = {.op = PD_OP_sdpa, .n_in = mask ? 4 : 3, .n_out = 2, .in = in, .out = out};
+    c.a.i[0] = causal != 0;
+    c.a.i[1] = mask != NULL;
+    c.a.f[0] = scale;
+    /* An inner scope drops the log-sum-exp handle right away and moves the
+     * result out (to the caller's scope, or to the caller outside any). */
+    pd_scope_begin();
+    struct pd_tensor *r = pdi_dispatch(&c) ? NULL : pd_keep(out[0]);
+    pd_scope_end();
+    return r;
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# paddle.c — end-to-end tests of the paddlec program (run by tests/test_cli.c):
+# a short train run writes metrics JSON lines and checkpoints; resume is
+# bit-exact (the resumed run's final checkpoint equals the straight run's,
+# byte for byte); generate/eval/inspect work on the result; bad input of every
+# kind exits non-zero with exactly one line on stderr and leaves an existing
+# checkpoint untouched.
+#   test_cli.sh PATH/TO/paddlec
+set -u
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"   # a run that wrongly used the default --out would write here, not in the tree
+fails=0; checks=0
+ok() { checks=$((checks+1)); if ! eval "$1"; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
+
+tiny="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --seq-len 24 --batch 4 --lines 3000 --warmup 2 --lr 0.01 --min-lr 0.001 --task-n 8 --eval-batches 2"
+
+# ---- a short run: metrics, periodic + final checkpoints, accuracy line -----
+"$bin" train $tiny --steps 6 --ckpt-every 3 --eval-every 3 --out "$dir/a" --metrics "$dir/a.jsonl" >"$dir/a.out" 2>"$dir/a.err"
+ok '[ $? -eq 0 ]'
+ok '[ -f "$dir/a/ckpt-3.safetensors" ] && [ -f "$dir/a/final.safetensors" ]'
+ok '[ $(grep -c "\"loss\":" "$dir/a.jsonl") -eq 6 ]'
+ok '[ $(grep -c "\"val_loss\":" "$dir/a.jsonl") -eq 2 ]'
+ok 'grep -q "\"event\":\"done\"" "$dir/a.jsonl"'
+ok 'python3 -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$dir/a.jsonl" 2>/dev/null || ! command -v python3 >/dev/null'
+ok 'grep -q "^held-out accuracy: " "$dir/a.out" && grep -q "^sample: " "$dir/a.out"'
+ok 'grep -q "step 6/6 loss" "$dir/a.err"'   # plain progress lines (stderr is not a TTY)
+cp "$dir/a/final.safetensors" "$dir/straight.safetensors"
+
+# ---- resume from step 3: the same final checkpoint, byte for byte -------------
+"$bin" train --resume "$dir/a/ckpt-3.safetensors" >"$dir/r.out" 2>"$dir/r.err"
+ok '[ $? -eq 0 ]'
+ok 'grep -q "(resumed)" "$dir/r.err"'
+ok 'cmp -s "$dir/straight.safetensors" "$dir/a/final.safetensors"'
+# the resumed run's losses are the straight run's last three
+ok '[ "$(grep "\"loss\":" "$dir/a.jsonl" | sed -n 4,6p | sed "s/,\"tokens_per_s.*//")" = "$(grep "\"loss\":" "$dir/a.jsonl" | sed -n 7,9p | sed "s/,\"tokens_per_s.*//")" ]'
+
+# ---- --config file, flags override it ------------------------------------------
+cat >"$dir/cfg.json" <<JSON
+{"dim": 32, "layers": 1, "heads": 2, "kv-heads": 1, "hidden": 64, "seq-len": 24, "batch": 4,
+ "lines": 3000, "steps": 2, "warmup": 1, "task-n": 0, "eval-batches": 1, "lr": 0.01, "min-lr": 0.001}
+JSON
+"$bin" train --config "$dir/cfg.json" --steps 3 --out "$dir/c" >"$dir/c.out" 2>"$dir/c.err"
+ok '[ $? -eq 0 ] && grep -q "step 3/3" "$dir/c.err" && grep -q "4 parameters\|parameters (dim 32, 1 layers" "$dir/c.err"'
+
+# ---- bf16 autocast and gradient accumulation run and stay finite ----------------
+"$bin" train $tiny --steps 2 --bf16 --accum 2 --out "$dir/b" --metrics "$dir/b.jsonl" >/dev/null 2>"$dir/b.err"
+ok '[ $? -eq 0 ] && [ $(grep -c "\"loss\":[0-9]" "$dir/b.jsonl") -eq 2 ] && grep -q "batch 4 x 24 x 2" "$dir/b.err"'
+
+# ---- generate / eval / inspect on the checkpoint ---------------------------------
+out=$("$bin" generate --ckpt "$dir/a/final.safetensors" --prompt "12+34=" --max-new 5 2>/dev/null)
+ok '[ $? -eq 0 ] && [ "${out#12+34=}" != "$out" ] && [ ${#out} -eq 11 ]'
+out2=$("$bin" generate --ckpt "$dir/a/final.safetensors" --prompt "12+34=" --max-new 5 --no-cache 2>/dev/null)
+ok '[ "$out" = "$out2" ]'
+s1=$("$bin" generate --ckpt "$dir/a/final.safetensors" --prompt "1" --max-new 8 --temperature 1 --top-p 0.9 --seed 3 2>/dev/null)
+s2=$("$bin" generate --ckpt "$dir/a/final.safetensors" --prompt "1" --max-new 8 --temperature 1 --top-p 0.9 --seed 3 2>/dev/null)
+ok '[ -n "$s1" ] && [ "$s1" = "$s2" ]'
+"$bin" eval --ckpt "$dir/a/final.safetensors" --batches 2 --task-n 4 >"$dir/e.out" 2>&1
+ok '[ $? -eq 0 ] && grep -q "^val loss [0-9]" "$dir/e.out" && grep -q "^held-out accuracy" "$dir/e.out"'
+"$bin" inspect "$dir/a/final.safetensors" >"$dir/i.out" 2>&1
+ok '[ $? -eq 0 ] && grep -q "^model.embed_tokens.weight  *F32  *\[256, 32\]  *min" "$dir/i.out"'
+ok 'grep -q "^model.norm.weight .*min 1 max 1 mean 1 std 0" "$dir/i.out" || grep -q "^model.norm.weight .*F32  *\[32\]" "$dir/i.out"'
+ok 'grep -q "paddlec.step = 6" "$dir/i.out" && grep -q "^optim.exp_avg" "$dir/i.out"'
+# a known file: every value and statistic is fixed
+python3 - "$dir/known.safetensors" <<'PY'
+import json, struct, sys
+hdr = {"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+       "b": {"dtype": "I64", "shape": [3], "data_offsets": [16, 40]},
+       "__metadata__": {"note": "hello"}}
+h = json.dumps(hdr).encode(); h += b" " * (-len(h) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<3q", -5, 0, 5))
+PY
+"$bin" inspect "$dir/known.safetensors" >"$dir/k.out" 2>&1
+ok 'grep -q "^a  *F32  *\[2, 2\]  *min 1 max 4 mean 2.5 std 1.11803" "$dir/k.out"'
+ok 'grep -q "^b  *I64  *\[3\]  *min -5 max 5 mean 0 std 4.08248" "$dir/k.out"'
+ok 'grep -q "note = hello" "$dir/k.out" && grep -q "total 7 elements" "$dir/k.out"'
+
+# ---- tokenizer train --------------------------------------------------------------
+for i in $(seq 200); do echo "the quick brown fox jumps over the lazy dog $i"; done >"$dir/text.txt"
+"$bin" tokenizer train --input "$dir/text.txt" --vocab 300 --out "$dir/tok.json" >"$dir/t.out" 2>&1
+ok '[ $? -eq 0 ] && [ -s "$dir/tok.json" ] && grep -q "vocab 300" "$dir/t.out"'
+"$bin" train --data "$dir/text.txt" --tokenizer "$dir/tok.json" --dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 \
+    --seq-len 16 --batch 4 --steps 2 --warmup 1 --eval-batches 1 --val-fraction 0.1 --out "$dir/t" >"$dir/tt.out" 2>"$dir/tt.err"
+ok '[ $? -eq 0 ] && grep -q "vocab 300" "$dir/tt.err" && grep -q "^sample: " "$dir/tt.out"'
+
+# ---- errors: non-zero exit, exactly one line on stderr, checkpoint untouched -------
+ck="$dir/a/final.safetensors"
+sum=$(md5sum <"$ck")
+head -c 100 "$ck" >"$dir/trunc.safetensors"
+printf 'not a checkpoint at all' >"$dir/junk.safetensors"
+cp "$dir/known.safetensors" "$dir/nometa.safetensors"
+err() {  # err EXPECTED_TEXT ARGS...: fails with one line naming the problem
+    local want=$1; shift
+    "$bin" "$@" >"$dir/o" 2>"$dir/e"; local rc=$?
+    checks=$((checks+1))
+    if [ $rc -eq 0 ] || [ "$(wc -l <"$dir/e")" -ne 1 ] || ! grep -q -- "$want" "$dir/e"; then
+        fails=$((fails+1)); echo "FAIL: paddlec $* -> rc $rc, stderr: $(cat "$dir/e")"
+    fi
+}
+err "unknown command" frobnicate
+err "unknown option '--frobnicate'" train --frobnicate 3
+err "is not an integer" train --steps 10x
+err "is outside" train --steps 0
+err "not a finite number" train --lr nan
+err "needs a value" train --lr
+err "cannot open" train --data "$dir/missing.txt" --steps 1
+err "is empty\|empty" train --data /dev/null --steps 1
+err "fewer than --seq-len" train --data "$dir/known.safetensors" --steps 1 --seq-len 512
+err "multiple of --kv-heads" train --heads 4 --kv-heads 3
+echo '{"steps": 2, "frobnicate": 1}' >"$dir/badkey.json"
+err "unknown key \"frobnicate\"" train --config "$dir/badkey.json"
+err "not a JSON object" train --config "$dir/known.safetensors"
+err "must be an integer" train --config <(echo '{"steps": 2.5}')
+err "cannot open" train --config "$dir/missing.json"
+err "cannot resume" train --resume "$dir/missing.safetensors"
+err "cannot resume" train --resume "$dir/trunc.safetensors"
+err "cannot resume" train --resume "$dir/junk.safetensors"
+err "not a paddlec training checkpoint" train --resume "$dir/nometa.safetensors"
+err "exclude each other" train --resume "$ck" --config "$dir/cfg.json"
+err "cannot change when resuming" train --resume "$ck" --dim 64
+err "beyond --steps" train --resume "$ck" --steps 2
+err "cannot load checkpoint" generate --ckpt "$dir/trunc.safetensors" --prompt x
+err "not a paddlec checkpoint" generate --ckpt "$dir/nometa.safetensors" --prompt x
+err "required" generate --prompt x
+err "required" generate --ckpt "$ck"
+err "is outside" generate --ckpt "$ck" --prompt x --top-p 0
+err "exactly one token" generate --ckpt "$ck" --prompt x --stop ab
+err "cannot read" inspect "$dir/trunc.safetensors"
+err "expected one FILE" inspect
+err "required" tokenizer train --input "$dir/text.txt"
+err "cannot open" tokenizer train --input "$dir/missing.txt" --vocab 300 --out "$dir/x.json"
+ok '[ "$(md5sum <"$ck")" = "$sum" ]'
+ok '[ ! -e "$dir/paddlec-out" ]'   # failed runs created no output directory
+# a failing save (output directory is a file) leaves nothing behind
+err "not a directory\|cannot create" train $tiny --steps 2 --out "$ck"
+ok '[ "$(md5sum <"$ck")" = "$sum" ]'
+# --help for every command exits 0 and names its options
+for c in train generate eval inspect bench "tokenizer train"; do
+    "$bin" $c --help >"$dir/h" 2>&1; ok '[ $? -eq 0 ] && grep -q "^usage: paddlec" "$dir/h" && grep -q -- "--help" "$dir/h"'
+done
+"$bin" --help >"$dir/h"; ok '[ $? -eq 0 ] && grep -q "tokenizer" "$dir/h"'
+
+echo "test_cli.sh: $checks checks, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,105 @@
+/* paddle.c — shared pieces of the paddlec program: option tables, fatal
+ * errors, the progress line, JSON-lines metrics, checkpoints.
+ *
+ * The CLI is the one place allowed to print and exit: every library error is
+ * turned into one line "paddlec <cmd>: error: <reason>" on stderr and a
+ * non-zero exit (2 for usage errors, 1 for everything else).
+ */
+#ifndef PADDLEC_CLI_H
+#define PADDLEC_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pd/pd.h"
+#include "pd/data.h"
+#include "pd/generate.h"
+#include "pd/io.h"
+
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+enum cli_kind { CLI_INT, CLI_I64, CLI_DOUBLE, CLI_STR, CLI_FLAG };
+
+/* One option: --name VALUE (or --name=VALUE); CLI_FLAG takes no value.
+ * Numbers are range-checked against [lo, hi]. */
+struct cli_opt {
+    const char *name;
+    enum cli_kind kind;
+    void *dst;            /* int*, int64_t*, double*, const char**, int* */
+    double lo, hi;
+    const char *help;
+    int seen;             /* set by the parser */
+};
+
+/* The running command ("train", "tokenizer train") for messages. */
+extern const char *cli_cmd;
+
+/* Prints "paddlec <cmd>: error: <msg>" and exits with code. */
+void cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+/* Like cli_fail(1, ...) with ": <pd_last_error()>" appended. */
+void cli_fail_pd(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Parses argv[0..argc) against opts (NULL-name terminated). Positional
+ * arguments go to pos[0..max_pos) (*n_pos gets the count); more is a usage
+ * error. --help/-h prints usage (synopsis, description, options with their
+ * defaults) to stdout and exits 0. Bad input exits 2 with one line. */
+void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis, const char *description,
+               const char **pos, int max_pos, int *n_pos);
+/* Sets one option from its text value (the parser and --config files). */
+int cli_set(struct cli_opt *o, const char *value, char *err, size_t err_len);
+struct cli_opt *cli_find(struct cli_opt *opts, const char *name);
+
+double cli_now(void);   /* monotonic seconds */
+
+/* Progress: a live line on stderr when it is a TTY, plain lines every
+ * `every` steps otherwise. */
+struct cli_progress {
+    int tty, every, total;
+    double t0, last_draw;
+};
+void cli_progress_init(struct cli_progress *p, int total, int every);
+void cli_progress_update(struct cli_progress *p, int step, double loss, double lr, double tok_s, double eta_s);
+void cli_progress_note(struct cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_progress_done(struct cli_progress *p);
+
+/* Metrics: JSON lines appended to a file (NULL path: disabled). */
+FILE *cli_metrics_open(const char *path);
+void cli_metrics_write(FILE *f, const char *json_object);   /* one line, flushed */
+
+/* Text helpers for tokenizers: encode a C string to int64 ids (malloc'd). */
+int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n);
+char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n);   /* malloc'd */
+char *cli_read_file(const char *path, size_t *len);                            /* malloc'd, NUL-terminated */
+
+/* ---- checkpoints (train.c) ---------------------------------------------- */
+/* A loaded model with what serving needs (generate, eval). */
+struct cli_model {
+    struct pd_llama *model;
+    struct pd_tokenizer *tok;
+    struct pd_llama_config cfg;
+    char *train_json;     /* the training recipe recorded in the checkpoint (may be NULL) */
+    int64_t step;
+};
+/* Loads a checkpoint written by `paddlec train` (or any safetensors file
+ * with the Llama names plus a "paddlec.model_config" metadata entry);
+ * exits with one line on any problem. */
+void cli_model_load(struct cli_model *cm, const char *path);
+void cli_model_free(struct cli_model *cm);
+
+/* Validation loss of m over up to max_batches batches of the val split
+ * (NaN on error). */
+double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches);
+/* Held-out accuracy on the arithmetic task: greedy generation, batched,
+ * scored by data's scorer. Fills *sample with one generated line (malloc'd). */
+double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, const struct pd_arith_config *ac,
+                         int n, uint64_t seed, int batch, char **sample);
+
+int cmd_train(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
+
+#endif

@@ -1,0 +1,346 @@
+/* paddle.c — paddlec subcommands other than train: generate, eval, inspect,
+ * bench and tokenizer.
+ *
+ * Each reads its options, checks them, does its work and returns 0; any
+ * problem exits through cli_fail with one line. These commands only read
+ * files given to them (tokenizer train writes its --out atomically through
+ * a temporary file of the data library's saver).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+/* "\n" and "\t" escapes, so a shell user can pass a newline. */
+static char *unescape(const char *s)
+{
+    char *o = malloc(strlen(s) + 1), *p = o;
+    for (; *s; s++) {
+        if (s[0] == '\\' && (s[1] == 'n' || s[1] == 't' || s[1] == '\\')) {
+            *p++ = s[1] == 'n' ? '\n' : s[1] == 't' ? '\t' : '\\';
+            s++;
+        } else {
+            *p++ = *s;
+        }
+    }
+    *p = 0;
+    return o;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    const char *ckpt = NULL, *prompt = NULL, *stop = NULL;
+    int max_new = 64, top_k = 0, no_cache = 0;
+    double temperature = 0, top_p = 1;
+    int64_t seed = 0;
+    struct cli_opt opts[] = {
+        {"ckpt", CLI_STR, &ckpt, 0, 0, "checkpoint written by `paddlec train` (required)", 0},
+        {"prompt", CLI_STR, &prompt, 0, 0, "text to continue (required; \\n and \\t escapes)", 0},
+        {"max-new", CLI_INT, &max_new, 0, 1 << 20, "tokens to generate at most (capped by the model's max_seq_len)", 0},
+        {"temperature", CLI_DOUBLE, &temperature, 0, 100, "0: greedy; > 0: sample from softmax(logits / T)", 0},
+        {"top-k", CLI_INT, &top_k, 0, 1 << 20, "sample among the k most likely tokens (0: all)", 0},
+        {"top-p", CLI_DOUBLE, &top_p, 1e-9, 1, "nucleus: the smallest set with this much probability", 0},
+        {"seed", CLI_I64, &seed, 0, 9e15, "sampling seed", 0},
+        {"stop", CLI_STR, &stop, 0, 0, "stop after this text (must be one token, e.g. \\n)", 0},
+        {"no-cache", CLI_FLAG, &no_cache, 0, 1, "recompute the full forward per token (slow; a check)", 0},
+        {0, 0, 0, 0, 0, 0, 0},
+    };
+    const char *pos[1];
+    int npos;
+    cli_parse(argc, argv, opts, "generate --ckpt PATH --prompt TEXT [options]",
+              "Continue a prompt with a trained model (KV-cache decoding; greedy unless --temperature > 0).\n"
+              "Prints the prompt and its continuation to stdout.",
+              pos, 0, &npos);
+    if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
+    if (!prompt) cli_fail(CLI_EXIT_USAGE, "--prompt is required (see --help)");
+    char *text = unescape(prompt);
+    struct cli_model cm;
+    cli_model_load(&cm, ckpt);
+    int n;
+    int64_t *ids = cli_encode(cm.tok, text, &n);
+    if (n < 1) cli_fail(CLI_EXIT_USAGE, "--prompt is empty");
+    if (n >= cm.cfg.max_seq_len)
+        cli_fail(CLI_EXIT_USAGE, "--prompt has %d tokens; the model's max_seq_len is %d", n, cm.cfg.max_seq_len);
+    struct pd_generate_config gc;
+    pd_generate_config_default(&gc);
+    if (stop) {
+        char *st = unescape(stop);
+        int k;
+        int64_t *sid = cli_encode(cm.tok, st, &k);
+        if (k != 1) cli_fail(CLI_EXIT_USAGE, "--stop must encode to exactly one token (got %d)", k);
+        gc.stop_tokens[gc.n_stop_tokens++] = sid[0];
+        free(sid);
+        free(st);
+    }
+    gc.max_new_tokens = max_new;
+    if (n + max_new > cm.cfg.max_seq_len) {
+        gc.max_new_tokens = cm.cfg.max_seq_len - n;
+        fprintf(stderr, "paddlec generate: note: --max-new lowered to %d (the model's max_seq_len is %d)\n",
+                gc.max_new_tokens, cm.cfg.max_seq_len);
+    }
+    gc.temperature = temperature;
+    gc.top_k = top_k;
+    gc.top_p = top_p;
+    gc.use_cache = !no_cache;
+    struct pd_generator *g = pd_generator_create((uint64_t)seed);
+    double t0 = cli_now();
+    struct pd_generation *out = pd_generate(cm.model, (const int64_t *const *)&ids, &n, 1, &gc, g);
+    if (!out) cli_fail_pd("generation failed");
+    double dt = cli_now() - t0;
+    char *cont = cli_decode(cm.tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0));
+    printf("%s%s\n", text, cont);
+    fprintf(stderr, "paddlec generate: %d tokens in %.3f s (%.1f tokens/s)\n", pd_generation_len(out, 0), dt,
+            pd_generation_len(out, 0) / (dt > 0 ? dt : 1e-9));
+    free(cont);
+    free(ids);
+    free(text);
+    pd_generation_destroy(out);
+    pd_generator_destroy(g);
+    cli_model_free(&cm);
+    return 0;
+}
+
+/* A field of the recipe JSON stored in a checkpoint. */
+static double recipe_num(cJSON *j, const char *key, double dflt)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (cJSON_IsNumber(e)) return e->valuedouble;
+    if (cJSON_IsString(e)) return atof(e->valuestring);
+    if (cJSON_IsBool(e)) return cJSON_IsTrue(e);
+    return dflt;
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    const char *ckpt = NULL, *data = NULL;
+    int batches = 50, task_n = 500, batch = 0;
+    struct cli_opt opts[] = {
+        {"ckpt", CLI_STR, &ckpt, 0, 0, "checkpoint written by `paddlec train` (required)", 0},
+        {"data", CLI_STR, &data, 0, 0, "text file to evaluate on (default: the checkpoint's training data)", 0},
+        {"batches", CLI_INT, &batches, 1, 1 << 30, "validation batches at most", 0},
+        {"batch", CLI_INT, &batch, 0, 1 << 20, "sequences per batch (0: the training batch)", 0},
+        {"task-n", CLI_INT, &task_n, 0, 100000, "held-out arithmetic problems to score (built-in data)", 0},
+        {0, 0, 0, 0, 0, 0, 0},
+    };
+    const char *pos[1];
+    int npos;
+    cli_parse(argc, argv, opts, "eval --ckpt PATH [options]",
+              "Validation loss and perplexity of a checkpoint on the validation split of its data (or of\n"
+              "--data), and, for the built-in data set, the held-out task accuracy (greedy generation).",
+              pos, 0, &npos);
+    if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
+    struct cli_model cm;
+    cli_model_load(&cm, ckpt);
+    cJSON *rj = cm.train_json ? cJSON_Parse(cm.train_json) : cJSON_CreateObject();
+    if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: malformed paddlec.recipe metadata", ckpt);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rj, "data");
+    if (!data && cJSON_IsString(d)) data = d->valuestring;
+    struct pd_arith_config ac;
+    pd_arith_config_default(&ac);
+    ac.max_digits = (int)recipe_num(rj, "digits", ac.max_digits);
+    double vf = recipe_num(rj, "val-fraction", 0.05);
+    uint64_t seed = (uint64_t)recipe_num(rj, "seed", 1);
+    int seq = cm.cfg.max_seq_len;
+    if (!batch) batch = (int)recipe_num(rj, "batch", 16);
+    struct pd_text_dataset *ds =
+        data ? pd_text_dataset_open(data, cm.tok, vf)
+             : pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf);
+    if (!ds) cli_fail_pd("cannot load the evaluation data");
+    double vl = cli_val_loss(cm.model, ds, batch, seq, batches);
+    if (isnan(vl)) cli_fail_pd("validation failed");
+    printf("step %lld\nval loss %.4f\nval perplexity %.3f\n", (long long)cm.step, vl, exp(vl));
+    if (!data && task_n > 0) {
+        char *sample = NULL;
+        double acc = cli_task_accuracy(cm.model, cm.tok, &ac, task_n, seed + 2, 128, &sample);
+        printf("held-out accuracy %.2f%% (%d problems)\nsample: %s\n", 100 * acc, task_n, sample);
+        free(sample);
+    }
+    pd_text_dataset_destroy(ds);
+    cJSON_Delete(rj);
+    cli_model_free(&cm);
+    return 0;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    int full = 0, no_stats = 0;
+    struct cli_opt opts[] = {
+        {"full", CLI_FLAG, &full, 0, 1, "print long metadata values in full (default: first 120 bytes)", 0},
+        {"no-stats", CLI_FLAG, &no_stats, 0, 1, "list the header only (no min/max/mean/std)", 0},
+        {0, 0, 0, 0, 0, 0, 0},
+    };
+    const char *pos[1];
+    int npos;
+    cli_parse(argc, argv, opts, "inspect FILE.safetensors [options]",
+              "List a safetensors file: each tensor's name, dtype, shape and min/max/mean/std (over finite\n"
+              "values; NaN/Inf counted), then the metadata.",
+              pos, 1, &npos);
+    if (npos != 1) cli_fail(CLI_EXIT_USAGE, "expected one FILE (see --help)");
+    struct pd_safetensors_info *info = pd_safetensors_info(pos[0]);
+    if (!info) cli_fail_pd("cannot read");
+    struct pd_state_dict *sd = no_stats ? NULL : pd_safetensors_load(pos[0]);
+    if (!no_stats && !sd) cli_fail_pd("cannot read");
+    int64_t total = 0;
+    printf("%s: %d tensors, header %llu bytes, file %llu bytes\n", pos[0], info->n_tensors,
+           (unsigned long long)info->header_len, (unsigned long long)info->file_size);
+    for (int i = 0; i < info->n_tensors; i++) {
+        const struct pd_safetensors_entry *e = &info->tensors[i];
+        char shape[128];
+        int k = snprintf(shape, sizeof shape, "[");
+        int64_t numel = 1;
+        for (int d = 0; d < e->ndim; d++) {
+            k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", d ? ", " : "", (long long)e->shape[d]);
+            numel *= e->shape[d];
+            if (k >= (int)sizeof shape - 24) break;
+        }
+        snprintf(shape + k, sizeof shape - (size_t)k, "]");
+        total += numel;
+        printf("%-48s %-5s %-18s", e->name, pd_safetensors_dtype_name(e->dtype), shape);
+        if (sd) {
+            struct pd_tensor_stats st;
+            if (pd_tensor_stats(pd_state_dict_get(sd, e->name), &st)) cli_fail_pd("stats of %s", e->name);
+            printf(" min %.6g max %.6g mean %.6g std %.6g", st.min, st.max, st.mean, st.std);
+            if (st.n_nan || st.n_inf) printf(" nan %lld inf %lld", (long long)st.n_nan, (long long)st.n_inf);
+        }
+        printf("\n");
+    }
+    printf("total %lld elements\n", (long long)total);
+    if (info->n_meta) printf("metadata:\n");
+    for (int i = 0; i < info->n_meta; i++) {
+        const char *v = info->meta_values[i];
+        int n = (int)strlen(v), cut = !full && n > 120;
+        printf("  %s = %.*s%s\n", info->meta_keys[i], cut ? 120 : n, v, cut ? "..." : "");
+    }
+    pd_state_dict_destroy(sd);
+    pd_safetensors_info_destroy(info);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    const char *config = NULL;
+    int batch = 8, seq = 0, steps = 5, decode = 64, bf16 = 0;
+    struct cli_opt opts[] = {
+        {"config", CLI_STR, &config, 0, 0, "model config JSON (nn's keys; default: pd_llama_config_default)", 0},
+        {"batch", CLI_INT, &batch, 1, 1 << 20, "sequences per training step", 0},
+        {"seq-len", CLI_INT, &seq, 0, 1 << 20, "training sequence length (0: the model's max_seq_len)", 0},
+        {"steps", CLI_INT, &steps, 1, 1 << 20, "timed training steps (after one warm-up step)", 0},
+        {"decode", CLI_INT, &decode, 1, 1 << 20, "tokens to decode with the KV cache (capped by max_seq_len)", 0},
+        {0, 0, 0, 0, 0, 0, 0},
+    };
+    (void)bf16;
+    const char *pos[1];
+    int npos;
+    cli_parse(argc, argv, opts, "bench [options]",
+              "Time a training step (forward + backward, f32) and KV-cache decoding of a model config.\n"
+              "Prints one JSON line per measurement (medians).",
+              pos, 0, &npos);
+    if (config) {
+        char *text = cli_read_file(config, NULL);
+        if (pd_llama_config_from_json(&c, text)) cli_fail_pd("%s", config);
+        free(text);
+    }
+    if (!seq) seq = c.max_seq_len;
+    if (seq > c.max_seq_len) cli_fail(CLI_EXIT_USAGE, "--seq-len %d exceeds the config's max_seq_len %d", seq, c.max_seq_len);
+    if (pd_llama_config_validate(&c)) cli_fail_pd("bad model config");
+    struct pd_llama *m = pd_llama_create(&c, 1);
+    if (!m) cli_fail_pd("cannot build the model");
+    struct pd_generator *g = pd_generator_create(3);
+    double *t = malloc(sizeof *t * (size_t)(steps + 1));
+    pd_llama_train(m, 1);
+    for (int s = 0; s <= steps; s++) {
+        pd_scope_begin();
+        struct pd_tensor *x = pd_randint((int64_t[]){batch, seq}, 2, 0, c.vocab_size, PD_I64, g);
+        struct pd_tensor *y = pd_randint((int64_t[]){batch, seq}, 2, 0, c.vocab_size, PD_I64, g);
+        double t0 = cli_now();
+        struct pd_tensor *l = pd_llama_loss(m, x, y);
+        if (!l || pd_backward(l, NULL, 0)) cli_fail_pd("training step failed");
+        t[s] = cli_now() - t0;
+        struct pd_state_dict *p = pd_llama_state_dict(m);
+        for (int i = 0; i < pd_state_dict_size(p); i++) pd_tensor_zero_grad(pd_state_dict_tensor(p, i));
+        pd_scope_end();
+    }
+    qsort(t + 1, (size_t)steps, sizeof *t, cmp_double);
+    double med = t[1 + steps / 2];
+    printf("{\"bench\":\"train_step\",\"params\":%lld,\"batch\":%d,\"seq_len\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f,"
+           "\"gflops\":%.2f}\n",
+           (long long)pd_llama_num_params(m), batch, seq, med, batch * seq / med,
+           pd_llama_flops_per_token(&c, seq) * batch * seq / med * 1e-9);
+    if (decode > c.max_seq_len - 1) decode = c.max_seq_len - 1;
+    struct pd_generate_config gc;
+    pd_generate_config_default(&gc);
+    gc.max_new_tokens = decode;
+    int64_t p0 = 1;
+    const int64_t *pp = &p0;
+    int one = 1;
+    double t0 = cli_now();
+    struct pd_generation *out = pd_generate(m, &pp, &one, 1, &gc, NULL);
+    double dt = cli_now() - t0;
+    if (!out) cli_fail_pd("decoding failed");
+    printf("{\"bench\":\"decode\",\"batch\":1,\"tokens\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f}\n",
+           pd_generation_len(out, 0), dt, pd_generation_len(out, 0) / dt);
+    pd_generation_destroy(out);
+    free(t);
+    pd_generator_destroy(g);
+    pd_llama_destroy(m);
+    return 0;
+}
+
+int cmd_tokenizer(int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "train")) {
+        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+            printf("usage: paddlec tokenizer train --input FILE --vocab N --out FILE.json\n\n"
+                   "Tokenizer tools. Subcommands:\n  train   learn a byte-level BPE from a text file\n");
+            return 0;
+        }
+        cli_fail(CLI_EXIT_USAGE, "expected 'tokenizer train' (see paddlec tokenizer --help)");
+    }
+    cli_cmd = "tokenizer train";
+    const char *input = NULL, *out = NULL, *special = NULL;
+    int vocab = 0, min_freq = 2;
+    struct cli_opt opts[] = {
+        {"input", CLI_STR, &input, 0, 0, "training text (required)", 0},
+        {"vocab", CLI_INT, &vocab, 257, 1 << 20, "vocabulary size: 256 bytes + merges + specials (required)", 0},
+        {"out", CLI_STR, &out, 0, 0, "tokenizer JSON to write (required)", 0},
+        {"min-frequency", CLI_INT, &min_freq, 1, 1 << 30, "stop merging when the best pair is rarer", 0},
+        {"special", CLI_STR, &special, 0, 0, "a special token to append, e.g. <|endoftext|>", 0},
+        {0, 0, 0, 0, 0, 0, 0},
+    };
+    const char *pos[1];
+    int npos;
+    cli_parse(argc - 1, argv + 1, opts, "tokenizer train --input FILE --vocab N --out FILE.json [options]",
+              "Learn a byte-level BPE tokenizer (merges never cross whitespace/punctuation boundaries or\n"
+              "newlines) and save it as JSON for `paddlec train --tokenizer`.",
+              pos, 0, &npos);
+    if (!input || !out || !vocab) cli_fail(CLI_EXIT_USAGE, "--input, --vocab and --out are required (see --help)");
+    size_t len;
+    char *text = cli_read_file(input, &len);
+    if (!len) cli_fail(CLI_EXIT_FAIL, "'%s' is empty", input);
+    struct pd_bpe_options bo = {min_freq, special ? 1 : 0, special ? &special : NULL};
+    double t0 = cli_now();
+    struct pd_tokenizer *tok = pd_bpe_train(text, len, vocab, &bo);
+    if (!tok) cli_fail_pd("BPE training failed");
+    double dt = cli_now() - t0;
+    int32_t *ids = NULL;
+    int64_t n = pd_tokenizer_encode(tok, text, len, &ids);
+    if (n < 0) cli_fail_pd("cannot encode the input");
+    if (pd_tokenizer_save(tok, out)) cli_fail_pd("cannot save '%s'", out);
+    printf("%s: vocab %d (%d merges) in %.2f s; %zu bytes -> %lld tokens (%.2f bytes/token)\n", out,
+           pd_tokenizer_vocab_size(tok), pd_tokenizer_n_merges(tok), dt, len, (long long)n, n ? (double)len / n : 0.0);
+    free(ids);
+    free(text);
+    pd_tokenizer_destroy(tok);
+    return 0;
+}

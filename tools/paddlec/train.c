@@ -1,0 +1,669 @@
+/* paddle.c — `paddlec train`: the training loop, checkpoints and resume.
+ *
+ * A checkpoint is one safetensors file (written atomically by io):
+ *   tensors   the model's parameters under their Hugging Face names
+ *             (model.*, lm_head.weight) and the optimizer state (optim.*);
+ *   metadata  paddlec.format "1", paddlec.step (steps done),
+ *             paddlec.data_rng / paddlec.default_rng ("seed offset" of the
+ *             batch generator and of the default generator),
+ *             paddlec.model_config (nn's JSON), paddlec.recipe (every train
+ *             option as JSON, the --config format), paddlec.tokenizer (JSON),
+ *             and the optimizer's optim.* keys.
+ * Resume restores all of it, so N steps + save + resume + M steps is
+ * bit-identical to N + M steps: the schedule depends on the step only, the
+ * batches on the generator state only.
+ * Ownership: main-style code; everything is freed before returning, and the
+ * process exits through cli_fail on any error (no checkpoint is written after
+ * an error: saves happen only at the end of a successful step).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "pd/amp.h"
+#include "pd/optim.h"
+
+struct recipe {
+    const char *config, *resume, *data, *tokenizer, *out, *metrics, *sample_prompt;
+    int dim, layers, heads, kv_heads, hidden, seq_len, tie;
+    int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits;
+    int bf16;
+    double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
+    int64_t seed, lines;
+};
+
+/* The default recipe: the headline `paddlec train` (built-in arithmetic). */
+static void recipe_default(struct recipe *r)
+{
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    memset(r, 0, sizeof *r);
+    r->out = "paddlec-out";
+    r->dim = c.dim;
+    r->layers = c.n_layers;
+    r->heads = c.n_heads;
+    r->kv_heads = c.n_kv_heads;
+    r->hidden = c.hidden_dim;
+    r->seq_len = 64;
+    r->tie = c.tie_embeddings;
+    r->dropout = c.dropout;
+    r->steps = 1500;
+    r->batch = 32;
+    r->accum = 1;
+    r->warmup = 100;
+    r->eval_every = 250;
+    r->eval_batches = 8;
+    r->ckpt_every = 0;
+    r->log_every = 50;
+    r->task_n = 500;
+    r->digits = 3;
+    r->lr = 3e-3;
+    r->min_lr = 3e-4;
+    r->wd = 0.1;
+    r->beta1 = 0.9;
+    r->beta2 = 0.95;
+    r->clip = 1.0;
+    r->val_fraction = 0.05;
+    r->seed = 1;
+    r->lines = 200000;
+}
+
+#define BIG 1e9
+static struct cli_opt *recipe_opts(struct recipe *r)
+{
+    static struct cli_opt o[64];
+    struct cli_opt t[] = {
+        {"config", CLI_STR, &r->config, 0, 0, "JSON file of options (keys = option names); flags override it", 0},
+        {"resume", CLI_STR, &r->resume, 0, 0, "checkpoint to resume from (bit-exact)", 0},
+        {"data", CLI_STR, &r->data, 0, 0, "UTF-8 text file to train on (default: built-in arithmetic)", 0},
+        {"tokenizer", CLI_STR, &r->tokenizer, 0, 0, "tokenizer JSON from `paddlec tokenizer train` (default: bytes)", 0},
+        {"out", CLI_STR, &r->out, 0, 0, "directory for checkpoints (ckpt-<step>.safetensors, final.safetensors)", 0},
+        {"metrics", CLI_STR, &r->metrics, 0, 0, "append metrics as JSON lines to this file", 0},
+        {"sample-prompt", CLI_STR, &r->sample_prompt, 0, 0, "prompt of the sample printed at the end", 0},
+        {"dim", CLI_INT, &r->dim, 1, 65536, "model width", 0},
+        {"layers", CLI_INT, &r->layers, 1, 1024, "decoder layers", 0},
+        {"heads", CLI_INT, &r->heads, 1, 1024, "attention heads", 0},
+        {"kv-heads", CLI_INT, &r->kv_heads, 1, 1024, "key/value heads (grouped-query attention)", 0},
+        {"hidden", CLI_INT, &r->hidden, 1, 1 << 20, "SwiGLU inner size", 0},
+        {"seq-len", CLI_INT, &r->seq_len, 2, 1 << 20, "training sequence length (and the model's max_seq_len)", 0},
+        {"tie", CLI_FLAG, &r->tie, 0, 1, "tie lm_head to the embedding", 0},
+        {"dropout", CLI_DOUBLE, &r->dropout, 0, 0.99, "dropout probability in training", 0},
+        {"steps", CLI_INT, &r->steps, 1, BIG, "optimizer steps", 0},
+        {"batch", CLI_INT, &r->batch, 1, 1 << 20, "sequences per micro-batch", 0},
+        {"accum", CLI_INT, &r->accum, 1, 4096, "micro-batches per optimizer step (gradient accumulation)", 0},
+        {"lr", CLI_DOUBLE, &r->lr, 0, 10, "peak learning rate (AdamW)", 0},
+        {"min-lr", CLI_DOUBLE, &r->min_lr, 0, 10, "learning rate at the end of the cosine decay", 0},
+        {"warmup", CLI_INT, &r->warmup, 0, BIG, "linear warmup steps", 0},
+        {"weight-decay", CLI_DOUBLE, &r->wd, 0, 10, "AdamW weight decay (matrices only; norms are not decayed)", 0},
+        {"beta1", CLI_DOUBLE, &r->beta1, 0, 0.999999, "AdamW beta1", 0},
+        {"beta2", CLI_DOUBLE, &r->beta2, 0, 0.999999, "AdamW beta2", 0},
+        {"clip", CLI_DOUBLE, &r->clip, 0, 1e9, "clip the global gradient norm to this (0: off)", 0},
+        {"bf16", CLI_FLAG, &r->bf16, 0, 1, "bf16 autocast for matmuls (f32 master weights)", 0},
+        {"seed", CLI_I64, &r->seed, 0, 9e15, "seed of the initialisation, the batches and the built-in data", 0},
+        {"lines", CLI_I64, &r->lines, 10, 1e9, "lines of built-in arithmetic text to generate", 0},
+        {"digits", CLI_INT, &r->digits, 1, 9, "built-in data: operand digits at most", 0},
+        {"val-fraction", CLI_DOUBLE, &r->val_fraction, 0.0001, 0.5, "share of the tokens held out for validation", 0},
+        {"eval-every", CLI_INT, &r->eval_every, 0, BIG, "validation loss every N steps (0: only at the end)", 0},
+        {"eval-batches", CLI_INT, &r->eval_batches, 1, BIG, "validation batches per evaluation", 0},
+        {"ckpt-every", CLI_INT, &r->ckpt_every, 0, BIG, "checkpoint every N steps (0: only the final one)", 0},
+        {"log-every", CLI_INT, &r->log_every, 1, BIG, "progress line every N steps when stderr is not a TTY", 0},
+        {"task-n", CLI_INT, &r->task_n, 0, 100000, "built-in data: held-out problems scored at the end", 0},
+        {0, 0, 0, 0, 0, 0, 0},
+    };
+    memcpy(o, t, sizeof t);
+    return o;
+}
+
+/* Options that define the model: fixed by a checkpoint. */
+static const char *const structural[] = {"dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "tie", "tokenizer",
+                                         "data", "digits", "lines", "seed", "val-fraction", NULL};
+
+static void opt_text(const struct cli_opt *o, char *buf, size_t n)
+{
+    switch (o->kind) {
+    case CLI_INT:
+    case CLI_FLAG: snprintf(buf, n, "%d", *(int *)o->dst); break;
+    case CLI_I64: snprintf(buf, n, "%lld", (long long)*(int64_t *)o->dst); break;
+    case CLI_DOUBLE: snprintf(buf, n, "%.17g", *(double *)o->dst); break;
+    case CLI_STR: snprintf(buf, n, "%s", *(const char **)o->dst ? *(const char **)o->dst : "(none)"); break;
+    }
+}
+
+static char *recipe_to_json(struct cli_opt *opts)
+{
+    cJSON *j = cJSON_CreateObject();
+    for (struct cli_opt *o = opts; o->name; o++) {
+        if (!strcmp(o->name, "config") || !strcmp(o->name, "resume")) continue;
+        switch (o->kind) {
+        case CLI_INT: cJSON_AddNumberToObject(j, o->name, *(int *)o->dst); break;
+        case CLI_FLAG: cJSON_AddBoolToObject(j, o->name, *(int *)o->dst); break;
+        case CLI_I64: {
+            char b[32];   /* exact for any int64 (a JSON double is not) */
+            snprintf(b, sizeof b, "%lld", (long long)*(int64_t *)o->dst);
+            cJSON_AddStringToObject(j, o->name, b);
+            break;
+        }
+        case CLI_DOUBLE: cJSON_AddNumberToObject(j, o->name, *(double *)o->dst); break;
+        case CLI_STR:
+            if (*(const char **)o->dst) cJSON_AddStringToObject(j, o->name, *(const char **)o->dst);
+            break;
+        }
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+/* Applies a JSON object of options; the strings stay owned by *keep. */
+static void recipe_apply_json(struct cli_opt *opts, const char *json, const char *what, cJSON **keep)
+{
+    cJSON *j = cJSON_Parse(json);
+    if (!j || !cJSON_IsObject(j)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", what);
+    char err[256], num[64];
+    for (cJSON *e = j->child; e; e = e->next) {
+        struct cli_opt *o = cli_find(opts, e->string);
+        if (!o || !strcmp(e->string, "config") || !strcmp(e->string, "resume"))
+            cli_fail(CLI_EXIT_USAGE, "%s: unknown key \"%s\"", what, e->string);
+        const char *v = NULL;
+        if (cJSON_IsString(e)) v = e->valuestring;
+        else if (cJSON_IsBool(e)) v = cJSON_IsTrue(e) ? "1" : "0";
+        else if (cJSON_IsNumber(e)) {
+            if (o->kind == CLI_DOUBLE) snprintf(num, sizeof num, "%.17g", e->valuedouble);
+            else if (e->valuedouble != floor(e->valuedouble))
+                cli_fail(CLI_EXIT_USAGE, "%s: \"%s\" must be an integer", what, e->string);
+            else snprintf(num, sizeof num, "%.0f", e->valuedouble);
+            v = num;
+        } else {
+            cli_fail(CLI_EXIT_USAGE, "%s: \"%s\" must be a number, a string or a boolean", what, e->string);
+        }
+        if (cli_set(o, v, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s: %s", what, err);
+        o->seen = 0;   /* only command-line flags count as "seen" */
+    }
+    *keep = j;
+}
+
+/* ---- checkpoints ---------------------------------------------------------- */
+
+static void set_meta_u64x2(struct pd_state_dict *sd, const char *key, uint64_t a, uint64_t b)
+{
+    char v[64];
+    snprintf(v, sizeof v, "%llu %llu", (unsigned long long)a, (unsigned long long)b);
+    pd_state_dict_set_meta(sd, key, v);
+}
+
+static void get_meta_u64x2(const struct pd_state_dict *sd, const char *path, const char *key, uint64_t *a, uint64_t *b)
+{
+    const char *v = pd_state_dict_get_meta(sd, key);
+    unsigned long long x, y;
+    char tail;
+    if (!v || sscanf(v, "%llu %llu %c", &x, &y, &tail) != 2)
+        cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", path, key);
+    *a = x;
+    *b = y;
+}
+
+struct run {
+    struct recipe r;
+    struct cli_opt *opts;
+    struct pd_llama_config mc;
+    struct pd_llama *model;
+    struct pd_state_dict *params;   /* borrowed from the model */
+    struct pd_optimizer *opt;
+    struct pd_tokenizer *tok;
+    struct pd_text_dataset *ds;
+    struct pd_generator *data_gen;
+    struct pd_arith_config ac;
+    int64_t step;
+};
+
+static void save_checkpoint(struct run *R, const char *path)
+{
+    struct pd_state_dict *sd = pd_state_dict_create();
+    int n = pd_state_dict_size(R->params);
+    for (int i = 0; i < n; i++)
+        if (pd_state_dict_add(sd, pd_state_dict_name(R->params, i), pd_state_dict_tensor(R->params, i)))
+            cli_fail_pd("checkpoint: cannot list the model");
+    if (pd_optimizer_state_dict(R->opt, sd, "optim.")) cli_fail_pd("checkpoint: cannot list the optimizer state");
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)R->step);
+    pd_state_dict_set_meta(sd, "paddlec.format", "1");
+    pd_state_dict_set_meta(sd, "paddlec.step", v);
+    uint64_t s, o;
+    pd_generator_get_state(R->data_gen, &s, &o);
+    set_meta_u64x2(sd, "paddlec.data_rng", s, o);
+    pd_generator_get_state(pd_default_generator(), &s, &o);
+    set_meta_u64x2(sd, "paddlec.default_rng", s, o);
+    char *mj = pd_llama_config_to_json(&R->mc), *rj = recipe_to_json(R->opts), *tj = pd_tokenizer_to_json(R->tok);
+    if (!mj || !rj || !tj) cli_fail_pd("checkpoint: cannot serialise the configuration");
+    pd_state_dict_set_meta(sd, "paddlec.model_config", mj);
+    pd_state_dict_set_meta(sd, "paddlec.recipe", rj);
+    pd_state_dict_set_meta(sd, "paddlec.tokenizer", tj);
+    free(mj);
+    free(rj);
+    free(tj);
+    if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint '%s'", path);
+    pd_state_dict_destroy(sd);
+}
+
+/* The model tensors of a loaded checkpoint (everything but optim.*). */
+static struct pd_state_dict *model_part(const struct pd_state_dict *ck)
+{
+    struct pd_state_dict *m = pd_state_dict_create();
+    for (int i = 0; i < pd_state_dict_size(ck); i++) {
+        const char *name = pd_state_dict_name(ck, i);
+        if (strncmp(name, "optim.", 6)) pd_state_dict_add(m, name, pd_state_dict_tensor(ck, i));
+    }
+    return m;
+}
+
+static void load_model_weights(struct pd_llama *m, const struct pd_state_dict *ck, const char *path)
+{
+    char report[512];
+    struct pd_state_dict *part = model_part(ck);
+    if (pd_state_dict_load(pd_llama_state_dict(m), part, 1, report, sizeof report))
+        cli_fail(CLI_EXIT_FAIL, "%s: checkpoint does not match its model config: %s", path, report);
+    pd_state_dict_destroy(part);
+}
+
+void cli_model_load(struct cli_model *cm, const char *path)
+{
+    memset(cm, 0, sizeof *cm);
+    struct pd_state_dict *ck = pd_safetensors_load(path);
+    if (!ck) cli_fail_pd("cannot load checkpoint");
+    const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
+    if (!mj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", path);
+    if (pd_llama_config_from_json(&cm->cfg, mj)) cli_fail_pd("%s: bad model config in the checkpoint", path);
+    const char *tj = pd_state_dict_get_meta(ck, "paddlec.tokenizer");
+    cm->tok = tj ? pd_tokenizer_from_json(tj) : pd_tokenizer_byte_create();
+    if (!cm->tok) cli_fail_pd("%s: bad tokenizer in the checkpoint", path);
+    if (pd_tokenizer_vocab_size(cm->tok) > cm->cfg.vocab_size)
+        cli_fail(CLI_EXIT_FAIL, "%s: tokenizer vocabulary (%d) larger than the model's (%d)", path,
+                 pd_tokenizer_vocab_size(cm->tok), cm->cfg.vocab_size);
+    cm->model = pd_llama_create(&cm->cfg, 0);
+    if (!cm->model) cli_fail_pd("%s: cannot build the model", path);
+    load_model_weights(cm->model, ck, path);
+    const char *st = pd_state_dict_get_meta(ck, "paddlec.step"), *rj = pd_state_dict_get_meta(ck, "paddlec.recipe");
+    cm->step = st ? atoll(st) : 0;
+    cm->train_json = rj ? strdup(rj) : NULL;
+    pd_state_dict_destroy(ck);
+}
+
+void cli_model_free(struct cli_model *cm)
+{
+    pd_llama_destroy(cm->model);
+    pd_tokenizer_destroy(cm->tok);
+    free(cm->train_json);
+    memset(cm, 0, sizeof *cm);
+}
+
+/* ---- evaluation -------------------------------------------------------------- */
+
+double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches)
+{
+    struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len);
+    if (!it) return NAN;
+    int was = pd_llama_is_training(m), prev = pd_no_grad_begin();
+    pd_llama_train(m, 0);
+    double sum = 0;
+    int64_t n = 0;
+    for (int k = 0; k < max_batches; k++) {
+        pd_scope_begin();
+        struct pd_tensor *x = NULL, *y = NULL;
+        int b = pd_dataset_iter_next(it, &x, &y);
+        double l = b > 0 ? pd_item(pd_llama_loss(m, x, y)) : NAN;
+        pd_scope_end();
+        if (b <= 0) {
+            if (b < 0) n = 0;
+            break;
+        }
+        sum += l * b;
+        n += b;
+    }
+    pd_llama_train(m, was);
+    pd_grad_mode_end(prev);
+    pd_dataset_iter_destroy(it);
+    return n ? sum / (double)n : NAN;
+}
+
+double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, const struct pd_arith_config *ac, int n,
+                         uint64_t seed, int batch, char **sample)
+{
+    struct pd_arith_task *task = pd_arith_task_create(ac, seed, n);
+    if (!task) cli_fail_pd("cannot build the held-out task");
+    n = pd_arith_task_size(task);
+    int nl_n = 0;
+    int64_t *nl = cli_encode(tok, "\n", &nl_n);
+    struct pd_generate_config gc;
+    pd_generate_config_default(&gc);
+    gc.max_new_tokens = ac->max_digits + 3;   /* answer digits + newline, with a margin */
+    if (nl_n == 1) gc.stop_tokens[gc.n_stop_tokens++] = nl[0];
+    free(nl);
+    int correct = 0;
+    for (int s = 0; s < n; s += batch) {
+        int rows = n - s < batch ? n - s : batch;
+        int64_t **pr = calloc((size_t)rows, sizeof *pr);
+        int *lens = calloc((size_t)rows, sizeof *lens);
+        /* Each prompt starts a line, as every problem does in the training
+         * text (after the previous line's newline). */
+        char text[64];
+        for (int i = 0; i < rows; i++) {
+            snprintf(text, sizeof text, "\n%s", pd_arith_task_prompt(task, s + i));
+            pr[i] = cli_encode(tok, text, &lens[i]);
+        }
+        struct pd_generation *g = pd_generate(m, (const int64_t *const *)pr, lens, rows, &gc, NULL);
+        if (!g) cli_fail_pd("generation failed");
+        for (int i = 0; i < rows; i++) {
+            char *text = cli_decode(tok, pd_generation_tokens(g, i), pd_generation_len(g, i));
+            correct += pd_arith_task_score(task, s + i, text, strlen(text));
+            if (sample && s + i == 0) {
+                const char *p = pd_arith_task_prompt(task, 0);
+                size_t k = strcspn(text, "\n");
+                *sample = malloc(strlen(p) + k + 1);
+                sprintf(*sample, "%s%.*s", p, (int)k, text);
+            }
+            free(text);
+            free(pr[i]);
+        }
+        pd_generation_destroy(g);
+        free(pr);
+        free(lens);
+    }
+    pd_arith_task_destroy(task);
+    return n ? (double)correct / n : NAN;
+}
+
+/* Sampled continuation of a prompt for text data (temperature 0.8, top-k 40). */
+static char *text_sample(struct run *R, const char *prompt)
+{
+    int n;
+    int64_t *ids = cli_encode(R->tok, prompt, &n);
+    if (n < 1) {
+        free(ids);
+        return strdup(prompt);
+    }
+    if (n > R->mc.max_seq_len - 1) cli_fail(CLI_EXIT_USAGE, "--sample-prompt is longer than --seq-len");
+    struct pd_generate_config gc;
+    pd_generate_config_default(&gc);
+    gc.max_new_tokens = R->mc.max_seq_len - n < 64 ? R->mc.max_seq_len - n : 64;
+    gc.temperature = 0.8;
+    gc.top_k = 40;
+    struct pd_generator *g = pd_generator_create((uint64_t)R->r.seed + 7);
+    struct pd_generation *out = pd_generate(R->model, (const int64_t *const *)&ids, &n, 1, &gc, g);
+    if (!out) cli_fail_pd("sample generation failed");
+    char *cont = cli_decode(R->tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0));
+    char *s = malloc(strlen(prompt) + strlen(cont) + 1);
+    sprintf(s, "%s%s", prompt, cont);
+    free(cont);
+    free(ids);
+    pd_generation_destroy(out);
+    pd_generator_destroy(g);
+    return s;
+}
+
+/* ---- the command ---------------------------------------------------------------- */
+
+static const char *jnum(char *buf, double x)
+{
+    if (isfinite(x)) snprintf(buf, 32, "%.9g", x);
+    else strcpy(buf, "null");
+    return buf;
+}
+
+static void ensure_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST) cli_fail(CLI_EXIT_FAIL, "cannot create --out directory '%s': %s", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) cli_fail(CLI_EXIT_FAIL, "--out '%s' is not a directory", dir);
+}
+
+static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON **ck_json, struct pd_state_dict **ck)
+{
+    struct recipe *r = &R->r;
+    recipe_default(r);
+    R->opts = recipe_opts(r);
+    const char *syn = "train [options]";
+    const char *desc =
+        "Train a Llama model with AdamW (warmup + cosine schedule, gradient clipping) on a text file,\n"
+        "or with no --data on the built-in arithmetic data set, then report the validation loss, the\n"
+        "held-out task accuracy (built-in data) and a generated sample. Checkpoints go to --out.";
+    const char *pos[1];
+    int npos;
+    cli_parse(argc, argv, R->opts, syn, desc, pos, 0, &npos);
+    *cfg_json = *ck_json = NULL;
+    *ck = NULL;
+    if (r->resume && r->config)
+        cli_fail(CLI_EXIT_USAGE, "--config and --resume exclude each other (a checkpoint carries its recipe)");
+    if (r->resume) {
+        const char *resume = r->resume;
+        *ck = pd_safetensors_load(resume);
+        if (!*ck) cli_fail_pd("cannot resume");
+        const char *rj = pd_state_dict_get_meta(*ck, "paddlec.recipe");
+        if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (no paddlec.recipe metadata)", resume);
+        recipe_default(r);
+        recipe_apply_json(R->opts, rj, resume, ck_json);
+    } else if (r->config) {
+        const char *cfg = r->config;
+        char *text = cli_read_file(cfg, NULL);
+        recipe_default(r);
+        recipe_apply_json(R->opts, text, cfg, cfg_json);
+        free(text);
+    }
+    /* Flags win over the file / the checkpoint's recipe, except the ones a
+     * checkpoint fixes. */
+    char before[32][128];
+    for (int i = 0; structural[i]; i++) opt_text(cli_find(R->opts, structural[i]), before[i], sizeof before[i]);
+    cli_parse(argc, argv, R->opts, syn, desc, pos, 0, &npos);
+    for (int i = 0; *ck && structural[i]; i++) {
+        char now[128];
+        struct cli_opt *o = cli_find(R->opts, structural[i]);
+        opt_text(o, now, sizeof now);
+        if (strcmp(now, before[i]))
+            cli_fail(CLI_EXIT_USAGE, "--%s cannot change when resuming (the checkpoint has %s)", o->name, before[i]);
+    }
+    if (r->min_lr > r->lr) cli_fail(CLI_EXIT_USAGE, "--min-lr (%g) is above --lr (%g)", r->min_lr, r->lr);
+    if (r->warmup > r->steps) {
+        /* The default warmup shrinks with a short run; an explicit one must fit. */
+        if (cli_find(R->opts, "warmup")->seen)
+            cli_fail(CLI_EXIT_USAGE, "--warmup (%d) exceeds --steps (%d)", r->warmup, r->steps);
+        r->warmup = r->steps / 10;
+    }
+    if (r->kv_heads > r->heads || r->heads % r->kv_heads)
+        cli_fail(CLI_EXIT_USAGE, "--heads (%d) must be a multiple of --kv-heads (%d)", r->heads, r->kv_heads);
+    if (r->dim % r->heads) cli_fail(CLI_EXIT_USAGE, "--dim (%d) must be a multiple of --heads (%d)", r->dim, r->heads);
+}
+
+static void build(struct run *R, struct pd_state_dict *ck)
+{
+    struct recipe *r = &R->r;
+    if (r->tokenizer) {
+        R->tok = pd_tokenizer_load(r->tokenizer);
+        if (!R->tok) cli_fail_pd("cannot load --tokenizer");
+    } else {
+        R->tok = pd_tokenizer_byte_create();
+    }
+    pd_arith_config_default(&R->ac);
+    R->ac.max_digits = r->digits;
+    if (r->data) R->ds = pd_text_dataset_open(r->data, R->tok, r->val_fraction);
+    else R->ds = pd_text_dataset_builtin((uint64_t)r->seed, r->lines, &R->ac, R->tok, r->val_fraction);
+    if (!R->ds) cli_fail_pd("cannot load the data");
+    if (pd_text_dataset_num_tokens(R->ds, PD_SPLIT_TRAIN) < r->seq_len + 1)
+        cli_fail(CLI_EXIT_FAIL, "the training split has %lld tokens, fewer than --seq-len + 1 = %d",
+                 (long long)pd_text_dataset_num_tokens(R->ds, PD_SPLIT_TRAIN), r->seq_len + 1);
+    if (pd_text_dataset_num_tokens(R->ds, PD_SPLIT_VAL) < r->seq_len + 1)
+        cli_fail(CLI_EXIT_FAIL, "the validation split has %lld tokens, fewer than --seq-len + 1 = %d (raise --val-fraction)",
+                 (long long)pd_text_dataset_num_tokens(R->ds, PD_SPLIT_VAL), r->seq_len + 1);
+    pd_llama_config_default(&R->mc);
+    R->mc.vocab_size = pd_tokenizer_vocab_size(R->tok);
+    R->mc.dim = r->dim;
+    R->mc.n_layers = r->layers;
+    R->mc.n_heads = r->heads;
+    R->mc.n_kv_heads = r->kv_heads;
+    R->mc.hidden_dim = r->hidden;
+    R->mc.max_seq_len = r->seq_len;
+    R->mc.tie_embeddings = r->tie;
+    R->mc.dropout = r->dropout;
+    if (pd_llama_config_validate(&R->mc)) cli_fail_pd("bad model configuration");
+    R->model = pd_llama_create(&R->mc, (uint64_t)r->seed);
+    if (!R->model) cli_fail_pd("cannot build the model");
+    R->params = pd_llama_state_dict(R->model);
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
+    oc.lr = r->lr;
+    oc.weight_decay = r->wd;
+    oc.beta1 = r->beta1;
+    oc.beta2 = r->beta2;
+    R->opt = pd_optimizer_create_for(&oc, R->params);
+    if (!R->opt) cli_fail_pd("cannot build the optimizer");
+    R->data_gen = pd_generator_create((uint64_t)r->seed + 1);
+    R->step = 0;
+    if (ck) {
+        const char *path = r->resume;
+        const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
+        char *now = pd_llama_config_to_json(&R->mc);
+        if (!mj || !now || strcmp(mj, now))
+            cli_fail(CLI_EXIT_FAIL, "%s: the checkpoint's model config differs from its recipe", path);
+        free(now);
+        load_model_weights(R->model, ck, path);
+        if (pd_optimizer_load_state_dict(R->opt, ck, "optim.")) cli_fail_pd("%s: bad optimizer state", path);
+        uint64_t s, o;
+        get_meta_u64x2(ck, path, "paddlec.data_rng", &s, &o);
+        pd_generator_set_state(R->data_gen, s, o);
+        get_meta_u64x2(ck, path, "paddlec.default_rng", &s, &o);
+        pd_generator_set_state(pd_default_generator(), s, o);
+        const char *st = pd_state_dict_get_meta(ck, "paddlec.step");
+        char *end = NULL;
+        R->step = st ? strtoll(st, &end, 10) : -1;
+        if (!st || *end || R->step < 0) cli_fail(CLI_EXIT_FAIL, "%s: bad paddlec.step metadata", path);
+        if (R->step > r->steps)
+            cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", path, (long long)R->step, r->steps);
+    }
+}
+
+int cmd_train(int argc, char **argv)
+{
+    struct run R;
+    memset(&R, 0, sizeof R);
+    cJSON *cfg_json, *ck_json;
+    struct pd_state_dict *ck;
+    setup(&R, argc, argv, &cfg_json, &ck_json, &ck);
+    struct recipe *r = &R.r;
+    build(&R, ck);
+    pd_state_dict_destroy(ck);
+    ensure_dir(r->out);   /* only once the inputs are known to be good */
+    FILE *mf = cli_metrics_open(r->metrics);
+    fprintf(stderr, "paddlec train: %lld parameters (dim %d, %d layers, %d heads, hidden %d, vocab %d), %s data, "
+            "%lld training tokens, batch %d x %d x %d, %d steps%s\n",
+            (long long)pd_llama_num_params(R.model), r->dim, r->layers, r->heads, r->hidden, R.mc.vocab_size,
+            r->data ? r->data : "built-in arithmetic", (long long)pd_text_dataset_num_tokens(R.ds, PD_SPLIT_TRAIN),
+            r->batch, r->seq_len, r->accum, r->steps, R.step ? " (resumed)" : "");
+    struct pd_lr_schedule sched = {PD_LR_WARMUP_COSINE, r->lr, r->min_lr, r->warmup, r->steps, 1, 1};
+    if (pd_lr_schedule_validate(&sched)) cli_fail_pd("bad learning-rate schedule");
+    struct cli_progress prog;
+    cli_progress_init(&prog, r->steps, r->log_every);
+    double t_start = cli_now(), loss = NAN;
+    int64_t first = R.step;
+    char b1[32], b2[32], b3[32], b4[32], line[512], path[4096];
+    double tokens_per_step = (double)r->batch * r->seq_len * r->accum;
+    pd_llama_train(R.model, 1);
+    while (R.step < r->steps) {
+        double lr = pd_lr_schedule_at(&sched, R.step), sum = 0;
+        pd_scope_begin();
+        for (int k = 0; k < r->accum; k++) {
+            struct pd_tensor *x, *y;
+            if (pd_dataset_batch(R.ds, PD_SPLIT_TRAIN, r->batch, r->seq_len, R.data_gen, &x, &y))
+                cli_fail_pd("cannot draw a batch");
+            int ac = r->bf16 ? pd_autocast_begin(PD_BF16) : -1;
+            if (r->bf16 && ac < 0) cli_fail_pd("--bf16");
+            struct pd_tensor *l = pd_llama_loss(R.model, x, y);
+            if (r->bf16) pd_autocast_end(ac);
+            if (l && pd_tensor_dtype(l) != PD_F32) l = pd_cast(l, PD_F32);
+            if (!l || pd_backward(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l, NULL, 0))
+                cli_fail_pd("step %lld failed", (long long)R.step + 1);
+            sum += pd_item(l);
+        }
+        double gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
+        if (r->clip > 0 && gnorm < 0) cli_fail_pd("gradient clipping failed");
+        loss = sum / r->accum;
+        if (!isfinite(loss) || (r->clip > 0 && !isfinite(gnorm)))
+            cli_fail(CLI_EXIT_FAIL, "step %lld: loss %g, gradient norm %g are not finite (lower --lr?)",
+                     (long long)R.step + 1, loss, gnorm);
+        if (pd_optimizer_set_lr(R.opt, -1, lr) || pd_optimizer_step(R.opt)) cli_fail_pd("optimizer step failed");
+        pd_optimizer_zero_grad(R.opt);
+        pd_scope_end();
+        R.step++;
+        double el = cli_now() - t_start, per = el / (double)(R.step - first);
+        double tok_s = tokens_per_step / per;
+        cli_progress_update(&prog, (int)R.step, loss, lr, tok_s, per * (double)(r->steps - R.step));
+        snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,\"elapsed_s\":%.3f}",
+                 (long long)R.step, jnum(b1, loss), jnum(b2, lr), jnum(b3, gnorm), jnum(b4, tok_s), el);
+        cli_metrics_write(mf, line);
+        int last = R.step == r->steps;
+        if ((r->eval_every && R.step % r->eval_every == 0) || last) {
+            double vl = cli_val_loss(R.model, R.ds, r->batch, r->seq_len, r->eval_batches);
+            if (isnan(vl)) cli_fail_pd("validation failed");
+            /* Built-in data: a quick held-out accuracy too (greedy decoding
+             * draws no random numbers, so resume stays bit-exact). */
+            double qa = !r->data && r->task_n > 0 && !last
+                            ? cli_task_accuracy(R.model, R.tok, &R.ac, r->task_n < 100 ? r->task_n : 100,
+                                                (uint64_t)r->seed + 2, 128, NULL)
+                            : NAN;
+            pd_llama_train(R.model, 1);
+            if (isnan(qa))
+                cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f)", (long long)R.step, vl, exp(vl));
+            else
+                cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f), held-out accuracy %.0f%% (quick, %d problems)",
+                                  (long long)R.step, vl, exp(vl), 100 * qa, r->task_n < 100 ? r->task_n : 100);
+            snprintf(line, sizeof line, "{\"step\":%lld,\"val_loss\":%s,\"val_ppl\":%s,\"task_accuracy_quick\":%s}",
+                     (long long)R.step, jnum(b1, vl), jnum(b2, exp(vl)), jnum(b3, qa));
+            cli_metrics_write(mf, line);
+        }
+        if ((r->ckpt_every && R.step % r->ckpt_every == 0) || last) {
+            snprintf(path, sizeof path, last ? "%s/final.safetensors" : "%s/ckpt-%lld.safetensors", r->out, (long long)R.step);
+            save_checkpoint(&R, path);
+            cli_progress_note(&prog, "step %lld: saved %s", (long long)R.step, path);
+        }
+    }
+    cli_progress_done(&prog);
+    double train_s = cli_now() - t_start;
+    fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss %.4f\n", (long long)(R.step - first), train_s, loss);
+    double acc = NAN;
+    char *sample = NULL;
+    if (!r->data && r->task_n > 0) {
+        acc = cli_task_accuracy(R.model, R.tok, &R.ac, r->task_n, (uint64_t)r->seed + 2, 128, &sample);
+        printf("held-out accuracy: %.2f%% (%d problems)\n", 100 * acc, r->task_n);
+    }
+    if (r->sample_prompt || r->data) {
+        char seed_text[64] = {0};
+        if (!r->sample_prompt) {
+            int32_t ids[8];
+            int64_t nv = pd_text_dataset_num_tokens(R.ds, PD_SPLIT_VAL);
+            int k = nv < 8 ? (int)nv : 8;
+            pd_text_dataset_ids(R.ds, PD_SPLIT_VAL, 0, k, ids);
+            char *t = pd_tokenizer_decode(R.tok, ids, k, NULL);
+            snprintf(seed_text, sizeof seed_text, "%s", t ? t : "");
+            free(t);
+        }
+        free(sample);
+        sample = text_sample(&R, r->sample_prompt ? r->sample_prompt : seed_text);
+    }
+    if (sample) printf("sample: %s\n", sample);
+    snprintf(line, sizeof line, "{\"step\":%lld,\"event\":\"done\",\"train_seconds\":%.3f,\"final_loss\":%s,\"task_accuracy\":%s}",
+             (long long)R.step, train_s, jnum(b1, loss), jnum(b2, acc));
+    cli_metrics_write(mf, line);
+    printf("checkpoint: %s/final.safetensors\n", r->out);
+    free(sample);
+    if (mf) fclose(mf);
+    pd_generator_destroy(R.data_gen);
+    pd_optimizer_destroy(R.opt);
+    pd_llama_destroy(R.model);
+    pd_text_dataset_destroy(R.ds);
+    pd_tokenizer_destroy(R.tok);
+    cJSON_Delete(cfg_json);
+    cJSON_Delete(ck_json);
+    return 0;
+}

@@ -1,0 +1,278 @@
+/* paddle.c — paddlec: option parsing, fatal errors, progress and metrics.
+ *
+ * Invariants: an option value is accepted only when the whole text parses
+ * and lies in the option's range (strtol/strtod with end-pointer checks), so
+ * "--steps 10x" or "--lr nan" fail with one line instead of running with a
+ * surprise value. Nothing here touches files other than the metrics file.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *cli_cmd = "";
+
+static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
+static void vfail(int code, const char *fmt, va_list ap, const char *tail)
+{
+    fflush(stdout);
+    fprintf(stderr, "paddlec%s%s: error: ", *cli_cmd ? " " : "", cli_cmd);
+    vfprintf(stderr, fmt, ap);
+    if (tail) fprintf(stderr, ": %s", tail);
+    fputc('\n', stderr);
+    exit(code);
+}
+
+void cli_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(code, fmt, ap, NULL);
+}
+
+void cli_fail_pd(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *e = pd_last_error();
+    vfail(CLI_EXIT_FAIL, fmt, ap, e && *e ? e : "unknown error");
+}
+
+struct cli_opt *cli_find(struct cli_opt *opts, const char *name)
+{
+    for (struct cli_opt *o = opts; o->name; o++)
+        if (!strcmp(o->name, name)) return o;
+    return NULL;
+}
+
+int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
+{
+    char *end = NULL;
+    errno = 0;
+    switch (o->kind) {
+    case CLI_FLAG:
+        if (!strcmp(v, "1") || !strcmp(v, "true")) *(int *)o->dst = 1;
+        else if (!strcmp(v, "0") || !strcmp(v, "false")) *(int *)o->dst = 0;
+        else return snprintf(err, n, "--%s: expected true/false, got '%s'", o->name, v), -1;
+        break;
+    case CLI_STR:
+        if (!*v) return snprintf(err, n, "--%s: empty value", o->name), -1;
+        *(const char **)o->dst = v;
+        break;
+    case CLI_INT:
+    case CLI_I64: {
+        long long x = strtoll(v, &end, 10);
+        if (!*v || *end || errno) return snprintf(err, n, "--%s: '%s' is not an integer", o->name, v), -1;
+        if ((double)x < o->lo || (double)x > o->hi)
+            return snprintf(err, n, "--%s: %lld is outside [%.17g, %.17g]", o->name, x, o->lo, o->hi), -1;
+        if (o->kind == CLI_INT) *(int *)o->dst = (int)x;
+        else *(int64_t *)o->dst = x;
+        break;
+    }
+    case CLI_DOUBLE: {
+        double x = strtod(v, &end);
+        if (!*v || *end || errno || !isfinite(x))
+            return snprintf(err, n, "--%s: '%s' is not a finite number", o->name, v), -1;
+        if (x < o->lo || x > o->hi) return snprintf(err, n, "--%s: %g is outside [%g, %g]", o->name, x, o->lo, o->hi), -1;
+        *(double *)o->dst = x;
+        break;
+    }
+    }
+    o->seen = 1;
+    return 0;
+}
+
+static void print_default(const struct cli_opt *o)
+{
+    switch (o->kind) {
+    case CLI_INT: printf(" (default %d)", *(int *)o->dst); break;
+    case CLI_I64: printf(" (default %lld)", (long long)*(int64_t *)o->dst); break;
+    case CLI_DOUBLE: printf(" (default %g)", *(double *)o->dst); break;
+    case CLI_STR:
+        if (*(const char **)o->dst) printf(" (default %s)", *(const char **)o->dst);
+        break;
+    case CLI_FLAG: break;
+    }
+}
+
+static void usage(const struct cli_opt *opts, const char *synopsis, const char *description)
+{
+    printf("usage: paddlec %s\n\n%s\n", synopsis, description);
+    if (opts && opts->name) printf("\noptions:\n");
+    for (const struct cli_opt *o = opts; o && o->name; o++) {
+        const char *arg = o->kind == CLI_FLAG ? "" : o->kind == CLI_STR ? " S" : o->kind == CLI_DOUBLE ? " X" : " N";
+        char head[64];
+        snprintf(head, sizeof head, "--%s%s", o->name, arg);
+        printf("  %-22s %s", head, o->help);
+        print_default(o);
+        printf("\n");
+    }
+    printf("  %-22s %s\n", "--help", "show this help and exit");
+}
+
+void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis, const char *description,
+               const char **pos, int max_pos, int *n_pos)
+{
+    char err[256];
+    *n_pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(opts, synopsis, description);
+            exit(0);
+        }
+        if (strncmp(a, "--", 2) || !a[2]) {
+            if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument '%s' (see --help)", a);
+            pos[(*n_pos)++] = a;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '='), *val = NULL;
+        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (len >= sizeof name) cli_fail(CLI_EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        memcpy(name, a + 2, len);
+        name[len] = 0;
+        struct cli_opt *o = cli_find(opts, name);
+        if (!o) cli_fail(CLI_EXIT_USAGE, "unknown option '--%s' (see --help)", name);
+        if (eq) val = eq + 1;
+        else if (o->kind == CLI_FLAG) val = "1";
+        else if (i + 1 < argc) val = argv[++i];
+        else cli_fail(CLI_EXIT_USAGE, "--%s needs a value", name);
+        if (cli_set(o, val, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s", err);
+    }
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- progress ------------------------------------------------------------- */
+
+void cli_progress_init(struct cli_progress *p, int total, int every)
+{
+    p->tty = isatty(2);
+    p->every = every > 0 ? every : 1;
+    p->total = total;
+    p->t0 = cli_now();
+    p->last_draw = 0;
+}
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    if (!(s >= 0) || s > 1e7) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, n, "%d:%02d", t / 60, t % 60);
+}
+
+void cli_progress_update(struct cli_progress *p, int step, double loss, double lr, double tok_s, double eta_s)
+{
+    char eta[32];
+    fmt_time(eta_s, eta, sizeof eta);
+    if (p->tty) {
+        double now = cli_now();
+        if (step != p->total && now - p->last_draw < 0.1) return;   /* ~10 redraws a second at most */
+        p->last_draw = now;
+        int width = 20, fill = p->total > 0 ? (int)((int64_t)width * step / p->total) : width;
+        char bar[32];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = 0;
+        fprintf(stderr, "\r\033[Kstep %d/%d [%s] loss %.4f lr %.2e %.0f tok/s ETA %s", step, p->total, bar, loss, lr,
+                tok_s, eta);
+        fflush(stderr);
+    } else if (step % p->every == 0 || step == p->total) {
+        fprintf(stderr, "step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %s\n", step, p->total, loss, lr, tok_s, eta);
+    }
+}
+
+void cli_progress_note(struct cli_progress *p, const char *fmt, ...)
+{
+    if (p && p->tty) fprintf(stderr, "\r\033[K");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (p) p->last_draw = 0;
+}
+
+void cli_progress_done(struct cli_progress *p)
+{
+    if (p->tty) fputc('\n', stderr);
+}
+
+/* ---- metrics ---------------------------------------------------------------- */
+
+FILE *cli_metrics_open(const char *path)
+{
+    if (!path) return NULL;
+    FILE *f = fopen(path, "a");
+    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open metrics file '%s': %s", path, strerror(errno));
+    return f;
+}
+
+void cli_metrics_write(FILE *f, const char *json)
+{
+    if (!f || !json) return;
+    fputs(json, f);
+    fputc('\n', f);
+    fflush(f);
+}
+
+/* ---- text ------------------------------------------------------------------- */
+
+int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n)
+{
+    int32_t *ids32 = NULL;
+    int64_t k = pd_tokenizer_encode(tok, text, strlen(text), &ids32);
+    if (k < 0) cli_fail_pd("cannot encode the text");
+    int64_t *ids = malloc(sizeof *ids * (size_t)(k > 0 ? k : 1));
+    if (!ids) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    for (int64_t i = 0; i < k; i++) ids[i] = ids32[i];
+    free(ids32);
+    *n = (int)k;
+    return ids;
+}
+
+char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n)
+{
+    int32_t *ids32 = malloc(sizeof *ids32 * (size_t)(n > 0 ? n : 1));
+    if (!ids32) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    for (int i = 0; i < n; i++) ids32[i] = (int32_t)ids[i];
+    char *s = pd_tokenizer_decode(tok, ids32, n, NULL);
+    free(ids32);
+    if (!s) cli_fail_pd("cannot decode the generated tokens");
+    return s;
+}
+
+char *cli_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) cli_fail(CLI_EXIT_FAIL, "out of memory reading '%s'", path);
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1) break;
+        cap *= 2;
+        buf = realloc(buf, cap);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) cli_fail(CLI_EXIT_FAIL, "cannot read '%s'", path);
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
