@@ -48,6 +48,9 @@ ok '[ $? -eq 0 ] && grep -q "step 3/3" "$dir/c.err" && grep -q "4 parameters\|pa
 "$bin" train $tiny --steps 2 --bf16 --accum 2 --out "$dir/b" --metrics "$dir/b.jsonl" >/dev/null 2>"$dir/b.err"
 ok '[ $? -eq 0 ] && [ $(grep -c "\"loss\":[0-9]" "$dir/b.jsonl") -eq 2 ] && grep -q "batch 4 x 24 x 2" "$dir/b.err"'
 
+"$bin" train $tiny --steps 2 --answer-loss --out "$dir/al" >/dev/null 2>"$dir/al.err"
+ok '[ $? -eq 0 ] && grep -q "val loss [0-9]" "$dir/al.err"'
+
 # ---- generate / eval / inspect on the checkpoint ---------------------------------
 out=$("$bin" generate --ckpt "$dir/a/final.safetensors" --prompt "12+34=" --max-new 5 2>/dev/null)
 ok '[ $? -eq 0 ] && [ "${out#12+34=}" != "$out" ] && [ ${#out} -eq 11 ]'
@@ -118,6 +121,7 @@ err "cannot resume" train --resume "$dir/missing.safetensors"
 err "cannot resume" train --resume "$dir/trunc.safetensors"
 err "cannot resume" train --resume "$dir/junk.safetensors"
 err "not a paddlec training checkpoint" train --resume "$dir/nometa.safetensors"
+err "needs the built-in data" train --answer-loss --data "$dir/text.txt"
 err "exclude each other" train --resume "$ck" --config "$dir/cfg.json"
 err "cannot change when resuming" train --resume "$ck" --dim 64
 err "beyond --steps" train --resume "$ck" --steps 2

@@ -235,8 +235,45 @@ static void test_file_chunks(void)
     free(text);
 }
 
+/* A vocabulary past 65,536 ids: the dataset keeps int32 ids. */
+static void test_large_vocab(void)
+{
+    /* 65,300 merges of byte pairs, the last one (q, z) -> id 65555 */
+    size_t cap = 65300 * 12 + 256, k = 0;
+    char *js = malloc(cap);
+    k += (size_t)snprintf(js + k, cap - k, "{\"format\":\"paddlec-tokenizer\",\"version\":1,\"type\":\"bpe\","
+                                           "\"vocab_size\":65556,\"merges\":[");
+    int r = 0;
+    for (int a = 0; a < 256 && r < 65299; a++)
+        for (int b = 0; b < 256 && r < 65299; b++) {
+            if (a == 'q' && b == 'z') continue;
+            k += (size_t)snprintf(js + k, cap - k, "[%d,%d],", a, b);
+            r++;
+        }
+    k += (size_t)snprintf(js + k, cap - k, "[%d,%d]]}", 'q', 'z');
+    struct pd_tokenizer *tok = pd_tokenizer_from_json(js);
+    free(js);
+    PT_CHECK(tok && pd_tokenizer_vocab_size(tok) == 65556);
+    const char *text = "qz\nqz\nab qz\n";
+    struct pd_text_dataset *ds = pd_text_dataset_from_memory(text, strlen(text), tok, 0);
+    int32_t *ids, got[16];
+    int64_t n = pd_tokenizer_encode(tok, text, strlen(text), &ids);
+    PT_CHECK(ds && n > 0 && n <= 16 && pd_text_dataset_num_tokens(ds, PD_SPLIT_TRAIN) == n);
+    PT_CHECK(n > 0 && ids[0] == 65555 && pd_text_dataset_ids(ds, PD_SPLIT_TRAIN, 0, n, got) == 0 &&
+             !memcmp(got, ids, (size_t)n * sizeof *ids));
+    struct pd_tensor *x, *y;
+    PT_CHECK(pd_dataset_batch(ds, PD_SPLIT_TRAIN, 1, (int)n - 1, NULL, &x, &y) == 0);
+    PT_CHECK(x && pd_get(x, (int64_t[]){0, 0}) == 65555);
+    pd_tensor_release(x);
+    pd_tensor_release(y);
+    free(ids);
+    pd_text_dataset_destroy(ds);
+    pd_tokenizer_destroy(tok);
+}
+
 int main(void)
 {
+    test_large_vocab();
     test_memory_and_batches();
     test_file_chunks();
     PT_DONE();

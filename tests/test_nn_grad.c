@@ -4,11 +4,18 @@
  *     central differences of the first gradient;
  *   - embedding's weight gradient with repeated ids (exact sums);
  *   - dropout: reproducible masks, scale, p = 0 / 1, eval;
- *   - one_hot inference; the error messages of bad ids, targets and shapes.
+ *   - one_hot inference; the error messages of bad ids, targets and shapes;
+ *   - the fused norm_backward (the norms' first-order backward) against the
+ *     composed rule that create_graph runs, in f32/bf16/f64; its dw/db bitwise
+ *     the same on 1 and 2 threads; its input checks and its own VJP error.
  */
 #include <math.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
+#include "core/internal.h"
 #include "pt.h"
 
 #define NX 12 /* elements of the differentiated input */
@@ -251,6 +258,105 @@ static void test_low_precision_backward(void)
     }
 }
 
+/* Gradients of sum(c * norm(x, w, b)) w.r.t. x, w, b into out (x, then w,
+ * then b, as f64), by the fused (create = 0) or the composed (create = 1)
+ * rule. Returns the number of values written, or -1. */
+static int norm_grads(int centre, struct pd_tensor *x0, struct pd_tensor *w0, struct pd_tensor *b0,
+                      struct pd_tensor *c, int create, double *out)
+{
+    struct pd_tensor *in[3] = {pd_requires_grad_(pd_clone(x0), 1), pd_requires_grad_(pd_clone(w0), 1),
+                               b0 ? pd_requires_grad_(pd_clone(b0), 1) : NULL};
+    int n_in = b0 ? 3 : 2;
+    struct pd_tensor *y = centre ? pd_layer_norm(in[0], 1, in[1], in[2], 1e-5) : pd_rms_norm(in[0], 1, in[1], 1e-5);
+    struct pd_tensor *L = pd_sum(pd_mul(pd_cast(y, PD_F32), c), NULL, 0, 0), *g[3] = {0};
+    if (!L || pd_grad(&L, 1, in, n_in, NULL, create, 0, 0, g)) return -1;
+    int n = 0;
+    for (int i = 0; i < n_in; i++) {
+        if (!g[i] || pd_tensor_dtype(g[i]) != pd_tensor_dtype(x0)) return -1;
+        pd_to_buffer(g[i], out + n, PD_F64);
+        n += (int)pd_tensor_numel(g[i]);
+    }
+    return n;
+}
+
+static void test_fused_norm_backward(void)
+{
+    /* fused (first order) vs composed (create_graph) on a shape with
+     * several chunks and flushes: [3, 100, 40] = 300 rows of 40 */
+    enum pd_dtype dts[3] = {PD_F32, PD_BF16, PD_F64};
+    static double a[12000 + 80], b[12000 + 80];
+    for (int d = 0; d < 3; d++) {
+        for (int centre = 0; centre < 2; centre++) {
+            pd_scope_begin();
+            int64_t xs[3] = {3, 100, 40}, ws = 40;
+            struct pd_tensor *x = pd_cast(pd_add_scalar(pd_randn(xs, 3, PD_F32, NULL), centre ? 3.0 : 0.0), dts[d]);
+            struct pd_tensor *w = pd_cast(pd_add_scalar(pd_rand(&ws, 1, PD_F32, NULL), 0.5), dts[d]);
+            struct pd_tensor *bias = centre ? pd_cast(pd_randn(&ws, 1, PD_F32, NULL), dts[d]) : NULL;
+            struct pd_tensor *c = pd_randn(xs, 3, PD_F32, NULL);
+            int na = norm_grads(centre, x, w, bias, c, 0, a), nb = norm_grads(centre, x, w, bias, c, 1, b);
+            PT_CHECK(na == 12000 + 40 + 40 * centre && na == nb);
+            double worst = 0, scale = 0;
+            for (int i = 0; i < na && na == nb; i++) {
+                worst = fmax(worst, fabs(a[i] - b[i]));
+                scale = fmax(scale, fabs(b[i]));
+            }
+            double tol = dts[d] == PD_F64 ? 1e-12 : dts[d] == PD_F32 ? 1e-5 : 2e-2;
+            if (worst > tol * scale)
+                printf("  %s %s: fused vs composed backward differ by %g (scale %g)\n", pd_dtype_name(dts[d]),
+                       centre ? "layer_norm" : "rms_norm", worst, scale);
+            PT_CHECK(worst <= tol * scale);
+            pd_scope_end();
+        }
+    }
+
+    /* dw and db do not depend on the thread count (fixed chunks) */
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+    pd_scope_begin();
+    int64_t xs[2] = {2048, 288}, ws = 288;
+    struct pd_tensor *x = pd_randn(xs, 2, PD_F32, NULL), *w = pd_rand(&ws, 1, PD_F32, NULL);
+    struct pd_tensor *bias = pd_randn(&ws, 1, PD_F32, NULL), *c = pd_randn(xs, 2, PD_F32, NULL);
+    static double t1[2048 * 288 + 576], t2[2048 * 288 + 576];
+    omp_set_num_threads(1);
+    int n1 = norm_grads(1, x, w, bias, c, 0, t1);
+    omp_set_num_threads(2);
+    int n2 = norm_grads(1, x, w, bias, c, 0, t2);
+    omp_set_num_threads(nt);
+    PT_CHECK(n1 == 2048 * 288 + 576 && n1 == n2);
+    PT_CHECK(n1 == n2 && memcmp(t1, t2, sizeof(double) * (size_t)n1) == 0);
+    pd_scope_end();
+#endif
+
+    /* bad calls of the op name what is wrong */
+    pd_scope_begin();
+    int64_t s23[2] = {2, 3}, s32[2] = {3, 2}, three = 3;
+    struct pd_tensor *x2 = pd_requires_grad_(pd_randn(s23, 2, PD_F32, NULL), 1);
+    struct pd_tensor *in[3] = {x2, pd_randn(s32, 2, PD_F32, NULL), pd_ones(&three, 1, PD_F32)}, *out[3];
+    struct pdi_call call = {.op = PD_OP_norm_backward, .n_in = 3, .n_out = 2, .in = in, .out = out};
+    call.a.i[0] = 1;
+    call.a.i[1] = 1;
+    call.a.f[0] = 1e-5;
+    PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "must have x's shape"));
+    in[1] = pd_randn(s23, 2, PD_F64, NULL);
+    PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "must have x's shape and dtype"));
+    in[1] = pd_randn(s23, 2, PD_F32, NULL);
+    call.a.i[2] = 1; /* a bias with centre = 0 */
+    call.n_out = 3;
+    PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "centre"));
+    call.a.i[3] = 1;
+    call.n_out = 2; /* dx, dw, db expected */
+    PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "3 outputs"));
+    call.n_out = 3;
+    in[2] = pd_ones(&s23[0], 1, PD_F32);
+    PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "weight shape"));
+    in[2] = pd_ones(&three, 1, PD_F32);
+    PT_CHECK(pdi_dispatch(&call) == 0);
+    /* its outputs are not differentiable: asking says why */
+    struct pd_tensor *gx = NULL, *L = pd_sum(out[0], NULL, 0, 0);
+    PT_CHECK(L && pd_grad(&L, 1, &x2, 1, NULL, 0, 0, 0, &gx) != 0 && strstr(pd_last_error(), "not differentiable"));
+    pd_scope_end();
+}
+
 int main(void)
 {
     test_second_order();
@@ -258,6 +364,7 @@ int main(void)
     test_dropout();
     test_one_hot_and_errors();
     test_low_precision_backward();
+    test_fused_norm_backward();
     PT_CHECK(pd_live_tensors() == 0);
     PT_DONE();
 }

@@ -172,9 +172,10 @@ struct pd_text_dataset *pd_text_dataset_builtin(uint64_t seed, int64_t n_lines, 
                                                 const struct pd_tokenizer *tok, double val_fraction);
 
 /* The held-out task: n distinct held-out problems drawn from seed, with the
- * training distribution of operand sizes. Feed a model "\n" + prompt: in the
- * training text a problem always follows a newline, and without it a prompt
- * at position 0 such as "7+229=" also looks like the tail of "17+229=". */
+ * training distribution of operand sizes. Feeding a model "\n" + prompt is
+ * recommended: in the training text a problem always follows a newline, and
+ * training windows start at random bytes, so a prompt at position 0 such as
+ * "7+229=" could also be the tail of "17+229=". */
 struct pd_arith_task;
 struct pd_arith_task *pd_arith_task_create(const struct pd_arith_config *cfg, uint64_t seed, int n);
 void pd_arith_task_destroy(struct pd_arith_task *t);

@@ -480,7 +480,7 @@ static int json_int(const cJSON *v, int *out)
 {
     if (!cJSON_IsNumber(v)) return 0;
     double d = v->valuedouble;
-    if (d != (double)(int)d) return 0;
+    if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != (double)(int)d) return 0; /* no UB on huge values */
     *out = (int)d;
     return 1;
 }

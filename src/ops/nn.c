@@ -1,5 +1,6 @@
 /* paddle.c — the neural-network family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, embedding, one_hot (rows in ops_nn.def), and the
+ * layer_norm, rms_norm, norm_backward, embedding, one_hot (rows in
+ * ops_nn.def), and the
  * composite public functions built from public ops: cross_entropy,
  * mse_loss, dropout.
  *
@@ -10,7 +11,11 @@
  *   - VJP rules use public ops only, so they can be differentiated again;
  *     the norms recompute their statistics from the saved input instead of
  *     saving them (no extra outputs, and the recomputation is what makes
- *     second-order gradients come out right);
+ *     second-order gradients come out right). The one exception is the
+ *     norms' plain first-order backward (grad mode off while it runs, i.e.
+ *     no create_graph): it calls the fused norm_backward op (one pass per
+ *     row instead of ~20 full-size ops); norm_backward itself is not
+ *     differentiable, and with create_graph the composed rule runs instead;
  *   - composites own nothing: every tensor they make belongs to the scope.
  */
 #include <math.h>
@@ -84,6 +89,37 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     return PD_OK;
 }
 
+/* Checks shared by the norms and norm_backward: x floating, n_norm_axes
+ * (i0) and eps (f0) in range, and each parameter p[i] (weight first when
+ * has_w, then bias) of x's dtype and the normalised (trailing) shape. */
+static int check_norm(const struct pdi_call *c, const struct pd_tensor *x, struct pd_tensor *const *p, int np,
+                      int has_w)
+{
+    const char *op = pdi_ops[c->op].name;
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF], b2[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
+    int64_t k = c->a.i[0];
+    if (k < 1 || k > x->ndim)
+        return pdi_errorf(PD_ERR_INVALID, "%s: n_norm_axes %lld out of range [1, %d] for x of shape %s", op,
+                          (long long)k, x->ndim, pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    if (!(c->a.f[0] >= 0)) return pdi_errorf(PD_ERR_INVALID, "%s: eps must be >= 0, got %g", op, c->a.f[0]);
+    const int64_t *nshape = x->shape + (x->ndim - k);
+    for (int i = 0; i < np; i++) {
+        const struct pd_tensor *t = p[i];
+        const char *what = i == 0 && has_w ? "weight" : "bias";
+        if (t->dtype != x->dtype)
+            return pdi_errorf(PD_ERR_INVALID, "%s: %s dtype %s differs from x dtype %s", op, what,
+                              pd_dtype_name(t->dtype), pd_dtype_name(x->dtype));
+        if (t->ndim != k || memcmp(t->shape, nshape, sizeof(int64_t) * (size_t)k))
+            return pdi_errorf(PD_ERR_INVALID, "%s: %s shape %s must equal the normalised shape %s of x %s", op, what,
+                              pdi_shape_str(t->shape, t->ndim, b0, sizeof b0),
+                              pdi_shape_str(nshape, (int)k, b1, sizeof b1),
+                              pdi_shape_str(x->shape, x->ndim, b2, sizeof b2));
+    }
+    return PD_OK;
+}
+
 /* layer_norm: x, [w], [b]; rms_norm: x, [w]. Parameters have the shape of
  * the normalised (trailing) dims and x's dtype. */
 int pdi_infer_norm(struct pdi_call *c)
@@ -94,31 +130,44 @@ int pdi_infer_norm(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "%s: expected %d inputs (x%s%s), got %d", op, 1 + has_w + has_b,
                           has_w ? ", weight" : "", has_b ? ", bias" : "", c->n_in);
     const struct pd_tensor *x = c->in[0];
-    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF], b2[PDI_SHAPE_BUF];
-    if (!pd_dtype_is_float(x->dtype))
-        return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
-    int64_t k = c->a.i[0];
-    if (k < 1 || k > x->ndim)
-        return pdi_errorf(PD_ERR_INVALID, "%s: n_norm_axes %lld out of range [1, %d] for x of shape %s", op,
-                          (long long)k, x->ndim, pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
-    if (!(c->a.f[0] >= 0)) return pdi_errorf(PD_ERR_INVALID, "%s: eps must be >= 0, got %g", op, c->a.f[0]);
-    const int64_t *nshape = x->shape + (x->ndim - k);
-    for (int i = 1; i < c->n_in; i++) {
-        const struct pd_tensor *p = c->in[i];
-        const char *what = i == 1 && has_w ? "weight" : "bias";
-        if (p->dtype != x->dtype)
-            return pdi_errorf(PD_ERR_INVALID, "%s: %s dtype %s differs from x dtype %s", op, what,
-                              pd_dtype_name(p->dtype), pd_dtype_name(x->dtype));
-        if (p->ndim != k || memcmp(p->shape, nshape, sizeof(int64_t) * (size_t)k))
-            return pdi_errorf(PD_ERR_INVALID, "%s: %s shape %s must equal the normalised shape %s of x %s", op, what,
-                              pdi_shape_str(p->shape, p->ndim, b0, sizeof b0),
-                              pdi_shape_str(nshape, (int)k, b1, sizeof b1),
-                              pdi_shape_str(x->shape, x->ndim, b2, sizeof b2));
-    }
+    int rc = check_norm(c, x, c->in + 1, c->n_in - 1, has_w);
+    if (rc) return rc;
     struct pdi_meta *m = &c->meta[0];
     m->dtype = x->dtype;
     m->ndim = x->ndim;
     memcpy(m->shape, x->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* norm_backward: x, g, [w] -> dx, [dw], [db] (see ops_nn.def). */
+int pdi_infer_norm_backward(struct pdi_call *c)
+{
+    int64_t has_w = c->a.i[1], has_b = c->a.i[2], centre = c->a.i[3];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if ((has_w | has_b | centre) & ~(int64_t)1)
+        return pdi_errorf(PD_ERR_INVALID, "norm_backward: has_w (%lld), has_b (%lld) and centre (%lld) must be 0 or 1",
+                          (long long)has_w, (long long)has_b, (long long)centre);
+    if (has_b && !centre)
+        return pdi_errorf(PD_ERR_INVALID, "norm_backward: a bias needs centre = 1 (layer_norm); rms_norm has none");
+    if (c->n_in != 2 + has_w || c->n_out != 1 + has_w + has_b)
+        return pdi_errorf(PD_ERR_INVALID, "norm_backward: expected %lld inputs (x, g%s) and %lld outputs, got %d and %d",
+                          (long long)(2 + has_w), has_w ? ", weight" : "", (long long)(1 + has_w + has_b), c->n_in,
+                          c->n_out);
+    const struct pd_tensor *x = c->in[0], *g = c->in[1];
+    int rc = check_norm(c, x, c->in + 2, (int)has_w, 1);
+    if (rc) return rc;
+    if (g->dtype != x->dtype || g->ndim != x->ndim || memcmp(g->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
+        return pdi_errorf(PD_ERR_INVALID, "norm_backward: g %s %s must have x's shape and dtype %s %s",
+                          pdi_shape_str(g->shape, g->ndim, b0, sizeof b0), pd_dtype_name(g->dtype),
+                          pdi_shape_str(x->shape, x->ndim, b1, sizeof b1), pd_dtype_name(x->dtype));
+    pdi_meta_of(x, &c->meta[0]);
+    int k = (int)c->a.i[0];
+    for (int j = 1; j < c->n_out; j++) {
+        struct pdi_meta *m = &c->meta[j];
+        m->dtype = x->dtype;
+        m->ndim = k;
+        memcpy(m->shape, x->shape + (x->ndim - k), sizeof(int64_t) * (size_t)k);
+    }
     return PD_OK;
 }
 
@@ -259,14 +308,50 @@ static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     return PD_OK;
 }
 
+/* The first-order backward as one fused norm_backward call. Outputs nobody
+ * asked for (dw when only dx is needed, ...) stay in the scope unused: they
+ * cost one [M] accumulation, not a pass. */
+static int norm_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, int centre)
+{
+    int has_w = n->a.i[1] != 0, has_b = centre && n->a.i[2] != 0;
+    struct pd_tensor *in[3], *out[3];
+    if (!(in[0] = pdi_node_in(n, 0))) return pd_last_status();
+    if (!(in[1] = cast_to(g[0], in[0]->dtype))) return vjp_status(NULL);
+    if (has_w && !(in[2] = pdi_node_in(n, 1))) return pd_last_status();
+    struct pdi_call c = {.op = PD_OP_norm_backward, .n_in = 2 + has_w, .n_out = 1 + has_w + has_b, .in = in,
+                         .out = out};
+    c.a.i[0] = n->a.i[0];
+    c.a.i[1] = has_w;
+    c.a.i[2] = has_b;
+    c.a.i[3] = centre;
+    c.a.f[0] = n->a.f[0];
+    int rc = pdi_dispatch(&c);
+    if (rc) return rc;
+    for (int i = 0; i < c.n_out; i++)
+        if (pdi_node_needs(n, i)) gin[i] = out[i];
+    return PD_OK;
+}
+
+/* Fused when the backward is not itself recorded; composed (differentiable)
+ * under create_graph. */
 int pdi_vjp_layer_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    return norm_vjp(n, g, gin, 1);
+    return pd_is_grad_enabled() ? norm_vjp(n, g, gin, 1) : norm_vjp_fused(n, g, gin, 1);
 }
 
 int pdi_vjp_rms_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    return norm_vjp(n, g, gin, 0);
+    return pd_is_grad_enabled() ? norm_vjp(n, g, gin, 0) : norm_vjp_fused(n, g, gin, 0);
+}
+
+int pdi_vjp_norm_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
+{
+    PDI_UNUSED(n);
+    PDI_UNUSED(gout);
+    PDI_UNUSED(gin);
+    return pdi_errorf(PD_ERR_UNSUPPORTED, "norm_backward is not differentiable: take higher-order gradients of "
+                                          "layer_norm/rms_norm with create_graph on (their VJP then composes "
+                                          "differentiable ops)");
 }
 
 /* embedding: d weight = scatter-add of the rows of g at ids. index_add when

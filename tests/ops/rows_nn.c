@@ -1,6 +1,6 @@
 /* paddle.c — op test rows: the nn family (softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, embedding, one_hot) and the composite functions
- * built on them (cross_entropy, mse_loss, dropout: op PD_OP_COUNT).
+ * layer_norm, rms_norm, norm_backward, embedding, one_hot) and the composite
+ * functions built on them (cross_entropy, mse_loss, dropout: op PD_OP_COUNT).
  *
  * Softmax over axis 0/1/-1, 0-d, length-1 rows, zero-size batches,
  * transposed and strided inputs; large rows (forward only) reach the
@@ -77,6 +77,31 @@ RF(rms1, pd_rms_norm(in[0], 1, NULL, 1e-5))
 RF(rms1_w, pd_rms_norm(in[0], 1, in[1], 1e-6))
 RF(rms2_w, pd_rms_norm(in[0], 2, in[1], 1e-5))
 RF(rms2, pd_rms_norm(in[0], 2, NULL, 1e-5))
+
+/* norm_backward called directly: x, g, [w]; returns dx, [dw], [db]
+ * flattened and concatenated (the norms' rows above reach it through their
+ * gradcheck, which runs the fused first-order backward) */
+static struct pd_tensor *norm_bwd(struct pd_tensor **in, int k, int centre, int has_w, int has_b, double eps)
+{
+    struct pd_tensor *out[3], *flat[3];
+    struct pdi_call c = {.op = PD_OP_norm_backward, .n_in = 2 + has_w, .n_out = 1 + has_w + has_b, .in = in,
+                         .out = out};
+    c.a.i[0] = k;
+    c.a.i[1] = has_w;
+    c.a.i[2] = has_b;
+    c.a.i[3] = centre;
+    c.a.f[0] = eps;
+    if (pdi_dispatch(&c)) return NULL;
+    for (int i = 0; i < c.n_out; i++) flat[i] = pd_flatten(out[i], 0, -1);
+    return pd_concat(flat, c.n_out, 0);
+}
+RF(nb_rms, norm_bwd(in, 1, 0, 0, 0, 1e-5))
+RF(nb_rms_w, norm_bwd(in, 1, 0, 1, 0, 1e-6))
+RF(nb_rms2_w, norm_bwd(in, 2, 0, 1, 0, 1e-5))
+RF(nb_ln, norm_bwd(in, 1, 1, 0, 0, 1e-5))
+RF(nb_ln_wb, norm_bwd(in, 1, 1, 1, 1, 1e-5))
+RF(nb_ln_b, norm_bwd(in, 1, 1, 0, 1, 1e-5))
+RF(nb_ln2_wb, norm_bwd(in, 2, 1, 1, 1, 0.1))
 
 /* embedding / one_hot */
 RF(emb, pd_embedding(in[0], in[1]))
@@ -203,6 +228,29 @@ static const struct opt_row rows[] = {
     {"rms_norm/strided", PD_OP_rms_norm, 1, {OPT_FS(4, 5)}, f_rms1, FL},
     {"rms_norm/zero_batch", PD_OP_rms_norm, 2, {OPT_F(0, 6), OPT_F(6)}, f_rms1_w, FL},
     {"rms_norm/large", PD_OP_rms_norm, 2, {OPT_F(67, 1001), OPT_F(1001)}, f_rms1_w, FL, .no_gradcheck = BIG},
+    /* norm_backward (fused first-order backward of the norms): x, g, [w] */
+    {"norm_backward/rms", PD_OP_norm_backward, 2, {OPT_F(4, 6), OPT_F(4, 6)}, f_nb_rms, FL, .no_gradcheck = 1},
+    {"norm_backward/rms_weight", PD_OP_norm_backward, 3, {OPT_F(3, 2, 5), OPT_F(3, 2, 5), OPT_F(5)}, f_nb_rms_w, FL,
+     .no_gradcheck = 1},
+    {"norm_backward/rms_axes2_transposed", PD_OP_norm_backward, 3, {OPT_FT(3, 4, 5), OPT_FS(3, 4, 5), OPT_FT(4, 5)},
+     f_nb_rms2_w, FL, .no_gradcheck = 1},
+    {"norm_backward/layer", PD_OP_norm_backward, 2, {OPT_FT(6, 5), OPT_F(6, 5)}, f_nb_ln, FL, .no_gradcheck = 1},
+    {"norm_backward/layer_weight_bias", PD_OP_norm_backward, 3, {OPT_F(4, 6), OPT_FS(4, 6), OPT_FS(6)}, f_nb_ln_wb,
+     FL, .no_gradcheck = 1},
+    {"norm_backward/layer_bias", PD_OP_norm_backward, 2, {OPT_F(5, 3), OPT_F(5, 3)}, f_nb_ln_b, FL,
+     .no_gradcheck = 1},
+    {"norm_backward/layer_axes2", PD_OP_norm_backward, 3, {OPT_F(3, 4, 5), OPT_F(3, 4, 5), OPT_F(4, 5)}, f_nb_ln2_wb,
+     FL, .no_gradcheck = 1},
+    {"norm_backward/len1", PD_OP_norm_backward, 3, {OPT_F(3, 1), OPT_F(3, 1), OPT_F(1)}, f_nb_ln_wb, FL,
+     .no_gradcheck = 1},
+    {"norm_backward/zero_batch", PD_OP_norm_backward, 3, {OPT_F(0, 6), OPT_F(0, 6), OPT_F(6)}, f_nb_ln_wb, FL,
+     .no_gradcheck = 1},
+    {"norm_backward/large_rms", PD_OP_norm_backward, 3, {OPT_F(300, 289), OPT_F(300, 289), OPT_F(289)}, f_nb_rms_w,
+     FL, .no_gradcheck = 1},
+    {"norm_backward/large_layer", PD_OP_norm_backward, 3, {OPT_F(67, 1001), OPT_FT(67, 1001), OPT_F(1001)},
+     f_nb_ln_wb, FL, .no_gradcheck = 1},
+    {"norm_backward/large_offset", PD_OP_norm_backward, 2, {OPT_FR(99, 101, 16, 4099), OPT_F(16, 4099)}, f_nb_ln,
+     FL, .no_gradcheck = 1},
     /* embedding: 12 ids from 5 rows repeat */
     {"embedding/repeated_ids", PD_OP_embedding, 2, {OPT_IDX(0, 5, 12), OPT_F(5, 4)}, f_emb, FL},
     {"embedding/ids_2d", PD_OP_embedding, 2, {OPT_IDX(0, 7, 3, 4), OPT_F(7, 3)}, f_emb, FL},

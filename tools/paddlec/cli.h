@@ -88,8 +88,12 @@ void cli_model_load(struct cli_model *cm, const char *path);
 void cli_model_free(struct cli_model *cm);
 
 /* Validation loss of m over up to max_batches batches of the val split
- * (NaN on error). */
-double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches);
+ * (NaN on error); answer_only scores the arithmetic answers alone. */
+double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches,
+                    int answer_only);
+/* Targets y [B, T] with everything but the arithmetic answers (after '=',
+ * through the newline) set to -1 (ignored); byte tokens. */
+struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y);
 /* Held-out accuracy on the arithmetic task: greedy generation, batched,
  * scored by data's scorer. Fills *sample with one generated line (malloc'd). */
 double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, const struct pd_arith_config *ac,

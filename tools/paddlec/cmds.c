@@ -149,9 +149,11 @@ int cmd_eval(int argc, char **argv)
         data ? pd_text_dataset_open(data, cm.tok, vf)
              : pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf);
     if (!ds) cli_fail_pd("cannot load the evaluation data");
-    double vl = cli_val_loss(cm.model, ds, batch, seq, batches);
+    int answer_only = !data && recipe_num(rj, "answer-loss", 0) != 0;
+    double vl = cli_val_loss(cm.model, ds, batch, seq, batches, answer_only);
     if (isnan(vl)) cli_fail_pd("validation failed");
-    printf("step %lld\nval loss %.4f\nval perplexity %.3f\n", (long long)cm.step, vl, exp(vl));
+    printf("step %lld\nval loss %.4f%s\nval perplexity %.3f\n", (long long)cm.step, vl,
+           answer_only ? " (answer tokens)" : "", exp(vl));
     if (!data && task_n > 0) {
         char *sample = NULL;
         double acc = cli_task_accuracy(cm.model, cm.tok, &ac, task_n, seed + 2, 128, &sample);

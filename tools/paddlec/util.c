@@ -96,7 +96,9 @@ static void print_default(const struct cli_opt *o)
     case CLI_STR:
         if (*(const char **)o->dst) printf(" (default %s)", *(const char **)o->dst);
         break;
-    case CLI_FLAG: break;
+    case CLI_FLAG:
+        if (*(int *)o->dst) printf(" (default on; --%s=false turns it off)", o->name);
+        break;
     }
 }
 

@@ -1,5 +1,5 @@
 /* paddle.c — CPU kernels for the nn family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, embedding, one_hot.
+ * layer_norm, rms_norm, norm_backward, embedding, one_hot.
  *
  * Row ops (softmax over an axis, the norms over trailing dims) share one
  * driver: a "row" is a 1-d strided run of the input; rows are split over
@@ -13,10 +13,17 @@
  * exp is a branch-free Cody-Waite + polynomial exp that vectorises and keeps
  * NaN, inf and subnormal results right (libm's expf does not vectorise).
  * Index values are checked before any read; a bad one fails the call.
+ * norm_backward computes dx a row at a time (statistics, then one pass) and
+ * sums dw/db per fixed chunk of rows (chunks depend on the shape only, are
+ * added in chunk order, and each belongs to one thread), so the parameter
+ * gradients are bitwise the same whatever the thread count.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #ifdef __F16C__
 #include <immintrin.h>
 #endif
@@ -207,6 +214,63 @@ NN_SOFTMAX_ROW(double, f64, exp, exp, log)
 NN_NORM_ROW(float, f32)
 NN_NORM_ROW(double, f64)
 
+/* norm_backward of one contiguous row (formulas in the reference kernel):
+ * with d = x - mean (x for rms_norm) and gh = g w, one statistics pass
+ * (sum d^2, sum gh, sum gh d in T blocks added into double), then
+ * dx = rstd (gh - centre sum(gh)/n - rstd^2 sum(gh d)/n d), and the row's
+ * g d rstd and g are added to the dw / db accumulators (NULL: absent).
+ * w is never NULL (ones when the norm has no weight). */
+#define NN_NORM_BWD_ROW(T, SFX)                                                                     \
+    static void norm_bwd_row_##SFX(const void *xv, const void *gv, const void *wv, void *dxv, void *dwv, \
+                                   void *dbv, int64_t n, double eps, int centre)                    \
+    {                                                                                               \
+        const T *x = xv, *g = gv, *w = wv;                                                          \
+        T *dx = dxv, *dwa = dwv, *dba = dbv;                                                        \
+        double mean = 0, ss = 0, sgh = 0, sghd = 0;                                                 \
+        if (centre && n > 0) {                                                                      \
+            T k0 = x[0];                                                                            \
+            for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                          \
+                int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                 \
+                T bs = 0;                                                                           \
+                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += x[j] - k0; \
+                mean += bs;                                                                         \
+            }                                                                                       \
+            mean = (double)k0 + mean / (double)n;                                                   \
+        }                                                                                           \
+        T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
+        for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
+            int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
+            T b1 = 0, b2 = 0, b3 = 0;                                                               \
+            _Pragma("omp simd reduction(+ : b1, b2, b3)") for (int64_t j = j0; j < j1; j++) {      \
+                T d = (x[j] - mu) - mulo, gh = g[j] * w[j];                                         \
+                b1 += d * d;                                                                        \
+                b2 += gh;                                                                           \
+                b3 += gh * d;                                                                       \
+            }                                                                                       \
+            ss += b1;                                                                               \
+            sgh += b2;                                                                              \
+            sghd += b3;                                                                             \
+        }                                                                                           \
+        double rstd = 1.0 / sqrt(ss / (double)n + eps);                                             \
+        /* the cancellation happens before the scaling by rstd (a row of one    \
+         * element gives dx = 0 exactly, not rstd-sized rounding noise) */      \
+        T c1 = (T)rstd, c2 = (T)(rstd * rstd * sghd / (double)n);                                  \
+        T c3 = (T)(centre ? sgh / (double)n : 0.0);                                                 \
+        _Pragma("omp simd") for (int64_t j = 0; j < n; j++) {                                      \
+            T d = (x[j] - mu) - mulo;                                                               \
+            dx[j] = c1 * ((g[j] * w[j] - c3) - c2 * d);                                             \
+        }                                                                                           \
+        if (dwa) {                                                                                  \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) dwa[j] += g[j] * (((x[j] - mu) - mulo) * c1); \
+        }                                                                                           \
+        if (dba) {                                                                                  \
+            _Pragma("omp simd") for (int64_t j = 0; j < n; j++) dba[j] += g[j];                    \
+        }                                                                                           \
+    }
+
+NN_NORM_BWD_ROW(float, f32)
+NN_NORM_BWD_ROW(double, f64)
+
 /* ---- the row driver -------------------------------------------------- */
 /* Row r starts at lin_offset(v, 0, nlead, skip, r) and has len elements at
  * element stride xs (ys in y). */
@@ -377,6 +441,36 @@ static void copy_run(char **p, const int64_t *st, int64_t n, void *ctx)
     for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * st[0], p[1] + i * st[1], es);
 }
 
+/* The trailing dims of x from `lead` on (size-1 dims aside) as one strided
+ * run: returns its element stride, or makes *x a contiguous copy (stride 1;
+ * *copy to be freed) when they do not form one. rows * M > 0. */
+static int norm_row_layout(struct pd_kview *x, int lead, int64_t n, const char *op, int64_t *stride, void **copy)
+{
+    int64_t xs = 1, expect = 0;
+    int merged = 1, first = 1;
+    for (int d = x->ndim - 1; d >= lead; d--) {
+        if (x->shape[d] == 1) continue;
+        if (!first && x->strides[d] != expect) merged = 0;
+        if (first) xs = x->strides[d];
+        first = 0;
+        expect = x->strides[d] * x->shape[d];
+    }
+    *copy = NULL;
+    *stride = xs;
+    if (merged) return PD_OK;
+    size_t es = pd_dtype_size(x->dtype);
+    *copy = malloc(es * (size_t)n);
+    if (!*copy) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%s input copy)", op);
+    struct pd_kview c = *x;
+    c.data = *copy;
+    pdi_contiguous_strides(c.shape, c.ndim, c.strides);
+    struct pd_kview *ops[2] = {&c, x};
+    pdi_iter(2, ops, x->shape, x->ndim, copy_run, &es);
+    *x = c;
+    *stride = 1;
+    return PD_OK;
+}
+
 static int cpu_norm(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
@@ -388,30 +482,9 @@ static int cpu_norm(const struct pdi_kcall *k)
     for (int d = lead; d < x.ndim; d++) M *= x.shape[d];
     int64_t rows = pdi_numel(x.shape, lead);
     if (rows * M == 0) return PD_OK;
-    /* The trailing dims (size-1 dims aside) must form one strided run of
-     * stride xs; otherwise work on a contiguous copy of x. */
-    int64_t xs = 1, expect = 0;
-    int merged = 1, first = 1;
-    for (int d = x.ndim - 1; d >= lead; d--) {
-        if (x.shape[d] == 1) continue;
-        if (!first && x.strides[d] != expect) merged = 0;
-        if (first) xs = x.strides[d];
-        first = 0;
-        expect = x.strides[d] * x.shape[d];
-    }
-    void *copy = NULL;
-    if (!merged) {
-        size_t es = pd_dtype_size(x.dtype);
-        copy = malloc(es * (size_t)(rows * M));
-        if (!copy) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%s input copy)", pdi_ops[k->op].name);
-        struct pd_kview c = x;
-        c.data = copy;
-        pdi_contiguous_strides(c.shape, c.ndim, c.strides);
-        struct pd_kview *ops[2] = {&c, &x};
-        pdi_iter(2, ops, x.shape, x.ndim, copy_run, &es);
-        x = c;
-        xs = 1;
-    }
+    int64_t xs;
+    void *copy;
+    if (norm_row_layout(&x, lead, rows * M, pdi_ops[k->op].name, &xs, &copy)) return PD_ERR_NOMEM;
     enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
     struct norm_ctx c = {param_buf(has_w ? &k->in[1] : NULL, M, ct, 1),
                          param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->f[0], centre};
@@ -425,6 +498,145 @@ static int cpu_norm(const struct pdi_kcall *k)
     free((void *)c.w);
     free((void *)c.b);
     free(copy);
+    return rc;
+}
+
+/* ---- norm_backward --------------------------------------------------- */
+#define NB_MAX_CHUNKS 64
+#define NB_MAX_PARTIAL (1 << 18) /* chunk partial sums kept: chunks * M doubles, per parameter */
+#define NB_FLUSH 32              /* rows summed in the compute type before going into double */
+
+typedef void (*nb_row_fn)(const void *x, const void *g, const void *w, void *dx, void *dwa, void *dba, int64_t n,
+                          double eps, int centre);
+
+struct nb_job {
+    struct pd_kview x, g;     /* rows at stride xs / gs along the row */
+    const struct pd_kview *dx; /* contiguous */
+    int64_t xs, gs, rows, M, chunk;
+    int lead, centre;
+    enum pd_dtype ct;         /* compute type */
+    nb_row_fn fn;
+    const void *w;            /* [M] in ct (ones when absent) */
+    double eps;
+    double *pw, *pb;          /* [chunks][M] partial dw / db, or NULL */
+};
+
+/* dst[j] += src[j] (src in ct), then src = 0. */
+static void nb_flush(double *dst, void *src, enum pd_dtype ct, int64_t M)
+{
+    if (ct == PD_F64) {
+        double *s = src;
+        for (int64_t j = 0; j < M; j++) dst[j] += s[j];
+    } else {
+        float *s = src;
+        for (int64_t j = 0; j < M; j++) dst[j] += s[j];
+    }
+    memset(src, 0, pd_dtype_size(ct) * (size_t)M);
+}
+
+/* Chunks [c0, c1): rows from the views (direct when already contiguous in
+ * ct), dx written in place when dx is ct, through row buffers otherwise. */
+static int nb_chunks(const struct nb_job *J, int64_t c0, int64_t c1)
+{
+    int64_t M = J->M;
+    size_t ces = pd_dtype_size(J->ct), xes = pd_dtype_size(J->x.dtype), yes = pd_dtype_size(J->dx->dtype);
+    int xd = J->x.dtype == J->ct && J->xs == 1, gd = J->g.dtype == J->ct && J->gs == 1;
+    int yd = J->dx->dtype == J->ct;
+    char *buf = malloc(ces * (size_t)M * 5 + 1); /* x, g, dx rows; dw, db accumulators */
+    if (!buf) return 1;
+    void *xb = buf, *gb = buf + ces * (size_t)M, *yb = buf + 2 * ces * (size_t)M;
+    void *dwa = J->pw ? buf + 3 * ces * (size_t)M : NULL, *dba = J->pb ? buf + 4 * ces * (size_t)M : NULL;
+    memset(buf + 3 * ces * (size_t)M, 0, 2 * ces * (size_t)M);
+    for (int64_t c = c0; c < c1; c++) {
+        int64_t r0 = c * J->chunk, r1 = r0 + J->chunk < J->rows ? r0 + J->chunk : J->rows;
+        for (int64_t r = r0; r < r1; r++) {
+            const char *xp = J->x.data + lin_offset(&J->x, 0, J->lead, -1, r) * (int64_t)xes;
+            const char *gp = J->g.data + lin_offset(&J->g, 0, J->lead, -1, r) * (int64_t)xes;
+            char *yp = J->dx->data + r * M * (int64_t)yes;
+            if (!xd) load_row(xp, J->xs, J->x.dtype, xb, J->ct, M);
+            if (!gd) load_row(gp, J->gs, J->g.dtype, gb, J->ct, M);
+            J->fn(xd ? xp : xb, gd ? gp : gb, J->w, yd ? (void *)yp : yb, dwa, dba, M, J->eps, J->centre);
+            if (!yd) store_row(yb, J->ct, yp, 1, J->dx->dtype, M);
+            if ((r - r0 + 1) % NB_FLUSH == 0 || r + 1 == r1) {
+                if (dwa) nb_flush(J->pw + c * M, dwa, J->ct, M);
+                if (dba) nb_flush(J->pb + c * M, dba, J->ct, M);
+            }
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+/* dst = sum over chunks of part (in chunk order), stored into out [M]. */
+static void nb_reduce(const double *part, int64_t nch, int64_t M, const struct pd_kview *out, double *tot)
+{
+    memset(tot, 0, sizeof *tot * (size_t)M);
+    for (int64_t c = 0; c < nch; c++)
+        for (int64_t j = 0; j < M; j++) tot[j] += part[c * M + j];
+    store_row(tot, PD_F64, out->data, 1, out->dtype, M);
+}
+
+static int cpu_norm_backward(const struct pdi_kcall *k)
+{
+    int has_w = k->a->i[1] != 0, has_b = k->a->i[2] != 0;
+    struct nb_job J = {.x = k->in[0], .g = k->in[1], .dx = &k->out[0], .centre = k->a->i[3] != 0,
+                       .eps = k->a->f[0]};
+    J.lead = J.x.ndim - (int)k->a->i[0];
+    J.M = pdi_numel(J.x.shape + J.lead, J.x.ndim - J.lead);
+    J.rows = pdi_numel(J.x.shape, J.lead);
+    J.ct = J.x.dtype == PD_F64 ? PD_F64 : PD_F32;
+    J.fn = J.ct == PD_F64 ? norm_bwd_row_f64 : norm_bwd_row_f32;
+    if (J.M == 0) return PD_OK;
+    /* chunks: a function of the shape only, so the sums do not depend on threads */
+    int64_t nch = J.rows < NB_MAX_CHUNKS ? J.rows : NB_MAX_CHUNKS;
+    if (nch * J.M > NB_MAX_PARTIAL) nch = NB_MAX_PARTIAL / J.M > 1 ? NB_MAX_PARTIAL / J.M : 1;
+    J.chunk = nch ? (J.rows + nch - 1) / nch : 1;
+    nch = (J.rows + J.chunk - 1) / J.chunk;
+    void *xcopy = NULL, *gcopy = NULL, *w = NULL;
+    double *part = NULL;
+    int rc = PD_OK;
+    if (J.rows > 0 && (norm_row_layout(&J.x, J.lead, J.rows * J.M, "norm_backward", &J.xs, &xcopy) ||
+                       norm_row_layout(&J.g, J.lead, J.rows * J.M, "norm_backward", &J.gs, &gcopy)))
+        goto out_err;
+    w = param_buf(has_w ? &k->in[2] : NULL, J.M, J.ct, 1);
+    part = calloc((size_t)((has_w + has_b) * nch * J.M + J.M) + 1, sizeof *part); /* partials, then a total */
+    if (!w || !part) {
+        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward)");
+        goto out;
+    }
+    J.w = w;
+    J.pw = has_w ? part : NULL;
+    J.pb = has_b ? part + has_w * nch * J.M : NULL;
+    int failed = 0;
+    int par = nch > 1 && J.rows * J.M >= NN_GRAIN && pdi_num_threads() > 1;
+    if (par) {
+#pragma omp parallel reduction(| : failed)
+        {
+#ifdef _OPENMP
+            int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+            int64_t t = 0, nt = 1;
+#endif
+            failed |= nb_chunks(&J, nch * t / nt, nch * (t + 1) / nt);
+        }
+    } else if (nch > 0) {
+        failed = nb_chunks(&J, 0, nch);
+    }
+    if (failed) {
+        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward row buffers)");
+        goto out;
+    }
+    double *tot = part + (has_w + has_b) * nch * J.M;
+    if (has_w) nb_reduce(J.pw, nch, J.M, &k->out[1], tot);
+    if (has_b) nb_reduce(J.pb, nch, J.M, &k->out[1 + has_w], tot);
+    goto out;
+out_err:
+    rc = pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
+out:
+    free(part);
+    free(w);
+    free(gcopy);
+    free(xcopy);
     return rc;
 }
 
@@ -524,6 +736,7 @@ void pdi_register_cpu_nn(void)
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_nll_loss, PDI_DT_FLOATS, cpu_nll_loss);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_layer_norm, PDI_DT_FLOATS, cpu_norm);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_rms_norm, PDI_DT_FLOATS, cpu_norm);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_norm_backward, PDI_DT_FLOATS, cpu_norm_backward);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_embedding, PDI_DT_ALL, cpu_embedding);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_one_hot, PDI_DT_INTS, cpu_one_hot);
 }

@@ -1,5 +1,5 @@
 /* paddle.c — reference kernels for the nn family: softmax, log_softmax,
- * nll_loss, layer_norm, rms_norm, embedding, one_hot.
+ * nll_loss, layer_norm, rms_norm, norm_backward, embedding, one_hot.
  *
  * The oracle: element by element through pdi_kview_ptr (any strides), in
  * double, written for obviousness and never optimised. Index values (targets,
@@ -7,6 +7,7 @@
  * value and the valid range.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -116,6 +117,59 @@ static int ref_norm(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* norm_backward: x, g [rows, M], [w] [M] -> dx [rows, M], [dw], [db] [M].
+ * With xm = x - mean (centre) or x, rstd = 1/sqrt(mean(xm^2) + eps),
+ * xhat = xm rstd and gh = g w:
+ *   dx = rstd (gh - centre mean(gh) - xhat mean(gh xhat)),
+ *   dw = sum_rows g xhat, db = sum_rows g. */
+static int ref_norm_backward(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *g = &k->in[1], *dx = &k->out[0];
+    int centre = k->a->i[3] != 0, has_w = k->a->i[1] != 0, has_b = k->a->i[2] != 0;
+    const struct pd_kview *w = has_w ? &k->in[2] : NULL;
+    const struct pd_kview *dw = has_w ? &k->out[1] : NULL, *db = has_b ? &k->out[1 + has_w] : NULL;
+    double eps = k->a->f[0];
+    int64_t M = 1;
+    for (int d = x->ndim - (int)k->a->i[0]; d < x->ndim; d++) M *= x->shape[d];
+    int64_t rows = M ? pdi_kview_numel(x) / M : 0;
+    double *acc = calloc((size_t)(2 * M) + 1, sizeof *acc); /* dw sums, then db sums */
+    if (!acc) return pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward)");
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0, sgh = 0, sghx = 0;
+        if (centre) {
+            for (int64_t j = 0; j < M; j++) mean += pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype);
+            mean /= (double)M;
+        }
+        for (int64_t j = 0; j < M; j++) {
+            double v = pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean;
+            var += v * v;
+        }
+        double rstd = 1.0 / sqrt(var / (double)M + eps);
+        for (int64_t j = 0; j < M; j++) {
+            double xh = (pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean) * rstd;
+            double gv = pdi_load(pdi_kview_ptr(g, r * M + j), g->dtype);
+            double gh = w ? gv * pdi_load(pdi_kview_ptr(w, j), w->dtype) : gv;
+            sgh += gh;
+            sghx += gh * xh;
+            acc[j] += gv * xh;
+            acc[M + j] += gv;
+        }
+        for (int64_t j = 0; j < M; j++) {
+            double xh = (pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean) * rstd;
+            double gv = pdi_load(pdi_kview_ptr(g, r * M + j), g->dtype);
+            double gh = w ? gv * pdi_load(pdi_kview_ptr(w, j), w->dtype) : gv;
+            double v = rstd * (gh - xh * sghx / (double)M - (centre ? sgh / (double)M : 0));
+            pdi_store(pdi_kview_ptr(dx, r * M + j), dx->dtype, v);
+        }
+    }
+    for (int64_t j = 0; j < M; j++) {
+        if (dw) pdi_store(pdi_kview_ptr(dw, j), dw->dtype, acc[j]);
+        if (db) pdi_store(pdi_kview_ptr(db, j), db->dtype, acc[M + j]);
+    }
+    free(acc);
+    return PD_OK;
+}
+
 /* out[i, :] = weight[ids[i], :] (bytes copied: any dtype). */
 static int ref_embedding(const struct pdi_kcall *k)
 {
@@ -154,6 +208,7 @@ void pdi_register_ref_nn(void)
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_nll_loss, PDI_DT_FLOATS, ref_nll_loss);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_layer_norm, PDI_DT_FLOATS, ref_norm);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_rms_norm, PDI_DT_FLOATS, ref_norm);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_norm_backward, PDI_DT_FLOATS, ref_norm_backward);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_embedding, PDI_DT_ALL, ref_embedding);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_one_hot, PDI_DT_INTS, ref_one_hot);
 }
