@@ -141,6 +141,7 @@ int cmd_eval(int argc, char **argv)
     struct pd_arith_config ac;
     pd_arith_config_default(&ac);
     ac.max_digits = (int)recipe_num(rj, "digits", ac.max_digits);
+    ac.heldout_per_mille = (int)recipe_num(rj, "heldout", ac.heldout_per_mille);
     double vf = recipe_num(rj, "val-fraction", 0.05);
     uint64_t seed = (uint64_t)recipe_num(rj, "seed", 1);
     int seq = cm.cfg.max_seq_len;

@@ -31,7 +31,7 @@
 struct recipe {
     const char *config, *resume, *data, *tokenizer, *out, *metrics, *sample_prompt;
     int dim, layers, heads, kv_heads, hidden, seq_len, tie;
-    int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits;
+    int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits, heldout;
     int bf16, answer_loss;
     double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
     int64_t seed, lines;
@@ -68,6 +68,7 @@ static void recipe_default(struct recipe *r)
     r->log_every = 50;
     r->task_n = 500;
     r->digits = 2;
+    r->heldout = 200; /* 2 digits: ~1,000 held-out problems, none seen in training */
     r->answer_loss = 1;
     r->lr = 5e-3;
     r->min_lr = 5e-4;
@@ -116,6 +117,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"seed", CLI_I64, &r->seed, 0, 9e15, "seed of the initialisation, the batches and the built-in data", 0},
         {"lines", CLI_I64, &r->lines, 10, 1e9, "lines of built-in arithmetic text to generate", 0},
         {"digits", CLI_INT, &r->digits, 1, 9, "built-in data: operand digits at most", 0},
+        {"heldout", CLI_INT, &r->heldout, 1, 500, "built-in data: problems held out of training, per mille", 0},
         {"val-fraction", CLI_DOUBLE, &r->val_fraction, 0.0001, 0.5, "share of the tokens held out for validation", 0},
         {"eval-every", CLI_INT, &r->eval_every, 0, BIG, "validation loss every N steps (0: only at the end)", 0},
         {"eval-batches", CLI_INT, &r->eval_batches, 1, BIG, "validation batches per evaluation", 0},
@@ -130,7 +132,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
 
 /* Options that define the model: fixed by a checkpoint. */
 static const char *const structural[] = {"dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "tie", "tokenizer",
-                                         "data", "digits", "lines", "seed", "val-fraction", NULL};
+                                         "data", "digits", "heldout", "lines", "seed", "val-fraction", NULL};
 
 static void opt_text(const struct cli_opt *o, char *buf, size_t n)
 {
@@ -528,6 +530,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
     }
     pd_arith_config_default(&R->ac);
     R->ac.max_digits = r->digits;
+    R->ac.heldout_per_mille = r->heldout;
     if (r->data) R->ds = pd_text_dataset_open(r->data, R->tok, r->val_fraction);
     else R->ds = pd_text_dataset_builtin((uint64_t)r->seed, r->lines, &R->ac, R->tok, r->val_fraction);
     if (!R->ds) cli_fail_pd("cannot load the data");
