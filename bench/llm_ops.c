@@ -7,9 +7,12 @@
  *            forward, and forward + backward (d q, k, v of sum(out * w));
  *            impl "fused" (pd_sdpa) and "composed" (matmul, causal where,
  *            softmax, matmul: what a framework without the op runs).
- *   decode   q [1, 6, 1, 48] against k, v [1, 6, S, 48], S = 128 and 512.
+ *   decode   q [1, 6, 1, 48] against k, v [1, 6, S, 48], S = 128 and 512, and
+ *            (op sdpa_decode_cacheview, forward only) S = 16, 64, 256 as
+ *            slices of a [1, 6, 1024, 48] cache, the views a KV cache passes.
  *   rope     x [8, 256, 6, 48], positions [256]: GB/s (read x, write y).
- *   swiglu   gate, up [8, 256, 768]: GB/s (two reads, one write).
+ *   swiglu   gate, up [8, 256, 768]: GB/s (two reads, one write), forward and
+ *            forward + backward, fused vs silu then mul.
  * Each fused result is compared with the composition before timing (max
  * |difference| is printed, the run fails above 1e-4 in f32).
  * Threads: OpenMP's default (OMP_NUM_THREADS=2 for the published numbers).
@@ -110,14 +113,24 @@ static double validate(struct ctx *c)
     return m;
 }
 
-static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, enum pd_dtype dt)
+/* cache > 0: k and v are the first S positions of a [B, H, cache, D] buffer
+ * (the strided views a KV cache passes), forward only. */
+static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t S, int64_t D, enum pd_dtype dt,
+                      int64_t cache)
 {
     struct pd_generator *gen = pd_generator_create(7);
-    int64_t qs[4] = {B, H, T, D}, ks[4] = {B, H, S, D};
+    int64_t qs[4] = {B, H, T, D}, ks[4] = {B, H, cache ? cache : S, D};
     struct ctx c = {.causal = 1};
     c.q = pd_requires_grad_(pd_cast(pd_randn(qs, 4, PD_F32, gen), dt), 1);
     c.k = pd_requires_grad_(pd_cast(pd_randn(ks, 4, PD_F32, gen), dt), 1);
     c.v = pd_requires_grad_(pd_cast(pd_randn(ks, 4, PD_F32, gen), dt), 1);
+    if (cache) {
+        struct pd_tensor *k = c.k, *v = c.v;
+        c.k = pd_slice(k, 2, 0, S, 1);
+        c.v = pd_slice(v, 2, 0, S, 1);
+        pd_tensor_release(k);
+        pd_tensor_release(v);
+    }
     c.w = pd_cast(pd_randn(qs, 4, PD_F32, gen), dt);
     pd_generator_destroy(gen);
     double err = validate(&c), tol = dt == PD_F32 ? 1e-4 : 0.25;
@@ -125,7 +138,7 @@ static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t
     double vis = T == S ? (double)T * (T + 1) / 2 : (double)T * S - (double)T * (T - 1) / 2;
     double flops_f = 4.0 * B * H * vis * D;
     int fail = !(err <= tol);
-    for (int bwd = 0; bwd < 2; bwd++) {
+    for (int bwd = 0; bwd < (cache ? 1 : 2); bwd++) {
         double t[2];
         for (int f = 0; f < 2; f++) {
             c.fused = f;
@@ -135,10 +148,10 @@ static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t
         }
         double flops = flops_f * (bwd ? 3.5 : 1.0); /* backward: 5 products + recomputed scores */
         for (int f = 0; f < 2; f++)
-            printf("{\"bench\":\"llm_ops\",\"op\":\"%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"dtype\":\"%s\","
+            printf("{\"bench\":\"llm_ops\",\"op\":\"%s%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"dtype\":\"%s\","
                    "\"shape\":[%lld,%lld,%lld,%lld,%lld],\"ms\":%.4f,\"gflops\":%.2f,\"speedup_vs_composed\":%.2f,"
                    "\"max_abs_diff\":%.3g}\n",
-                   name, bwd ? "fwd+bwd" : "forward", f ? "fused" : "composed", pd_dtype_name(dt), (long long)B,
+ name, cache ? "_cacheview" : "", bwd ? "fwd+bwd" : "forward", f ? "fused" : "composed", pd_dtype_name(dt), (long long)B,
                    (long long)H, (long long)T, (long long)S, (long long)D, t[f] * 1e3, flops / t[f] * 1e-9,
                    t[0] / t[f], err);
     }
@@ -159,9 +172,14 @@ static void run_ew(void *p)
 {
     struct ew *e = p;
     pd_scope_begin();
-    if (e->op == 0) pd_rope(e->a, e->b, 10000.0);
-    else if (e->op == 1) pd_swiglu(e->a, e->b);
-    else pd_mul(pd_silu(e->a), e->b);
+    struct pd_tensor *y;
+    if (e->op == 0) y = pd_rope(e->a, e->b, 10000.0);
+    else if (e->op % 2) y = pd_swiglu(e->a, e->b);
+    else y = pd_mul(pd_silu(e->a), e->b);
+    if (e->op >= 3) { /* fwd+bwd: gradients of sum(y) w.r.t. gate and up */
+        struct pd_tensor *L = pd_sum(y, NULL, 0, 0), *in[2] = {e->a, e->b}, *g[2];
+        if (pd_grad(&L, 1, in, 2, NULL, 0, 0, 0, g)) fprintf(stderr, "grad: %s\n", pd_last_error());
+    }
     pd_scope_end();
 }
 
@@ -179,12 +197,17 @@ static void bench_elementwise(void)
     e.a = pd_randn(hs, 3, PD_F32, gen);
     e.b = pd_randn(hs, 3, PD_F32, gen);
     bytes = 3.0 * 4 * pd_tensor_numel(e.a);
-    for (int op = 1; op < 3; op++) {
+    pd_requires_grad_(e.a, 1);
+    pd_requires_grad_(e.b, 1);
+    /* 1, 2: forward fused / composed; 3, 4: forward + backward (traffic:
+     * forward 3 arrays, backward reads gate, up, dout and writes 2) */
+    for (int op = 1; op < 5; op++) {
         e.op = op;
-        t = best_of(run_ew, &e, quick ? 2 : 200, quick ? 1 : 5);
-        printf("{\"bench\":\"llm_ops\",\"op\":\"swiglu\",\"mode\":\"forward\",\"impl\":\"%s\",\"dtype\":\"f32\","
-               "\"shape\":[8,256,768],\"ms\":%.4f,\"gbps\":%.2f}\n", op == 1 ? "fused" : "composed", t * 1e3,
-               bytes / t * 1e-9);
+        t = best_of(run_ew, &e, quick ? 2 : (op < 3 ? 200 : 50), quick ? 1 : 5);
+        double by = op < 3 ? bytes : bytes * 8.0 / 3.0;
+        printf("{\"bench\":\"llm_ops\",\"op\":\"swiglu\",\"mode\":\"%s\",\"impl\":\"%s\",\"dtype\":\"f32\","
+               "\"shape\":[8,256,768],\"ms\":%.4f,\"gbps\":%.2f}\n", op < 3 ? "forward" : "fwd+bwd",
+               op % 2 ? "fused" : "composed", t * 1e3, by / t * 1e-9);
     }
     pd_tensor_release(e.a);
     pd_tensor_release(e.b);
@@ -199,10 +222,17 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     int fail = 0;
-    fail |= bench_sdpa("sdpa", 8, 6, 256, 256, 48, PD_F32);
-    fail |= bench_sdpa("sdpa", 8, 6, 256, 256, 48, PD_BF16);
-    fail |= bench_sdpa("sdpa_decode", 1, 6, 1, 128, 48, PD_F32);
-    fail |= bench_sdpa("sdpa_decode", 1, 6, 1, 512, 48, PD_F32);
-    bench_elementwise();
+    const char *only = getenv("PD_BENCH_ONLY"); /* "train", "decode" or "ew": one group */
+    if (!only || !strcmp(only, "train")) {
+        fail |= bench_sdpa("sdpa", 8, 6, 256, 256, 48, PD_F32, 0);
+        fail |= bench_sdpa("sdpa", 8, 6, 256, 256, 48, PD_BF16, 0);
+    }
+    if (!only || !strcmp(only, "decode")) {
+        fail |= bench_sdpa("sdpa_decode", 1, 6, 1, 128, 48, PD_F32, 0);
+        fail |= bench_sdpa("sdpa_decode", 1, 6, 1, 512, 48, PD_F32, 0);
+        for (int64_t S = 16; S <= 512; S *= 4)
+            fail |= bench_sdpa("sdpa_decode", 1, 6, 1, S, 48, PD_F32, 1024);
+    }
+    if (!only || !strcmp(only, "ew")) bench_elementwise();
     return fail;
 }

@@ -9,7 +9,8 @@
  *     against finite differences; the float mask's gradient.
  *   rope: against x cos + rotate_half(x) sin with [T] and [B, T] positions,
  *     and its gradient (the inverse rotation).
- *   swiglu: against silu(gate) * up, values and gradients.
+ *   swiglu: against silu(gate) * up, values and gradients (the fused
+ *     swiglu_backward) and second order (the composed VJP).
  *   errors: each bad input returns NULL with a message naming the op, and
  *     leaks nothing; pd_sdpa outside any scope hands the caller one tensor.
  */
@@ -303,6 +304,17 @@ static void test_swiglu(void)
         PT_CHECK(pd_grad(&lb, 1, in, 2, NULL, 0, 0, 0, gb) == 0);
         PT_CHECK(rel_diff(ga[0], gb[0]) <= tol * 10);
         PT_CHECK(rel_diff(ga[1], gb[1]) <= tol * 10);
+        /* second order: the recorded (create_graph) VJP composes public ops
+         * instead of the fused swiglu_backward, so it differentiates again */
+        struct pd_tensor *la2 = pd_sum(pd_square(pd_swiglu(g, u)), NULL, 0, 0);
+        struct pd_tensor *lb2 = pd_sum(pd_square(pd_mul(pd_silu(g), u)), NULL, 0, 0), *ha[2], *hb[2];
+        PT_CHECK(pd_grad(&la2, 1, in, 2, NULL, 1, 0, 0, ga) == 0);
+        PT_CHECK(pd_grad(&lb2, 1, in, 2, NULL, 1, 0, 0, gb) == 0);
+        struct pd_tensor *sa = pd_sum(pd_mul(ga[0], ga[1]), NULL, 0, 0), *sb = pd_sum(pd_mul(gb[0], gb[1]), NULL, 0, 0);
+        PT_CHECK(pd_grad(&sa, 1, in, 2, NULL, 0, 0, 0, ha) == 0);
+        PT_CHECK(pd_grad(&sb, 1, in, 2, NULL, 0, 0, 0, hb) == 0);
+        PT_CHECK(rel_diff(ha[0], hb[0]) <= tol * 10);
+        PT_CHECK(rel_diff(ha[1], hb[1]) <= tol * 10);
     }
     pd_scope_end();
 }

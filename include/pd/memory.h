@@ -1,5 +1,17 @@
-/* paddle.c — allocator statistics. Sizes are counted after rounding to the
- * allocator's size classes (what the memory actually costs). */
+/* paddle.c — allocator statistics, a PyTorch-like summary table and region
+ * recording.
+ *
+ * Sizes are counted after rounding to the allocator's size classes (what the
+ * memory actually costs), except requested_bytes (what callers asked for).
+ * Vocabulary (the same as torch.cuda.memory_stats where it applies):
+ *   allocated  bytes of blocks handed out and not yet freed;
+ *   active     blocks in use. On the host a free is immediate (no stream
+ *              to wait on), so active == allocated; both are reported so
+ *              that a future device allocator can differ;
+ *   cached     freed blocks kept on the allocator's free lists (inactive);
+ *   reserved   bytes obtained from the OS = allocated + cached.
+ * Peaks are high-water marks since start or the last pd_memory_reset_peak().
+ */
 #ifndef PD_MEMORY_H
 #define PD_MEMORY_H
 #include <stdint.h>
@@ -13,11 +25,47 @@ struct pd_memory_stats {
     int64_t n_allocs;             /* allocations ever made */
     int64_t n_frees;
     int64_t n_live;               /* live allocations */
+    /* --- added with the debugging tools (issue 5) --- */
+    int64_t active_bytes;         /* == allocated_bytes on the host (see above) */
+    int64_t peak_active_bytes;
+    int64_t requested_bytes;      /* live bytes as requested, before rounding */
+    int64_t peak_requested_bytes;
+    int64_t peak_reserved_bytes;
+    int64_t cached_bytes;         /* reserved - allocated: free blocks kept for reuse */
+    int64_t n_cached_blocks;
+    int64_t peak_live;            /* most allocations alive at once */
+    int64_t total_allocated_bytes; /* running sum of every allocation's size */
+    int64_t total_freed_bytes;
+    int64_t n_cache_hits;         /* allocations served from the free lists */
+    int64_t n_os_allocs;          /* blocks obtained from the OS (aligned_alloc) */
+    int64_t n_os_frees;           /* blocks returned to the OS */
 };
 void pd_memory_stats(struct pd_memory_stats *out);
+/* Reset every peak to the current value. */
 void pd_memory_reset_peak(void);
 /* Return cached free blocks to the system (allocated_bytes is unchanged). */
 void pd_memory_empty_cache(void);
+/* The statistics as a fixed-width table like torch.cuda.memory_summary(),
+ * with the fragmentation rate 1 - peak_allocated / peak_reserved. The string
+ * is malloc'd: free() it. NULL (with an error) only when out of memory. */
+char *pd_memory_summary(void);
+
+/* What a region of code allocated. Regions nest (up to 32 deep) and are
+ * process-wide: allocations from every thread count. */
+struct pd_memory_record {
+    int64_t allocated_bytes; /* sum of the sizes of blocks allocated in the region */
+    int64_t freed_bytes;     /* sum of the sizes of blocks freed in the region */
+    int64_t net_bytes;       /* allocated - freed: what the region left alive */
+    int64_t n_allocs, n_frees;
+    int64_t start_bytes;     /* allocated_bytes when the region began */
+    int64_t peak_bytes;      /* highest allocated_bytes seen during the region */
+    int64_t peak_delta_bytes; /* peak_bytes - start_bytes: the region's own high-water mark */
+};
+/* Returns the new depth (>= 1), or a negative status when nested too deep. */
+int pd_memory_record_begin(void);
+/* Close the innermost region and fill *out (may be NULL). Returns PD_OK or a
+ * negative status when no region is open. */
+int pd_memory_record_end(struct pd_memory_record *out);
 #ifdef __cplusplus
 }
 #endif

@@ -12,4 +12,6 @@
 #include "pd/amp.h"
 #include "pd/data.h"
 #include "pd/generate.h"
+#include "pd/debug.h"
+#include "pd/profiler.h"
 #endif

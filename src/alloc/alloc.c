@@ -1,4 +1,5 @@
-/* paddle.c — the host caching allocator behind every storage.
+/* paddle.c — the host caching allocator behind every storage, and its
+ * statistics (pd_memory_stats, pd_memory_summary, record regions).
  *
  * Blocks are 64-byte aligned (AVX-512 loads of a tensor's first element are
  * aligned) and rounded up to size classes with four steps per power of two
@@ -10,20 +11,37 @@
  * returns it to the system. This is the default allocator of DESIGN §3; the
  * VMM allocator will implement the same two functions and statistics.
  *
- * Thread-safe: one mutex; kernels rarely allocate from worker threads.
+ * Thread-safe: one mutex, taken once per alloc and once per free; every
+ * counter is updated under it, so a snapshot is consistent (allocated +
+ * cached == reserved at all times) and record regions see exact peaks.
+ * Kernels rarely allocate from worker threads, so the lock is uncontended.
  * Freed blocks store the free-list link in their first 8 bytes.
+ *
+ * Record regions (pd_memory_record_begin/end) are a process-wide stack: the
+ * alloc path raises only the innermost region's peak, and closing a region
+ * folds its peak into its parent, so nesting costs nothing per allocation.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/internal.h"
 
 #define N_CLASSES 256
+#define MAX_RECORD_DEPTH 32
 
+/* Everything below is guarded by lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static void *free_list[N_CLASSES];
-static int64_t st_alloc, st_peak, st_reserved, st_nallocs, st_nfrees, cached_bytes;
 static int64_t cache_limit = -1;
+static struct pd_memory_stats st; /* n_live / active are derived on read */
+
+struct record {
+    int64_t tot_alloc0, tot_freed0, n_allocs0, n_frees0, start, peak;
+};
+static struct record records[MAX_RECORD_DEPTH];
+static int n_records;
 
 /* Class index and rounded size for a request. */
 static int size_class(size_t n, size_t *rounded)
@@ -53,6 +71,22 @@ static int64_t limit(void)
     return cache_limit;
 }
 
+#define RAISE(peak, v) do { if ((v) > (peak)) (peak) = (v); } while (0)
+
+/* Count a block of rounded size r handed out for a request of n bytes.
+ * Called with the lock held. */
+static void account_alloc(int64_t r, int64_t n)
+{
+    st.allocated_bytes += r;
+    st.requested_bytes += n;
+    st.total_allocated_bytes += r;
+    st.n_allocs++;
+    RAISE(st.peak_allocated_bytes, st.allocated_bytes);
+    RAISE(st.peak_requested_bytes, st.requested_bytes);
+    RAISE(st.peak_live, st.n_allocs - st.n_frees);
+    if (n_records) RAISE(records[n_records - 1].peak, st.allocated_bytes);
+}
+
 void *pdi_alloc(size_t nbytes)
 {
     size_t r;
@@ -62,19 +96,22 @@ void *pdi_alloc(size_t nbytes)
     if (c >= 0 && free_list[c]) {
         p = free_list[c];
         free_list[c] = *(void **)p;
-        cached_bytes -= (int64_t)r;
+        st.cached_bytes -= (int64_t)r;
+        st.n_cached_blocks--;
+        st.n_cache_hits++;
+        account_alloc((int64_t)r, (int64_t)nbytes);
     }
     pthread_mutex_unlock(&lock);
-    if (!p) {
-        p = aligned_alloc(64, r);
-        if (!p) return pdi_error(PD_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
-        __atomic_add_fetch(&st_reserved, (int64_t)r, __ATOMIC_RELAXED);
-    }
-    int64_t now = __atomic_add_fetch(&st_alloc, (int64_t)r, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&st_nallocs, 1, __ATOMIC_RELAXED);
-    int64_t peak = __atomic_load_n(&st_peak, __ATOMIC_RELAXED);
-    while (now > peak && !__atomic_compare_exchange_n(&st_peak, &peak, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    if (p) return p;
+    /* Outside the lock: a fresh block may page-fault or mmap for a while. */
+    p = aligned_alloc(64, r);
+    if (!p) return pdi_error(PD_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
+    pthread_mutex_lock(&lock);
+    st.reserved_bytes += (int64_t)r;
+    st.n_os_allocs++;
+    RAISE(st.peak_reserved_bytes, st.reserved_bytes);
+    account_alloc((int64_t)r, (int64_t)nbytes);
+    pthread_mutex_unlock(&lock);
     return p;
 }
 
@@ -83,20 +120,23 @@ void pdi_free(void *p, size_t nbytes)
     if (!p) return;
     size_t r;
     int c = size_class(nbytes, &r);
-    __atomic_sub_fetch(&st_alloc, (int64_t)r, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&st_nfrees, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&lock);
-    if (c >= 0 && cached_bytes + (int64_t)r <= limit()) {
+    st.allocated_bytes -= (int64_t)r;
+    st.requested_bytes -= (int64_t)nbytes;
+    st.total_freed_bytes += (int64_t)r;
+    st.n_frees++;
+    if (c >= 0 && st.cached_bytes + (int64_t)r <= limit()) {
         *(void **)p = free_list[c];
         free_list[c] = p;
-        cached_bytes += (int64_t)r;
+        st.cached_bytes += (int64_t)r;
+        st.n_cached_blocks++;
         p = NULL;
+    } else {
+        st.reserved_bytes -= (int64_t)r;
+        st.n_os_frees++;
     }
     pthread_mutex_unlock(&lock);
-    if (p) {
-        __atomic_sub_fetch(&st_reserved, (int64_t)r, __ATOMIC_RELAXED);
-        free(p);
-    }
+    free(p); /* NULL when cached */
 }
 
 void pd_memory_empty_cache(void)
@@ -107,24 +147,74 @@ void pd_memory_empty_cache(void)
             void *p = free_list[c];
             free_list[c] = *(void **)p;
             free(p);
+            st.n_os_frees++;
         }
     }
-    __atomic_sub_fetch(&st_reserved, cached_bytes, __ATOMIC_RELAXED);
-    cached_bytes = 0;
+    st.reserved_bytes -= st.cached_bytes;
+    st.cached_bytes = 0;
+    st.n_cached_blocks = 0;
     pthread_mutex_unlock(&lock);
 }
 
 void pd_memory_stats(struct pd_memory_stats *out)
 {
-    out->allocated_bytes = __atomic_load_n(&st_alloc, __ATOMIC_RELAXED);
-    out->peak_allocated_bytes = __atomic_load_n(&st_peak, __ATOMIC_RELAXED);
-    out->reserved_bytes = __atomic_load_n(&st_reserved, __ATOMIC_RELAXED);
-    out->n_allocs = __atomic_load_n(&st_nallocs, __ATOMIC_RELAXED);
-    out->n_frees = __atomic_load_n(&st_nfrees, __ATOMIC_RELAXED);
+    if (!out) return;
+    pthread_mutex_lock(&lock);
+    *out = st;
+    pthread_mutex_unlock(&lock);
     out->n_live = out->n_allocs - out->n_frees;
+    out->active_bytes = out->allocated_bytes;
+    out->peak_active_bytes = out->peak_allocated_bytes;
 }
 
 void pd_memory_reset_peak(void)
 {
-    __atomic_store_n(&st_peak, __atomic_load_n(&st_alloc, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    pthread_mutex_lock(&lock);
+    st.peak_allocated_bytes = st.allocated_bytes;
+    st.peak_requested_bytes = st.requested_bytes;
+    st.peak_reserved_bytes = st.reserved_bytes;
+    st.peak_live = st.n_allocs - st.n_frees;
+    pthread_mutex_unlock(&lock);
+}
+
+int pd_memory_record_begin(void)
+{
+    pthread_mutex_lock(&lock);
+    if (n_records == MAX_RECORD_DEPTH) {
+        pthread_mutex_unlock(&lock);
+        return pdi_errorf(PD_ERR_STATE, "pd_memory_record_begin: regions nested deeper than %d", MAX_RECORD_DEPTH);
+    }
+    struct record *r = &records[n_records++];
+    r->tot_alloc0 = st.total_allocated_bytes;
+    r->tot_freed0 = st.total_freed_bytes;
+    r->n_allocs0 = st.n_allocs;
+    r->n_frees0 = st.n_frees;
+    r->start = r->peak = st.allocated_bytes;
+    int depth = n_records;
+    pthread_mutex_unlock(&lock);
+    return depth;
+}
+
+int pd_memory_record_end(struct pd_memory_record *out)
+{
+    pthread_mutex_lock(&lock);
+    if (!n_records) {
+        pthread_mutex_unlock(&lock);
+        return pdi_errorf(PD_ERR_STATE, "pd_memory_record_end: no region open (missing pd_memory_record_begin)");
+    }
+    struct record r = records[--n_records];
+    if (n_records) RAISE(records[n_records - 1].peak, r.peak); /* the parent saw this peak too */
+    struct pd_memory_record o = {
+        .allocated_bytes = st.total_allocated_bytes - r.tot_alloc0,
+        .freed_bytes = st.total_freed_bytes - r.tot_freed0,
+        .n_allocs = st.n_allocs - r.n_allocs0,
+        .n_frees = st.n_frees - r.n_frees0,
+        .start_bytes = r.start,
+        .peak_bytes = r.peak,
+    };
+    pthread_mutex_unlock(&lock);
+    o.net_bytes = o.allocated_bytes - o.freed_bytes;
+    o.peak_delta_bytes = o.peak_bytes - o.start_bytes;
+    if (out) *out = o;
+    return PD_OK;
 }

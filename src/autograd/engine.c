@@ -5,6 +5,8 @@
  * Each node runs in a scope of its own, so intermediate gradients are freed
  * as soon as their consumer has run. With create_graph the VJP rules run
  * with grad mode on, recording the backward ops for higher-order gradients.
+ * While a VJP runs, pdi_backward_node() names its node, and a failure is
+ * reported with the node's name and its forward op's call site.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,12 @@ struct run {
 };
 
 static uint64_t run_epoch;
+/* The node whose VJP runs on this thread (ops dispatched inside a VJP are
+ * attributed to it by observers). */
+static PDI_TLS const struct pdi_node *cur_node;
+
+const struct pdi_node *pdi_backward_node(void) { return cur_node; }
+const char *pdi_backward_node_name(void) { return cur_node ? pdi_node_name(cur_node) : NULL; }
 
 static int add_node(struct run *r, struct pdi_node *n)
 {
@@ -137,7 +145,7 @@ static int check_grad(struct pdi_node *n, int i, struct pd_tensor *g)
     const struct pdi_meta *m = &n->in_meta[i];
     if (g->ndim != m->ndim || memcmp(g->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-        return pdi_errorf(PD_ERR_STATE, "%s: VJP returned a gradient of shape %s for input %d of shape %s", n->name,
+        return pdi_errorf(PD_ERR_STATE, "%s: VJP returned a gradient of shape %s for input %d of shape %s", pdi_node_name(n),
                           pdi_shape_str(g->shape, g->ndim, b0, sizeof b0), i,
                           pdi_shape_str(m->shape, m->ndim, b1, sizeof b1));
     }
@@ -172,10 +180,23 @@ static int run_node(struct run *r, int k)
         if (n->released) {
             rc = pdi_errorf(PD_ERR_STATE,
                             "%s: backward through a graph that was already freed; pass retain_graph=1 to the first "
-                            "backward to run it again", n->name);
+                            "backward to run it again", pdi_node_name(n));
         } else {
+            const struct pdi_node *prev_node = cur_node;
+            cur_node = n;
+            /* a node logs under the guards active when it was created */
+            const struct pdi_log_guards *prev_guards = pdi_log_guards_current();
+            int swap = n->log_guards != prev_guards;
+            if (swap) pdi_log_guards_swap(n->log_guards);
+            if ((pdi_debug_flags & PDI_DBG_LOG) && pdi_log_enabled("autograd", 3)) {
+                const char *site = n->site ? pdi_site_str(n->site) : NULL;
+                pdi_log("autograd", 3, "%s%s%s%s", pdi_node_name(n), site ? " (forward at " : "", site ? site : "",
+                        site ? ")" : "");
+            }
             rc = pdi_ops[n->op].vjp(n, gout, gin);
             if (rc == PD_OK && pd_last_status() && !gin[0] && n->n_in == 1 && pdi_node_needs(n, 0)) rc = pd_last_status();
+            if (swap) pdi_log_guards_swap(prev_guards);
+            cur_node = prev_node;
         }
         for (int i = 0; i < n->n_in && rc == PD_OK; i++) {
             struct pdi_edge *e = &n->edges[i];
@@ -192,6 +213,12 @@ static int run_node(struct run *r, int k)
         for (int i = 0; i < n->n_in; i++) { pd_tensor_release(n->saved_in[i]); n->saved_in[i] = NULL; }
         for (int j = 0; j < n->n_out; j++) { pd_tensor_release(n->saved_out[j]); n->saved_out[j] = NULL; }
         n->released = 1;
+    }
+    if (rc && pd_last_status()) {
+        /* name the node and where its forward op was called */
+        pdi_error_prefix(pdi_node_name(n));
+        const char *site = n->site ? pdi_site_str(n->site) : NULL;
+        if (site && !strstr(pd_last_error(), site)) pdi_error_append("[forward op called at %s]", site);
     }
     if (gout != gout_small) free(gout);
     if (gin != gin_small) free(gin);

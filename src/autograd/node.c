@@ -5,6 +5,8 @@
  * saved inputs. A node never holds its own outputs (that would be a cycle):
  * outputs a VJP needs are kept as aliases without grad_fn and re-attached to
  * the node on use (pdi_node_out), as PyTorch's SavedVariable does.
+ * A node is named after the forward call that made it ("matmul_12.grad")
+ * and keeps that call's site and the log guards active at the time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,13 +90,13 @@ struct pd_tensor *pdi_node_in(struct pdi_node *n, int i)
     if (n->released)
         return pdi_error(PD_ERR_STATE,
                          "%s: backward through a graph whose saved tensors were already freed; pass retain_graph=1 "
-                         "to the first backward if you need to run it twice", n->name);
+                         "to the first backward if you need to run it twice", pdi_node_name(n));
     struct pd_tensor *t = n->saved_in[i];
-    if (!t) return pdi_error(PD_ERR_STATE, "%s: input %d was not saved for backward", n->name, i);
+    if (!t) return pdi_error(PD_ERR_STATE, "%s: input %d was not saved for backward", pdi_node_name(n), i);
     if (t->st->version != n->saved_ver[i])
         return pdi_error(PD_ERR_STATE,
                          "%s: input %d, needed for backward, was modified by an in-place op after it was used "
-                         "(version %llu, saved at %llu)", n->name, i, (unsigned long long)t->st->version,
+                         "(version %llu, saved at %llu)", pdi_node_name(n), i, (unsigned long long)t->st->version,
                          (unsigned long long)n->saved_ver[i]);
     return t;
 }
@@ -104,9 +106,9 @@ struct pd_tensor *pdi_node_out(struct pdi_node *n, int j)
     if (n->released)
         return pdi_error(PD_ERR_STATE,
                          "%s: backward through a graph whose saved tensors were already freed; pass retain_graph=1 "
-                         "to the first backward if you need to run it twice", n->name);
+                         "to the first backward if you need to run it twice", pdi_node_name(n));
     struct pd_tensor *s = n->saved_out[j];
-    if (!s) return pdi_error(PD_ERR_STATE, "%s: output %d was not saved for backward", n->name, j);
+    if (!s) return pdi_error(PD_ERR_STATE, "%s: output %d was not saved for backward", pdi_node_name(n), j);
     struct pd_tensor *t = pdi_tensor_alias(s, s->shape, s->strides, s->ndim, s->offset);
     if (!t) return NULL;
     if (pd_is_grad_enabled() && pd_dtype_is_float(t->dtype)) { /* indices carry no gradient */
@@ -116,6 +118,15 @@ struct pd_tensor *pdi_node_out(struct pdi_node *n, int j)
         t->requires_grad = 1;
     }
     return pdi_scope_add(t);
+}
+
+const char *pdi_node_name(const struct pdi_node *n)
+{
+    struct pdi_node *m = (struct pdi_node *)n; /* the name is a cache: logically const */
+    if (!m->name[0])
+        snprintf(m->name, sizeof m->name, "%s%s%s_%u.grad", n->dbg_scope ? n->dbg_scope : "", n->dbg_scope ? "/" : "",
+                 pdi_ops[n->op].name, (unsigned)n->dbg_n);
+    return m->name;
 }
 
 int pdi_autograd_record(struct pdi_call *c)
@@ -147,7 +158,12 @@ int pdi_autograd_record(struct pdi_call *c)
     n->a = c->a;
     n->n_in = ni;
     n->n_out = no;
-    snprintf(n->name, sizeof n->name, "%s_%llu.grad", d->name, (unsigned long long)n->seq);
+    /* The forward call's name plus ".grad": logs, graphs, checksums and
+     * errors link the op, its outputs and its node by one name. */
+    n->dbg_scope = c->dbg_scope;
+    n->dbg_n = c->dbg_n;
+    n->site = c->dbg_site;
+    n->log_guards = pdi_log_guards_current();
     for (int i = 0; i < ni; i++) {
         struct pd_tensor *t = c->in[i];
         if (t->requires_grad) {
@@ -191,7 +207,7 @@ struct pd_tensor *pd_requires_grad_(struct pd_tensor *t, int requires_grad)
     if (t->grad_fn) {
         if (requires_grad) return t;
         return pdi_error(PD_ERR_INVALID, "requires_grad_: tensor is not a leaf (produced by %s); use pd_detach",
-                         t->grad_fn->name);
+                         pdi_node_name(t->grad_fn));
     }
     if (requires_grad && !pd_dtype_is_float(t->dtype))
         return pdi_error(PD_ERR_INVALID, "requires_grad_: only floating tensors can require grad (got %s)",
@@ -209,7 +225,7 @@ void pd_tensor_zero_grad(struct pd_tensor *t)
     pd_tensor_release(t->grad);
     t->grad = NULL;
 }
-const char *pd_tensor_grad_fn_name(const struct pd_tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+const char *pd_tensor_grad_fn_name(const struct pd_tensor *t) { return t && t->grad_fn ? pdi_node_name(t->grad_fn) : NULL; }
 
 int pd_retain_grad(struct pd_tensor *t)
 {

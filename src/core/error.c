@@ -1,11 +1,13 @@
 /* paddle.c — the thread-local error (sqlite style: status + message kept
- * where the caller can ask for it). Library code never prints. */
+ * where the caller can ask for it). Library code never prints.
+ * pdi_error_prefix / pdi_error_append add context to a message set deeper
+ * down (the op's debug name, the forward call site of a GradNode). */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/internal.h"
 
-static _Thread_local char err_msg[1024];
+static _Thread_local char err_msg[2048]; /* room for anomaly reports */
 static _Thread_local int err_status;
 
 const char *pd_last_error(void) { return err_msg[0] ? err_msg : "no error"; }
@@ -34,6 +36,30 @@ int pdi_errorf(int status, const char *fmt, ...)
     set(status, fmt, ap);
     va_end(ap);
     return status;
+}
+
+void pdi_error_append(const char *fmt, ...)
+{
+    size_t k = strlen(err_msg);
+    if (k + 2 >= sizeof err_msg) return;
+    err_msg[k++] = ' ';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg + k, sizeof err_msg - k, fmt, ap);
+    va_end(ap);
+}
+
+void pdi_error_prefix(const char *prefix)
+{
+    size_t p = strlen(prefix), k = strlen(err_msg);
+    if (!p || (strncmp(err_msg, prefix, p) == 0 && err_msg[p] == ':')) return;
+    if (p + 2 >= sizeof err_msg) return;
+    if (k + p + 2 >= sizeof err_msg) k = sizeof err_msg - p - 3; /* drop the tail */
+    memmove(err_msg + p + 2, err_msg, k);
+    err_msg[p + 2 + k] = 0;
+    memcpy(err_msg, prefix, p);
+    err_msg[p] = ':';
+    err_msg[p + 1] = ' ';
 }
 
 const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n)

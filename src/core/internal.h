@@ -64,6 +64,14 @@ struct pd_tensor {
     int out_nr;
     struct pdi_hook *hooks;       /* leaf hooks (non-leaf hooks live on the node) */
     uint64_t id;                  /* creation sequence number */
+    /* debug name (src/debug/names.c): "<scope>/<op>_<n>.out<j>", or the
+     * user's name when dbg_user (pd_tensor_set_name). dbg_scope is an
+     * interned, never-freed string (or NULL); dbg_n == 0: no name. */
+    const char *dbg_scope;
+    uint32_t dbg_n;
+    int16_t dbg_op;
+    uint8_t dbg_out;
+    uint8_t dbg_user;
 };
 
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope). */
@@ -159,6 +167,12 @@ struct pdi_call {
     struct pdi_attrs a;
     struct pdi_meta *meta;        /* n_out entries, filled by infer */
     int inplace;                  /* write into in[0] (out[0] = in[0]) */
+    /* debug identity, set by the dispatcher: "<dbg_scope>/<op>_<dbg_n>"
+     * (pdi_call_name); dbg_site: the user's return address (call-site
+     * capture on) or NULL (pdi_call_site). */
+    const char *dbg_scope;
+    uint32_t dbg_n;
+    void *dbg_site;
 };
 
 struct pdi_node;
@@ -235,6 +249,70 @@ extern pdi_stage_fn pdi_trace_hook;      /* stage 4 (capture instead of run) */
 typedef void (*pdi_observer_fn)(const struct pdi_call *c, uint64_t seq, void *ctx);
 int pdi_observer_add(pdi_observer_fn fn, void *ctx);
 void pdi_observer_remove(pdi_observer_fn fn, void *ctx);
+/* before: called after infer-meta and output allocation, before the kernel
+ * runs (outputs allocated, not computed; inputs are the final ones, after
+ * autocast); after: as pdi_observer_add. Either may be NULL. Remove with
+ * pdi_observer_remove_ex(before, after, ctx). Not thread-safe against
+ * concurrent dispatch: install observers before running ops. */
+int pdi_observer_add_ex(pdi_observer_fn before, pdi_observer_fn after, void *ctx);
+void pdi_observer_remove_ex(pdi_observer_fn before, pdi_observer_fn after, void *ctx);
+
+/* ---- debug identity (src/debug/names.c, callsite.c) ------------------- */
+/* "model.layers.3.mlp/matmul_12" (thread-local buffer, valid until the
+ * fourth next call on this thread; copy it to keep it). */
+const char *pdi_call_name(const struct pdi_call *c);
+/* "<call name>.out<j>" into buf. */
+const char *pdi_call_out_name(const struct pdi_call *c, int j, char *buf, size_t n);
+/* "train_llama.c:87 (main)" when call-site capture was on for c, else NULL
+ * (interned: valid for the life of the process). */
+const char *pdi_call_site(const struct pdi_call *c);
+/* The GradNode whose VJP this thread is running, NULL outside backward. */
+const char *pdi_backward_node_name(void);
+const struct pdi_node *pdi_backward_node(void);
+/* Resolve a raw return address (as stored in dbg_site) to "file:line (fn)";
+ * NULL if unknown. Interned, cached by address. */
+const char *pdi_site_str(void *addr);
+/* Interned copy of s (never freed; for scope names and user tensor names). */
+const char *pdi_intern(const char *s);
+/* Assigns c->dbg_n / dbg_scope (counter per op type and thread). */
+void pdi_name_call(struct pdi_call *c);
+/* Name string of tensor t into buf ("" when unnamed). */
+const char *pdi_tensor_name_buf(const struct pd_tensor *t, char *buf, size_t n);
+#define PDI_NAME_BUF 192
+/* Capture the first return address outside this library. */
+void *pdi_capture_site(void);
+
+/* Bits of pdi_debug_flags: any set means the dispatcher takes its slow
+ * debug path (one predictable branch when all are off). */
+#define PDI_DBG_CALLSITE 1u
+#define PDI_DBG_ANOMALY 2u
+#define PDI_DBG_LOG 4u
+#define PDI_DBG_GRAPH 8u
+extern unsigned pdi_debug_flags;
+void pdi_debug_flag_set(unsigned bit, int on);
+/* Anomaly mode: 0 if every float output of c is finite, else sets the
+ * error (op name, inputs' stats, call site) and returns PD_ERR_STATE. */
+int pdi_anomaly_check(const struct pdi_call *c);
+/* Graph capture: record one finished forward call. */
+void pdi_graph_record(const struct pdi_call *c);
+
+/* ---- logging (src/debug/log.c) ---------------------------------------- */
+/* Library code logs only through pdi_log. Levels: 3 which op/node runs,
+ * 4 inputs and outputs, 5 metadata, 6 full detail. */
+struct pdi_log_guards; /* interned snapshot of the active guard stack */
+int pdi_log_enabled(const char *module, int level);
+void pdi_log(const char *module, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const struct pdi_log_guards *pdi_log_guards_current(void);
+/* Make g the active guard set (backward runs a node under the guards that
+ * were active when it was created); returns the previous one. */
+const struct pdi_log_guards *pdi_log_guards_swap(const struct pdi_log_guards *g);
+
+/* Append " <text>" to the thread's error message (context for an error set
+ * deeper down, e.g. the forward call site of a failing GradNode). */
+void pdi_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prefix the thread's error message with "<prefix>: " unless it already
+ * starts with it. */
+void pdi_error_prefix(const char *prefix);
 uint64_t pdi_op_seq(void); /* ops dispatched so far on this thread */
 
 /* Infer helpers shared by op families. */
@@ -270,7 +348,11 @@ struct pdi_node {
     int released;                  /* saved tensors freed after backward */
     int idx;                       /* engine scratch: position in this run */
     uint64_t epoch;                /* engine scratch: which run set idx */
-    char name[48];
+    char name[128];                /* lazy: read it through pdi_node_name */
+    void *site;                    /* forward call site (raw address) or NULL */
+    const struct pdi_log_guards *log_guards; /* guards active at creation */
+    const char *dbg_scope;         /* forward call's scope and counter */
+    uint32_t dbg_n;
 };
 void pdi_node_retain(struct pdi_node *n);
 void pdi_node_release(struct pdi_node *n);
@@ -284,6 +366,9 @@ struct pd_tensor *pdi_node_in(struct pdi_node *n, int i);
 struct pd_tensor *pdi_node_out(struct pdi_node *n, int j);
 /* Record a node for a finished call (called by the dispatcher). */
 int pdi_autograd_record(struct pdi_call *c);
+/* "<scope>/<op>_<n>.grad": the forward call's name (built on first use:
+ * formatting it for every node cost ~5% of a small backward). */
+const char *pdi_node_name(const struct pdi_node *n);
 
 /* ---- small element helpers shared by kernels ------------------------- */
 /* Integer element as int64 (bool reads 0/1; other dtypes read 0). */

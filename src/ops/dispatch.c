@@ -4,8 +4,14 @@
  * trace-or-run, record autograd, observe. Stages 2–4 are hooks that later
  * modules install (NULL means "pass through"). Outputs join the current
  * scope only after every stage succeeded, so a failure leaks nothing.
+ *
+ * Debug tools (src/debug/) cost one predictable branch per op when off:
+ * pdi_debug_flags and n_before are zero, and naming is a counter bump plus
+ * four stores per output (the strings are built only when asked for).
+ * Failed calls prefix the error with the call's name ("matmul_12: ...").
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,30 +72,53 @@ pdi_stage_fn pdi_trace_hook;
 
 #define MAX_OBSERVERS 16
 static struct {
-    pdi_observer_fn fn;
+    pdi_observer_fn before, after;
     void *ctx;
 } observers[MAX_OBSERVERS];
-static int n_observers;
+static int n_observers, n_before;
 static PDI_TLS uint64_t op_seq;
+/* Any debug tool on (names.c, callsite.c, anomaly.c, log.c, graph.c): the
+ * dispatcher tests this once per op and takes the slow path only if set. */
+unsigned pdi_debug_flags;
 
-int pdi_observer_add(pdi_observer_fn fn, void *ctx)
+void pdi_debug_flag_set(unsigned bit, int on)
 {
+    if (on) __atomic_or_fetch(&pdi_debug_flags, bit, __ATOMIC_RELAXED);
+    else __atomic_and_fetch(&pdi_debug_flags, ~bit, __ATOMIC_RELAXED);
+}
+
+int pdi_observer_add_ex(pdi_observer_fn before, pdi_observer_fn after, void *ctx)
+{
+    if (!before && !after) return pdi_errorf(PD_ERR_INVALID, "observer: both callbacks are NULL");
     if (n_observers == MAX_OBSERVERS) return pdi_errorf(PD_ERR_INVALID, "too many observers (max %d)", MAX_OBSERVERS);
-    observers[n_observers].fn = fn;
+    observers[n_observers].before = before;
+    observers[n_observers].after = after;
     observers[n_observers].ctx = ctx;
     n_observers++;
+    if (before) n_before++;
     return PD_OK;
 }
 
-void pdi_observer_remove(pdi_observer_fn fn, void *ctx)
+int pdi_observer_add(pdi_observer_fn fn, void *ctx) { return pdi_observer_add_ex(NULL, fn, ctx); }
+
+void pdi_observer_remove_ex(pdi_observer_fn before, pdi_observer_fn after, void *ctx)
 {
     for (int i = 0; i < n_observers; i++) {
-        if (observers[i].fn == fn && observers[i].ctx == ctx) {
+        if (observers[i].before == before && observers[i].after == after && observers[i].ctx == ctx) {
+            if (observers[i].before) n_before--;
             memmove(&observers[i], &observers[i + 1], sizeof observers[0] * (size_t)(n_observers - i - 1));
             n_observers--;
             return;
         }
     }
+}
+
+void pdi_observer_remove(pdi_observer_fn fn, void *ctx) { pdi_observer_remove_ex(NULL, fn, ctx); }
+
+static void observe_before(const struct pdi_call *c)
+{
+    for (int i = 0; i < n_observers; i++)
+        if (observers[i].before) observers[i].before(c, op_seq + 1, observers[i].ctx);
 }
 
 uint64_t pdi_op_seq(void) { return op_seq; }
@@ -192,7 +221,9 @@ static int run(struct pdi_call *c)
     if (d->kind == PDI_KIND_VIEW) {
         struct pdi_meta *m = &c->meta[0];
         c->out[0] = pdi_tensor_alias(c->in[0], m->shape, m->strides, m->ndim, m->offset);
-        return c->out[0] ? PD_OK : PD_ERR_NOMEM;
+        if (!c->out[0]) return PD_ERR_NOMEM;
+        if (__builtin_expect(n_before != 0, 0)) observe_before(c);
+        return PD_OK;
     }
     for (int j = 0; j < c->n_out; j++) {
         if (c->inplace && j == 0) {
@@ -229,6 +260,7 @@ static int run(struct pdi_call *c)
         }
     }
     struct pdi_kcall k = {c->op, c->n_in, c->n_out, inv, outv, &c->a};
+    if (__builtin_expect(n_before != 0, 0)) observe_before(c);
     int rc = fn(&k);
     if (inv != inv_small) free(inv);
     if (rc) {
@@ -239,17 +271,41 @@ static int run(struct pdi_call *c)
     return PD_OK;
 }
 
-int pdi_dispatch(struct pdi_call *c)
+/* Debug tools after the kernel (and autograd) ran: logs, anomaly check,
+ * graph capture. A non-zero return fails the op. */
+static int debug_after(struct pdi_call *c)
+{
+    unsigned f = pdi_debug_flags;
+    if ((f & PDI_DBG_LOG) && pdi_log_enabled("dispatch", 3)) {
+        const char *site = pdi_call_site(c);
+        const char *bw = pdi_backward_node_name();
+        char nb[PDI_NAME_BUF];
+        snprintf(nb, sizeof nb, "%s", pdi_call_name(c));
+        pdi_log("dispatch", 3, "%s%s%s%s%s", nb, bw ? " in " : "", bw ? bw : "", site ? " at " : "", site ? site : "");
+        if (pdi_log_enabled("dispatch", 4)) {
+            for (int i = 0; i < c->n_in; i++) {
+                char b[PDI_SHAPE_BUF], tn[PDI_NAME_BUF];
+                pdi_log("dispatch", 4, "%s   in%d %s %s %s", nb, i, pdi_tensor_name_buf(c->in[i], tn, sizeof tn),
+                        pd_dtype_name(c->in[i]->dtype), pdi_shape_str(c->in[i]->shape, c->in[i]->ndim, b, sizeof b));
+            }
+            for (int j = 0; j < c->n_out; j++) {
+                char b[PDI_SHAPE_BUF], tn[PDI_NAME_BUF];
+                pdi_log("dispatch", 4, "%s   out%d %s %s %s", nb, j, pdi_tensor_name_buf(c->out[j], tn, sizeof tn),
+                        pd_dtype_name(c->out[j]->dtype), pdi_shape_str(c->out[j]->shape, c->out[j]->ndim, b, sizeof b));
+            }
+        }
+    }
+    if (f & PDI_DBG_ANOMALY) {
+        int rc = pdi_anomaly_check(c);
+        if (rc) return rc;
+    }
+    if (f & PDI_DBG_GRAPH) pdi_graph_record(c);
+    return PD_OK;
+}
+
+static int dispatch(struct pdi_call *c)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
-    pdi_kernels_init();
-    for (int j = 0; j < c->n_out; j++) c->out[j] = NULL;
-    for (int i = 0; i < c->n_in; i++)
-        if (!c->in[i]) return PD_ERR_NULL; /* keep the earlier op's message */
-    if (!(d->flags & PDI_F_VARIADIC) && (c->n_in != d->n_in || c->n_out != d->n_out))
-        return pdi_errorf(PD_ERR_INVALID, "%s: expected %d inputs and %d outputs, got %d and %d", d->name, d->n_in,
-                          d->n_out, c->n_in, c->n_out);
-    if (c->n_out > MAX_OUT) return pdi_errorf(PD_ERR_INVALID, "%s: too many outputs", d->name);
 
     /* 1. check and infer meta */
     struct pdi_meta meta[MAX_OUT];
@@ -292,9 +348,26 @@ int pdi_dispatch(struct pdi_call *c)
         if (rc) { release_outs(c); return rc; }
     }
 
-    /* 6. observe */
+    /* 6. observe: name the outputs, run the debug tools, feed observers */
+    for (int j = 0; j < c->n_out; j++) {
+        if (c->inplace && j == 0) continue;
+        struct pd_tensor *o = c->out[j];
+        o->dbg_scope = c->dbg_scope;
+        o->dbg_n = c->dbg_n;
+        o->dbg_op = (int16_t)c->op;
+        o->dbg_out = (uint8_t)j;
+    }
+    if (__builtin_expect(pdi_debug_flags != 0, 0)) {
+        rc = debug_after(c);
+        if (rc) {
+            if (c->inplace) c->in[0]->st->version++; /* the write happened: saved copies must notice */
+            release_outs(c);
+            return rc;
+        }
+    }
     op_seq++;
-    for (int i = 0; i < n_observers; i++) observers[i].fn(c, op_seq, observers[i].ctx);
+    for (int i = 0; i < n_observers; i++)
+        if (observers[i].after) observers[i].after(c, op_seq, observers[i].ctx);
     for (int j = 0; j < c->n_out; j++) {
         if (c->inplace && j == 0) { c->in[0]->st->version++; continue; }
         if (!pdi_scope_add(c->out[j])) {
@@ -303,6 +376,32 @@ int pdi_dispatch(struct pdi_call *c)
         }
     }
     return PD_OK;
+}
+
+int pdi_dispatch(struct pdi_call *c)
+{
+    const struct pdi_opdef *d = &pdi_ops[c->op];
+    pdi_kernels_init();
+    for (int j = 0; j < c->n_out; j++) c->out[j] = NULL;
+    for (int i = 0; i < c->n_in; i++)
+        if (!c->in[i]) return PD_ERR_NULL; /* keep the earlier op's message */
+    if (!(d->flags & PDI_F_VARIADIC) && (c->n_in != d->n_in || c->n_out != d->n_out))
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected %d inputs and %d outputs, got %d and %d", d->name, d->n_in,
+                          d->n_out, c->n_in, c->n_out);
+    if (c->n_out > MAX_OUT) return pdi_errorf(PD_ERR_INVALID, "%s: too many outputs", d->name);
+    /* Every call gets its name (a counter bump); the call site only when
+     * capture is on (a backtrace costs microseconds). */
+    pdi_name_call(c);
+    if (__builtin_expect((pdi_debug_flags & PDI_DBG_CALLSITE) != 0, 0)) c->dbg_site = pdi_capture_site();
+    int rc = dispatch(c);
+    if (__builtin_expect(rc != 0, 0) && rc != PD_ERR_NULL && pd_last_status()) {
+        /* "matmul_12: matmul: ..." — the op's name first, so the message
+         * can be matched with logs, graphs and checksum files. */
+        pdi_error_prefix(pdi_call_name(c));
+        const char *site = pdi_call_site(c);
+        if (site && !strstr(pd_last_error(), site)) pdi_error_append("[at %s]", site);
+    }
+    return rc;
 }
 
 struct pd_tensor *pdi_calln(enum pd_op op, struct pd_tensor *const *in, int n_in, const struct pdi_attrs *a)

@@ -6,7 +6,8 @@
  *   - infer validates everything the kernels rely on (ranks, head grouping,
  *     mask broadcast, dtypes, attributes), so kernels never check shapes;
  *   - VJP rules use public ops (and these ops) only: rope's VJP is rope with
- *     the negated angle; swiglu's comes from sigmoid/mul; sdpa's is the fused
+ *     the negated angle; swiglu's is the fused swiglu_backward op (composed
+ *     from sigmoid/mul under create_graph); sdpa's is the fused
  *     sdpa_backward op for plain first-order gradients, and an explicit
  *     composition of public ops (matmul, softmax-like masking, sums) when
  *     the backward itself is recorded (create_graph) or the float mask wants
@@ -105,11 +106,46 @@ int pdi_infer_swiglu(struct pdi_call *c)
     return PD_OK;
 }
 
-/* y = a s(a) u: dy/du = a s(a) = silu(a); dy/da = u s (1 + a (1 - s)). */
+int pdi_infer_swiglu_backward(struct pdi_call *c)
+{
+    int rc = pdi_infer_swiglu(c); /* gate and up; meta[0] is their shape */
+    if (rc) return rc;
+    const struct pd_tensor *g = c->in[0], *d = c->in[2];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (d->dtype != g->dtype || d->ndim != g->ndim || memcmp(d->shape, g->shape, sizeof(int64_t) * (size_t)g->ndim))
+        return pdi_errorf(PD_ERR_INVALID, "swiglu_backward: dout %s %s must be gate's %s %s",
+                          pdi_shape_str(d->shape, d->ndim, b0, sizeof b0), pd_dtype_name(d->dtype),
+                          pdi_shape_str(g->shape, g->ndim, b1, sizeof b1), pd_dtype_name(g->dtype));
+    c->meta[1] = c->meta[0];
+    return PD_OK;
+}
+
+int pdi_vjp_swiglu_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
+{
+    PDI_UNUSED(n);
+    PDI_UNUSED(gout);
+    PDI_UNUSED(gin);
+    return pdi_errorf(PD_ERR_UNSUPPORTED, "swiglu_backward is not differentiable: take higher-order gradients of "
+                                          "swiglu with create_graph on (its VJP then composes differentiable ops)");
+}
+
+/* y = a s(a) u: dy/du = a s(a) = silu(a); dy/da = u s (1 + a (1 - s)).
+ * Plain first-order gradients take the fused swiglu_backward (one pass
+ * over a, u, g instead of a chain of eight elementwise ops); a recorded
+ * backward (create_graph) composes public ops so it can be differentiated. */
 int pdi_vjp_swiglu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *a = pdi_node_in(n, 0), *u = pdi_node_in(n, 1);
     if (!a || !u) return pd_last_status();
+    if (!pd_is_grad_enabled()) {
+        struct pd_tensor *in[3] = {a, u, g[0]}, *out[2];
+        struct pdi_call c = {.op = PD_OP_swiglu_backward, .n_in = 3, .n_out = 2, .in = in, .out = out};
+        int rc = pdi_dispatch(&c);
+        if (rc) return rc;
+        for (int i = 0; i < 2; i++)
+            if (pdi_node_needs(n, i)) gin[i] = out[i]; /* the other stays in the scope, unused */
+        return PD_OK;
+    }
     if (pdi_node_needs(n, 0)) {
         struct pd_tensor *s = pd_sigmoid(a);
         struct pd_tensor *ds = pd_add_scalar(pd_mul(a, pd_add_scalar(pd_neg(s), 1.0)), 1.0);

@@ -43,6 +43,15 @@ static struct pd_tensor *f_rope_bhtd(struct pd_tensor **in) { return pd_rope(pd_
 
 /* swiglu */
 RF(swiglu, pd_swiglu(in[0], in[1]))
+/* swiglu_backward: gate, up, dout; one row per output (dgate, dup) */
+static struct pd_tensor *swiglu_bwd(struct pd_tensor **in, int which)
+{
+    struct pd_tensor *out[2];
+    struct pdi_call c = {.op = PD_OP_swiglu_backward, .n_in = 3, .n_out = 2, .in = in, .out = out};
+    return pdi_dispatch(&c) ? NULL : out[which];
+}
+RF(swiglu_bwd_dgate, swiglu_bwd(in, 0))
+RF(swiglu_bwd_dup, swiglu_bwd(in, 1))
 
 /* sdpa: q, k, v, [mask] */
 RF(sdpa, pd_sdpa(in[0], in[1], in[2], NULL, 0, 0))
@@ -131,6 +140,15 @@ static const struct opt_row rows[] = {
     {"swiglu/strided", PD_OP_swiglu, 2, {OPT_F(3, 5), OPT_FS(3, 5)}, f_swiglu, FL},
     {"swiglu/wide_values", PD_OP_swiglu, 2, {OPT_FR(-120, 120, 3, 9), OPT_F(3, 9)}, f_swiglu, FL},
     {"swiglu/0d", PD_OP_swiglu, 2, {OPT_F0, OPT_F0}, f_swiglu, FL},
+    /* swiglu_backward: gate, up, dout */
+    {"swiglu_backward/dgate", PD_OP_swiglu_backward, 3, {OPT_FR(-6, 6, 4, 7), OPT_F(4, 7), OPT_F(4, 7)},
+     f_swiglu_bwd_dgate, FL, .no_gradcheck = 1},
+    {"swiglu_backward/dup_strided", PD_OP_swiglu_backward, 3, {OPT_FT(5, 6), OPT_FS(5, 6), OPT_F(5, 6)},
+     f_swiglu_bwd_dup, FL, .no_gradcheck = 1},
+    {"swiglu_backward/dgate_wide_large", PD_OP_swiglu_backward, 3,
+     {OPT_FR(-120, 120, 300, 260), OPT_F(300, 260), OPT_F(300, 260)}, f_swiglu_bwd_dgate, FL, .no_gradcheck = 1},
+    {"swiglu_backward/dup_large", PD_OP_swiglu_backward, 3, {OPT_F(300, 260), OPT_F(300, 260), OPT_F(300, 260)},
+     f_swiglu_bwd_dup, FL, .no_gradcheck = 1},
     {"swiglu/zero_size", PD_OP_swiglu, 2, {OPT_F(0, 4), OPT_F(0, 4)}, f_swiglu, FL},
     {"swiglu/large", PD_OP_swiglu, 2, {OPT_FR(-10, 10, 300, 771), OPT_F(300, 771)}, f_swiglu, FL,
      .no_gradcheck = BIG},

@@ -100,6 +100,7 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
                          int n, uint64_t seed, int batch, char **sample);
 
 int cmd_train(int argc, char **argv);
+int pdc_cmd_md5diff(int argc, char **argv);   /* md5diff.c */
 int cmd_generate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);

@@ -19,6 +19,7 @@ static const struct {
     {"inspect", cmd_inspect, "list a safetensors file: tensors, statistics, metadata"},
     {"bench", cmd_bench, "time a training step and KV-cache decoding"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: learn a byte-level BPE"},
+    {"md5diff", pdc_cmd_md5diff, "first op where two checksum files differ"},
 };
 
 static void usage(FILE *f)

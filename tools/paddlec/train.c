@@ -27,11 +27,26 @@
 #include "cli.h"
 #include "pd/amp.h"
 #include "pd/optim.h"
+#include "pd/profiler.h"
+
+/* --profile N: after N steps, the summary table goes to stderr and the
+ * Chrome trace to <out>/trace.json (open it in Perfetto). */
+static void finish_profile(const char *out)
+{
+    char path[4096];
+    if (pd_profiler_end()) cli_fail_pd("--profile");
+    char *sum = pd_profiler_summary(30);
+    if (sum) fprintf(stderr, "%s", sum);
+    free(sum);
+    snprintf(path, sizeof path, "%s/trace.json", out);
+    if (pd_profiler_write_chrome_trace(path)) cli_fail_pd("--profile: cannot write %s", path);
+    fprintf(stderr, "paddlec train: profile trace written to %s\n", path);
+}
 
 struct recipe {
     const char *config, *resume, *data, *tokenizer, *out, *metrics, *sample_prompt;
     int dim, layers, heads, kv_heads, hidden, seq_len, tie;
-    int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits, heldout;
+    int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits, heldout, profile;
     int bf16, answer_loss;
     double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
     int64_t seed, lines;
@@ -117,6 +132,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"seed", CLI_I64, &r->seed, 0, 9e15, "seed of the initialisation, the batches and the built-in data", 0},
         {"lines", CLI_I64, &r->lines, 10, 1e9, "lines of built-in arithmetic text to generate", 0},
         {"digits", CLI_INT, &r->digits, 1, 9, "built-in data: operand digits at most", 0},
+        {"profile", CLI_INT, &r->profile, 0, 1000000, "profile the first N steps: summary table on stderr, <out>/trace.json (Chrome trace)", 0},
         {"heldout", CLI_INT, &r->heldout, 1, 500, "built-in data: problems held out of training, per mille", 0},
         {"val-fraction", CLI_DOUBLE, &r->val_fraction, 0.0001, 0.5, "share of the tokens held out for validation", 0},
         {"eval-every", CLI_INT, &r->eval_every, 0, BIG, "validation loss every N steps (0: only at the end)", 0},
@@ -613,6 +629,7 @@ int cmd_train(int argc, char **argv)
     char b1[32], b2[32], b3[32], b4[32], line[512], path[4096];
     double tokens_per_step = (double)r->batch * r->seq_len * r->accum;
     pd_llama_train(R.model, 1);
+    if (r->profile && pd_profiler_begin()) cli_fail_pd("--profile");
     while (R.step < r->steps) {
         double lr = pd_lr_schedule_at(&sched, R.step), sum = 0;
         pd_scope_begin();
@@ -640,6 +657,7 @@ int cmd_train(int argc, char **argv)
         pd_optimizer_zero_grad(R.opt);
         pd_scope_end();
         R.step++;
+        if (r->profile && R.step - first == r->profile) finish_profile(r->out);
         double el = cli_now() - t_start, per = el / (double)(R.step - first);
         double tok_s = tokens_per_step / per;
         cli_progress_update(&prog, (int)R.step, loss, lr, tok_s, per * (double)(r->steps - R.step));
@@ -672,6 +690,7 @@ int cmd_train(int argc, char **argv)
             cli_progress_note(&prog, "step %lld: saved %s", (long long)R.step, path);
         }
     }
+    if (r->profile && pd_profiler_enabled()) finish_profile(r->out);
     cli_progress_done(&prog);
     double train_s = cli_now() - t_start;
     fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss %.4f\n", (long long)(R.step - first), train_s, loss);

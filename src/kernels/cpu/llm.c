@@ -20,6 +20,11 @@
  * blocks are uneven) with one scratch allocation per thread; small calls
  * (decode steps, tests) stay on the calling thread.
  *
+ * swiglu and its backward run one pass in blocks of 256 with the
+ * vectorised sigmoid; contiguous f32 takes a direct path split over threads
+ * above 64 K elements. A few query rows per kv head (decode) skip the
+ * panels: see "sdpa decode path".
+ *
  * Ownership: scratch is allocated and freed inside each call; outputs are
  * the dispatcher's fresh contiguous tensors.
  */
@@ -228,6 +233,19 @@ static int cpu_rope(const struct pdi_kcall *k)
 }
 
 /* ---- swiglu ---------------------------------------------------------- */
+/* One pass: y = a sigmoid(a) u in blocks of 256 (the vectorised sigmoid
+ * run, then one multiply), so gate and up are read once and nothing but y
+ * is written. */
+#define SWIGLU_BLOCK 256
+
+/* y[0..m) = silu(a) u for f32 blocks, m <= SWIGLU_BLOCK; y may alias a or u. */
+static inline void swiglu_block(float *y, const float *a, const float *u, int64_t m)
+{
+    float s[SWIGLU_BLOCK];
+    pdi_vsigmoidf_run(s, a, m);
+    for (int64_t i = 0; i < m; i++) y[i] = a[i] * s[i] * u[i];
+}
+
 struct swiglu_ctx {
     enum pd_dtype dt;
 };
@@ -236,22 +254,92 @@ static void swiglu_run(char **p, const int64_t *st, int64_t n, void *ctx)
 {
     enum pd_dtype dt = ((const struct swiglu_ctx *)ctx)->dt;
     int64_t es = (int64_t)pd_dtype_size(dt);
-    for (int64_t i0 = 0; i0 < n; i0 += 256) {
-        int64_t m = n - i0 < 256 ? n - i0 : 256;
-        float a[256], u[256];
+    for (int64_t i0 = 0; i0 < n; i0 += SWIGLU_BLOCK) {
+        int64_t m = n - i0 < SWIGLU_BLOCK ? n - i0 : SWIGLU_BLOCK;
+        float a[SWIGLU_BLOCK], u[SWIGLU_BLOCK];
         load_f32(a, p[1] + i0 * st[1], dt, m, st[1] / es);
         load_f32(u, p[2] + i0 * st[2], dt, m, st[2] / es);
-        for (int64_t i = 0; i < m; i++) a[i] = a[i] * pdi_vsigmoidf(a[i]) * u[i];
+        swiglu_block(a, a, u, m);
         store_f32(p[0] + i0 * st[0], dt, a, m, st[0] / es);
     }
 }
 
+/* Contiguous f32 chunks handed to threads: 16 K elements (192 KiB of
+ * traffic) amortise a chunk's scheduling; below 64 K elements one thread
+ * is faster than waking the others (a memory-bound kernel). */
+#define SWIGLU_CHUNK 16384
+#define SWIGLU_PAR_MIN 65536
+
 static int cpu_swiglu(const struct pdi_kcall *k)
 {
     struct pd_kview y = k->out[0], a = k->in[0], u = k->in[1];
+    int64_t n = pdi_kview_numel(&y);
+    if (y.dtype == PD_F32 && pdi_kview_contiguous(&a) && pdi_kview_contiguous(&u)) {
+        float *yp = (float *)y.data;
+        const float *ap = (const float *)a.data, *up = (const float *)u.data;
+        int64_t nc = (n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK;
+        PDI_FOR(n >= SWIGLU_PAR_MIN && pdi_num_threads() > 1, c, nc, {
+            int64_t e = (c + 1) * SWIGLU_CHUNK < n ? (c + 1) * SWIGLU_CHUNK : n;
+            for (int64_t i = c * SWIGLU_CHUNK; i < e; i += SWIGLU_BLOCK)
+                swiglu_block(yp + i, ap + i, up + i, e - i < SWIGLU_BLOCK ? e - i : SWIGLU_BLOCK);
+        });
+        return PD_OK;
+    }
     struct pd_kview *ops[3] = {&y, &a, &u};
     struct swiglu_ctx c = {y.dtype};
     pdi_iter(3, ops, y.shape, y.ndim, swiglu_run, &c);
+    return PD_OK;
+}
+
+/* dgate = g u s (1 + a (1 - s)), dup = g a s for f32 blocks, m <= SWIGLU_BLOCK. */
+static inline void swiglu_bwd_block(float *da, float *du, const float *a, const float *u, const float *g, int64_t m)
+{
+    float s[SWIGLU_BLOCK];
+    pdi_vsigmoidf_run(s, a, m);
+    for (int64_t i = 0; i < m; i++) {
+        float gs = g[i] * s[i], ai = a[i];
+        da[i] = gs * u[i] * (1.0f + ai * (1.0f - s[i]));
+        du[i] = gs * ai;
+    }
+}
+
+/* operands: dgate, dup, gate, up, dout */
+static void swiglu_bwd_run(char **p, const int64_t *st, int64_t n, void *ctx)
+{
+    enum pd_dtype dt = ((const struct swiglu_ctx *)ctx)->dt;
+    int64_t es = (int64_t)pd_dtype_size(dt);
+    for (int64_t i0 = 0; i0 < n; i0 += SWIGLU_BLOCK) {
+        int64_t m = n - i0 < SWIGLU_BLOCK ? n - i0 : SWIGLU_BLOCK;
+        float a[SWIGLU_BLOCK], u[SWIGLU_BLOCK], g[SWIGLU_BLOCK], da[SWIGLU_BLOCK], du[SWIGLU_BLOCK];
+        load_f32(a, p[2] + i0 * st[2], dt, m, st[2] / es);
+        load_f32(u, p[3] + i0 * st[3], dt, m, st[3] / es);
+        load_f32(g, p[4] + i0 * st[4], dt, m, st[4] / es);
+        swiglu_bwd_block(da, du, a, u, g, m);
+        store_f32(p[0] + i0 * st[0], dt, da, m, st[0] / es);
+        store_f32(p[1] + i0 * st[1], dt, du, m, st[1] / es);
+    }
+}
+
+static int cpu_swiglu_backward(const struct pdi_kcall *k)
+{
+    struct pd_kview da = k->out[0], du = k->out[1], a = k->in[0], u = k->in[1], g = k->in[2];
+    int64_t n = pdi_kview_numel(&da);
+    if (da.dtype == PD_F32 && pdi_kview_contiguous(&a) && pdi_kview_contiguous(&u) && pdi_kview_contiguous(&g)) {
+        float *dap = (float *)da.data, *dup = (float *)du.data;
+        const float *ap = (const float *)a.data, *up = (const float *)u.data, *gp = (const float *)g.data;
+        int64_t nc = (n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK;
+        PDI_FOR(n >= SWIGLU_PAR_MIN && pdi_num_threads() > 1, c, nc, {
+            int64_t e = (c + 1) * SWIGLU_CHUNK < n ? (c + 1) * SWIGLU_CHUNK : n;
+            for (int64_t i = c * SWIGLU_CHUNK; i < e; i += SWIGLU_BLOCK) {
+                int64_t m = e - i < SWIGLU_BLOCK ? e - i : SWIGLU_BLOCK;
+                swiglu_bwd_block(dap + i, dup + i, ap + i, up + i, gp + i, m);
+            }
+        });
+        return PD_OK;
+    }
+    struct pd_kview *ops[5] = {&da, &du, &a, &u, &g};
+    struct swiglu_ctx c = {da.dtype};
+    pdi_iter(5, ops, da.shape, da.ndim, swiglu_bwd_run, &c);
     return PD_OK;
 }
 
@@ -453,6 +541,135 @@ static void fwd_unit(const struct sd *g, int64_t u, float *w)
     }
 }
 
+/* ---- sdpa decode path -------------------------------------------------- */
+/* A few query rows per (b, kv head) — a decode step (T = 1) or a short
+ * chunk — do about D multiply-adds per key, as much work as packing the key
+ * would cost: so no panels here. The rows stream over the K and V rows in
+ * place (any strides; f32 rows with unit inner stride are read directly,
+ * others converted one row at a time), scores go to a [rows][S] buffer, the
+ * softmax runs on it as in the blocked path, then the V rows are added in
+ * with their weights. Each K and V row is read once for all the rows. */
+#define DEC_ROWS 4
+
+/* sum of each of 4 vectors, as a vector of 4 floats in r[0..3] */
+static inline void hsum4(v8 a0, v8 a1, v8 a2, v8 a3, float *r)
+{
+#ifdef __AVX2__
+    __m256 h01 = _mm256_hadd_ps((__m256)a0, (__m256)a1), h23 = _mm256_hadd_ps((__m256)a2, (__m256)a3);
+    __m256 h = _mm256_hadd_ps(h01, h23); /* [a0 a1 a2 a3 | a0 a1 a2 a3] partial sums per 128-bit half */
+    _mm_storeu_ps(r, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+#else
+    v8 a[4] = {a0, a1, a2, a3};
+    for (int j = 0; j < 4; j++) {
+        float s = 0;
+        for (int l = 0; l < 8; l++) s += a[j][l];
+        r[j] = s;
+    }
+#endif
+}
+
+/* x[j] = q . k_j for the 4 keys k_j = kp[j] (D floats each; q zero-padded
+ * to a multiple of 8 is not enough since the keys are not: the tail runs
+ * scalar). */
+static inline void dot4(const float *q, const float *const *kp, int64_t D, float *x)
+{
+    v8 a0 = bc8(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+        v8 qv = ld8(q + d);
+        a0 += qv * ld8(kp[0] + d);
+        a1 += qv * ld8(kp[1] + d);
+        a2 += qv * ld8(kp[2] + d);
+        a3 += qv * ld8(kp[3] + d);
+    }
+    hsum4(a0, a1, a2, a3, x);
+    for (; d < D; d++)
+        for (int j = 0; j < 4; j++) x[j] += q[d] * kp[j][d];
+}
+
+/* Pointer to row s of a K or V view ([B, Hkv, S, X]) as f32: the view's
+ * own memory when it is f32 with unit inner stride, else tmp converted. */
+static inline const float *row_f32(const struct sd *g, const struct pd_kview *x, int64_t b, int64_t hk, int64_t s,
+                                   int64_t X, float *tmp)
+{
+    const char *p = at(x, g->esz, b, hk, s, 0);
+    if (x->dtype == PD_F32 && x->strides[3] == 1) return (const float *)p;
+    load_f32(tmp, p, x->dtype, X, x->strides[3]);
+    return tmp;
+}
+
+/* decode scratch: Qr, Sc, Ob (DEC_ROWS rows each), mrow, 5 converted rows */
+static size_t dec_scratch(const struct sd *g)
+{
+    return (size_t)(DEC_ROWS * (g->Dp + g->Sp + g->Dvp) + g->Sp + 4 * g->Dp + g->Dvp + 64);
+}
+
+static void dec_unit(const struct sd *g, int64_t u, float *w)
+{
+    int64_t b = u / g->Hkv, hk = u % g->Hkv, nr = g->rows, Dp = g->Dp, Dvp = g->Dvp, np = g->Sp;
+    float *Qr = w, *Sc = Qr + DEC_ROWS * Dp, *Ob = Sc + DEC_ROWS * np, *mrow = Ob + DEC_ROWS * Dvp;
+    float *kt = mrow + np, *vt = kt + 4 * Dp;
+    float inv[DEC_ROWS], lse[DEC_ROWS];
+    int64_t n[DEC_ROWS];
+    load_rows(g, g->q, b, hk, 0, nr, g->D, Qr, Dp);
+    int64_t nmax = vis_len(g, (nr - 1) / g->G);
+    /* scores: keys 4 at a time, each row against the same 4 keys */
+    int64_t s = 0;
+    for (; s + 4 <= nmax; s += 4) {
+        const float *kp[4];
+        for (int j = 0; j < 4; j++) kp[j] = row_f32(g, g->k, b, hk, s + j, g->D, kt + j * Dp);
+        for (int64_t i = 0; i < nr; i++) dot4(Qr + i * Dp, kp, g->D, Sc + i * np + s);
+    }
+    for (; s < nmax; s++) {
+        const float *kp = row_f32(g, g->k, b, hk, s, g->D, kt);
+        for (int64_t i = 0; i < nr; i++) {
+            float acc = 0;
+            for (int64_t d = 0; d < g->D; d++) acc += Qr[i * Dp + d] * kp[d];
+            Sc[i * np + s] = acc;
+        }
+    }
+    /* softmax of each row over its visible keys; p = 0 beyond them */
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t t = i / g->G, h = hk * g->G + i % g->G;
+        float *x = Sc + i * np;
+        n[i] = vis_len(g, t);
+        finish_scores(g, x, mrow, b, h, t, n[i], n[i]);
+        float m = n[i] ? vmax_n(x, n[i]) : -INFINITY;
+        if (!(m > -INFINITY)) { /* nothing visible: zeros */
+            memset(x, 0, sizeof *x * (size_t)round8(nmax));
+            n[i] = 0;
+            inv[i] = 0;
+            lse[i] = -INFINITY;
+            continue;
+        }
+        exp_shift(x, n[i], round8(nmax), m);
+        float z = vsum(x, round8(nmax));
+        inv[i] = 1.0f / z;
+        lse[i] = m + logf(z);
+    }
+    /* O = P V: each V row once, added to every row that sees it */
+    memset(Ob, 0, sizeof(float) * (size_t)(nr * Dvp));
+    int64_t dv8 = g->Dv & ~(int64_t)7;
+    for (s = 0; s < nmax; s++) {
+        const float *vp = row_f32(g, g->v, b, hk, s, g->Dv, vt);
+        for (int64_t i = 0; i < nr; i++) {
+            float p = Sc[i * np + s];
+            float *o = Ob + i * Dvp;
+            v8 pv = bc8(p);
+            for (int64_t d = 0; d < dv8; d += 8) st8(o + d, ld8(o + d) + pv * ld8(vp + d));
+            for (int64_t d = dv8; d < g->Dv; d++) o[d] += p * vp[d];
+        }
+    }
+    for (int64_t i = 0; i < nr; i++)
+        for (int64_t d = 0; d < g->Dv; d++) Ob[i * Dvp + d] *= inv[i];
+    store_rows(g, g->o, b, hk, 0, nr, g->Dv, Ob, Dvp);
+    for (int64_t i = 0; i < nr; i++) {
+        int64_t t = i / g->G, h = hk * g->G + i % g->G;
+        store_f32(g->lse->data + ((b * g->Hq + h) * g->T + t) * (int64_t)pd_dtype_size(g->lse->dtype),
+                  g->lse->dtype, &lse[i], 1, 1);
+    }
+}
+
 /* backward scratch: Kt, Vt, Kp, dK, dV, Qb, dOb, Ob, P, dS, dQb, mrow */
 static size_t bwd_scratch(const struct sd *g)
 {
@@ -552,6 +769,15 @@ static int worth_threads(const struct sd *g)
     return (double)g->B * (double)g->Hq * (double)g->T * (double)g->S * (double)(g->D + g->Dv) > 262144.0;
 }
 
+/* The decode path does ~D + Dv multiply-adds per key and row, streaming:
+ * a parallel region (a few microseconds to wake the threads) pays off only
+ * from a few hundred thousand of them per thread. */
+static int worth_threads_dec(const struct sd *g)
+{
+    double macs = (double)g->B * (double)g->Hq * (double)g->T * (double)g->S * (double)(g->D + g->Dv);
+    return g->B * g->Hkv > 1 && macs > 1048576.0;
+}
+
 static int cpu_sdpa(const struct pdi_kcall *k)
 {
     struct sd g;
@@ -560,6 +786,8 @@ static int cpu_sdpa(const struct pdi_kcall *k)
     g.lse = &k->out[1];
     if (g.B * g.Hkv * g.rows == 0) return PD_OK;
     int par = worth_threads(&g);
+    if (g.rows <= DEC_ROWS)
+        return run_units("sdpa", &g, g.B * g.Hkv, dec_scratch(&g), dec_unit, par && worth_threads_dec(&g));
     /* keys packed once per (b, kv head) unless that leaves threads idle */
     g.fwd_per = par && g.B * g.Hkv < 4 * pdi_num_threads() ? 1 : g.nblk;
     return run_units("sdpa", &g, g.B * g.Hkv * (g.nblk / g.fwd_per), fwd_scratch(&g), fwd_unit, par);
@@ -590,6 +818,7 @@ void pdi_register_cpu_llm(void)
     unsigned low = (1u << PD_F32) | (1u << PD_BF16) | (1u << PD_F16);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_rope, low, cpu_rope);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_swiglu, low, cpu_swiglu);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_swiglu_backward, low, cpu_swiglu_backward);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_sdpa, low, cpu_sdpa);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_sdpa_backward, low, cpu_sdpa_backward);
 }

@@ -50,6 +50,19 @@ static int ref_swiglu(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* dgate = dout u s (1 + a (1 - s)), dup = dout a s, s = sigmoid(a). */
+static int ref_swiglu_backward(const struct pdi_kcall *k)
+{
+    const struct pd_kview *g = &k->in[0], *u = &k->in[1], *d = &k->in[2];
+    int64_t n = pdi_kview_numel(&k->out[0]);
+    for (int64_t i = 0; i < n; i++) {
+        double a = ld(g, i), s = 1.0 / (1.0 + exp(-a)), dy = ld(d, i);
+        st(&k->out[0], i, dy * ld(u, i) * s * (1.0 + a * (1.0 - s)));
+        st(&k->out[1], i, dy * a * s);
+    }
+    return PD_OK;
+}
+
 /* Geometry shared by the forward and backward. */
 struct geom {
     int64_t B, Hq, Hkv, G, T, S, D, Dv;
@@ -198,6 +211,7 @@ void pdi_register_ref_llm(void)
 {
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_rope, PDI_DT_FLOATS, ref_rope);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_swiglu, PDI_DT_FLOATS, ref_swiglu);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_swiglu_backward, PDI_DT_FLOATS, ref_swiglu_backward);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_sdpa, PDI_DT_FLOATS, ref_sdpa);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_sdpa_backward, PDI_DT_FLOATS, ref_sdpa_backward);
 }
