@@ -14,6 +14,15 @@
  *              of the all-thread peak. bf16 pd_matmul at 1024/2048 is printed
  *              for information (on CPUs without bf16 instructions it is
  *              widened to f32 inside the kernel).
+ *   llama      the bench/train_llama linear layers at M = 2048 rows (batch 8 x
+ *              seq 256): forward x W^T, dX = dY W and dW = dY^T X for W of
+ *              [288,288], [768,288], [288,768]; and decode (M = 1) against
+ *              W [288,288], [768,288], [288,768], [256,288] (the LM head).
+ *              pd_matmul with the trans flags pd_linear and its VJP use,
+ *              against dnnl_sgemm with the same flags on the same buffers;
+ *              GFLOP/s by wall time and per CPU second (the machine is
+ *              shared: CPU time is the steadier figure). `bench_matmul llama`
+ *              runs only this part.
  * Every product is validated before it is timed: sampled elements of
  * pd_matmul's output against dnnl's and against a double dot product.
  *
@@ -265,12 +274,134 @@ out:
     return rc;
 }
 
-int main(void)
+
+/* ---- Llama shapes, with transposed operands ---------------------------- */
+struct tmm {
+    struct pd_tensor *a, *b; /* a [m,k] or [k,m] (ta); b [k,n] or [n,k] (tb) */
+    float *c;
+    int64_t m, n, k;
+    int ta, tb, fail;
+};
+
+static void run_pd_t(void *p)
+{
+    struct tmm *x = p;
+    pd_scope_begin();
+    if (!pd_matmul(x->a, x->b, x->ta, x->tb)) x->fail = 1;
+    pd_scope_end();
+}
+
+static void run_dnnl_t(void *p)
+{
+    struct tmm *x = p;
+    if (dnnl_sgemm(x->ta ? 'T' : 'N', x->tb ? 'T' : 'N', x->m, x->n, x->k, 1.0f, pd_tensor_data(x->a),
+                   x->ta ? x->m : x->k, pd_tensor_data(x->b), x->tb ? x->k : x->n, 0.0f, x->c, x->n) != dnnl_success)
+        x->fail = 1;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Best wall and best CPU seconds per call over 5 trials of ~0.1 s. */
+static void time_cpu(void (*fn)(void *), void *ctx, double *wall, double *cpu)
+{
+    double t0 = bench_now();
+    fn(ctx);
+    double once = bench_now() - t0;
+    int iters = once > 0.1 ? 1 : (int)(0.1 / (once > 1e-7 ? once : 1e-7)) + 1;
+    *wall = *cpu = 1e30;
+    for (int r = 0; r < 5; r++) {
+        double w = bench_now(), c = cpu_now();
+        for (int i = 0; i < iters; i++) fn(ctx);
+        double dw = (bench_now() - w) / iters, dc = (cpu_now() - c) / iters;
+        if (dw < *wall) *wall = dw;
+        if (dc < *cpu) *cpu = dc;
+    }
+}
+
+/* Every element of pd_matmul's result against dnnl's, with a bound that
+ * scales with sqrt(K) times the largest |a| |b| product. */
+static int validate_t(struct tmm *x)
+{
+    pd_scope_begin();
+    struct pd_tensor *y = pd_matmul(x->a, x->b, x->ta, x->tb);
+    run_dnnl_t(x);
+    int ok = y && !x->fail;
+    if (ok) {
+        const float *got = pd_tensor_data(y);
+        double amax = 0, bmax = 0, worst = 0;
+        const float *pa = pd_tensor_data(x->a), *pb = pd_tensor_data(x->b);
+        for (int64_t i = 0; i < x->m * x->k; i++) amax = fmax(amax, fabs(pa[i]));
+        for (int64_t i = 0; i < x->k * x->n; i++) bmax = fmax(bmax, fabs(pb[i]));
+        for (int64_t i = 0; i < x->m * x->n; i++) worst = fmax(worst, fabs((double)got[i] - x->c[i]));
+        double tol = 1e-6 * sqrt((double)x->k) * amax * bmax * 4 + 1e-6;
+        if (worst > tol) {
+            fprintf(stderr, "matmul: M %lld N %lld K %lld ta %d tb %d: max |pd - dnnl| = %g > %g\n", (long long)x->m,
+                    (long long)x->n, (long long)x->k, x->ta, x->tb, worst, tol);
+            ok = 0;
+        }
+    }
+    pd_scope_end();
+    return ok;
+}
+
+static int bench_llama_shape(const char *what, int64_t m, int64_t n, int64_t k, int ta, int tb, int nt)
+{
+    struct tmm x = {0};
+    int64_t sa[2] = {ta ? k : m, ta ? m : k}, sb[2] = {tb ? n : k, tb ? k : n};
+    x.m = m, x.n = n, x.k = k, x.ta = ta, x.tb = tb;
+    x.a = pd_randn(sa, 2, PD_F32, NULL);
+    x.b = pd_randn(sb, 2, PD_F32, NULL);
+    x.c = malloc((size_t)(m * n) * sizeof(float));
+    int ok = x.a && x.b && x.c && validate_t(&x);
+    if (ok) {
+        double w[2], c[2], flop = 2.0 * m * n * k;
+        time_cpu(run_pd_t, &x, &w[0], &c[0]);
+        time_cpu(run_dnnl_t, &x, &w[1], &c[1]);
+        ok = !x.fail;
+        for (int f = 0; ok && f < 2; f++)
+            printf("{\"bench\":\"matmul_llama\",\"case\":\"%s\",\"impl\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+                   "\"trans_a\":%d,\"trans_b\":%d,\"threads\":%d,\"us\":%.2f,\"gflops\":%.1f,\"gflops_per_cpu_s\":%.1f%s}\n",
+                   what, f ? "dnnl_sgemm" : "paddle.c", (long long)m, (long long)n, (long long)k, ta, tb, nt, w[f] * 1e6,
+                   flop / w[f] / 1e9, flop / c[f] / 1e9, f ? "" : ",\"vs\":\"dnnl_sgemm\"");
+        fflush(stdout);
+    } else {
+        printf("{\"bench\":\"matmul_llama\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"error\":\"%s\"}\n", what,
+               (long long)m, (long long)n, (long long)k, x.a && x.b && x.c ? "validation failed" : "allocation failed");
+    }
+    free(x.c);
+    pd_tensor_release(x.a);
+    pd_tensor_release(x.b);
+    return ok;
+}
+
+/* The train_llama linear layers (W [out, in]) and decode. */
+static int bench_llama(int nt)
+{
+    static const int64_t w[3][2] = {{288, 288}, {768, 288}, {288, 768}};
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+        int64_t o = w[i][0], in = w[i][1], rows = 2048;
+        bad |= !bench_llama_shape("fwd", rows, o, in, 0, 1, nt); /* x [M,in] W^T */
+        bad |= !bench_llama_shape("dX", rows, in, o, 0, 0, nt);  /* dY [M,out] W */
+        bad |= !bench_llama_shape("dW", o, in, rows, 1, 0, nt);  /* dY^T X */
+    }
+    static const int64_t d[4][2] = {{288, 288}, {768, 288}, {288, 768}, {256, 288}};
+    for (int i = 0; i < 4; i++) bad |= !bench_llama_shape("decode", 1, d[i][0], d[i][1], 0, 1, nt);
+    return bad;
+}
+
+int main(int argc, char **argv)
 {
     const char *f = getenv("PD_BENCH_FULL");
     full_sweep = f && f[0] == '1';
     (void)bench_best; /* common.h's helper; this bench sizes its own iterations */
     int nt = omp_get_max_threads();
+    if (argc > 1 && !strcmp(argv[1], "llama")) return bench_llama(nt);
     /* 2M trips x 12 FMAs: ~3 ms at 2 FMA/cycle and 4 GHz; 100 trials. */
     long peak_iters = 2000000;
     double peak1 = fma_peak(1, peak_iters, 100), peak_all = nt > 1 ? fma_peak(nt, peak_iters, 100) : peak1;
@@ -288,5 +419,6 @@ int main(void)
     bad |= !bench_shape(2048, 4096, 4096, 0, peak_all, nt);
     bad |= !bench_shape(2048, 11008, 4096, 0, peak_all, nt);
     bad |= !bench_shape(2048, 4096, 11008, 0, peak_all, nt);
+    bad |= bench_llama(nt);
     return bad;
 }

@@ -2,7 +2,10 @@
  * (the reference kernels themselves are checked here), error messages,
  * second-order gradients through matmul/conv/pools against finite
  * differences, the primitive cache under concurrent callers, and lifetime
- * (no tensor leaks). */
+ * (no tensor leaks), and the CPU matmul kernel paths (hand-written GEMV for
+ * M <= 4, packed GEMM with its edge tiles, K chunks and threaded tasks,
+ * transposed, strided and batched operands, f32/bf16/f16) against the
+ * reference backend. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +291,107 @@ static void test_threads(void)
     }
 }
 
+/* ---- CPU matmul paths against REF ------------------------------------- */
+/* Every element of pd_matmul(a, b, ta, tb) on the CPU backend against the
+ * REF backend; the bound scales with sqrt(K) (randn inputs), and for 16-bit
+ * dtypes with the output's rounding. */
+static void cmp_ref(const char *what, struct pd_tensor *a, struct pd_tensor *b, int ta, int tb)
+{
+    pd_scope_begin();
+    struct pd_tensor *y = pd_matmul(a, b, ta, tb);
+    pdi_force_backend(PDI_BACKEND_REF);
+    struct pd_tensor *r = pd_matmul(a, b, ta, tb);
+    pdi_force_backend(-1);
+    PT_CHECK(y && r);
+    if (y && r) {
+        PT_CHECK(pd_tensor_ndim(y) == pd_tensor_ndim(r) && pd_tensor_numel(y) == pd_tensor_numel(r));
+        enum pd_dtype dt = pd_tensor_dtype(y);
+        int64_t k = pd_tensor_shape(a)[pd_tensor_ndim(a) - 1 - ta];
+        double tol = (dt == PD_F32 ? 3e-6 : dt == PD_F64 ? 1e-12 : 2e-3) * sqrt((double)k + 1);
+        double rel = dt == PD_BF16 ? 8e-3 : dt == PD_F16 ? 1e-3 : dt == PD_F32 ? 1e-5 : 0;
+        int64_t n = pd_tensor_numel(y), bad = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double gy = at(y, i), gr = at(r, i), d = fabs(gy - gr);
+            if (!(d <= tol + rel * fabs(gr))) {
+                bad++;
+                if (d > worst || d != d) worst = d;
+            }
+        }
+        if (bad) printf("%s (%s): %lld of %lld elements off, worst %g\n", what, pd_dtype_name(dt), (long long)bad,
+                        (long long)n, worst);
+        PT_CHECK(bad == 0);
+    }
+    pd_scope_end();
+}
+
+static struct pd_tensor *rnd2(int64_t r, int64_t c, enum pd_dtype dt)
+{
+    int64_t s[2] = {r, c};
+    struct pd_tensor *t = pd_randn(s, 2, PD_F32, NULL);
+    return dt == PD_F32 ? t : pd_cast(t, dt);
+}
+
+/* op(a) [m, k], op(b) [k, n] stored as the trans flags say. */
+static void cmp_shape(int64_t m, int64_t n, int64_t k, int ta, int tb, enum pd_dtype dt)
+{
+    char what[96];
+    snprintf(what, sizeof what, "matmul M %lld N %lld K %lld ta %d tb %d", (long long)m, (long long)n, (long long)k, ta,
+             tb);
+    pd_scope_begin();
+    cmp_ref(what, ta ? rnd2(k, m, dt) : rnd2(m, k, dt), tb ? rnd2(n, k, dt) : rnd2(k, n, dt), ta, tb);
+    pd_scope_end();
+}
+
+static void test_kernel_paths(void)
+{
+    pd_scope_begin();
+    /* GEMV (M <= 4): widths around the 4-row/8-lane/32-column blocks, K
+     * below and off a multiple of 8, both layouts of b, transposed a */
+    static const int64_t ms[] = {1, 2, 3, 4, 5}, ns[] = {1, 3, 33, 70}, ks[] = {1, 5, 8, 13, 300};
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 4; j++)
+            for (int q = 0; q < 5; q++)
+                for (int t = 0; t < 4; t++) cmp_shape(ms[i], ns[j], ks[q], t & 1, t >> 1, PD_F32);
+    /* GEMM: edge tiles (M % 6, N % 16), an MC boundary (144 rows), K in
+     * two and three chunks, threaded tasks with N split (M*N*K >= 2e6) */
+    static const int64_t g[][3] = {{7, 17, 9}, {150, 40, 10}, {13, 31, 385}, {6, 16, 769}, {151, 130, 200}, {40, 300, 400}};
+    for (int i = 0; i < 6; i++)
+        for (int t = 0; t < 4; t++) cmp_shape(g[i][0], g[i][1], g[i][2], t & 1, t >> 1, PD_F32);
+    /* 16-bit dtypes are widened into the same kernels; f64 has its own */
+    enum pd_dtype dts[] = {PD_BF16, PD_F16, PD_F64};
+    for (int d = 0; d < 3; d++) {
+        cmp_shape(1, 70, 300, 0, 1, dts[d]);
+        cmp_shape(3, 33, 13, 0, 0, dts[d]);
+        cmp_shape(40, 300, 400, 0, 1, dts[d]);
+    }
+    /* linear layer under a batch: x [4, 6, 96] W[80, 96]^T (rows folded),
+     * its dW = dY^T X over the flattened rows, and decode x [1, 1, 96] */
+    int64_t s3[3] = {4, 6, 96}, s3y[3] = {4, 6, 80}, s1[3] = {1, 1, 96};
+    struct pd_tensor *x = pd_randn(s3, 3, PD_F32, NULL), *w = rnd2(80, 96, PD_F32), *dy = pd_randn(s3y, 3, PD_F32, NULL);
+    cmp_ref("linear 3-d", x, w, 0, 1);
+    int64_t f2[2] = {24, 96}, f2y[2] = {24, 80};
+    cmp_ref("dW flattened", pd_reshape(dy, f2y, 2), pd_reshape(x, f2, 2), 1, 0);
+    cmp_ref("decode 3-d", pd_randn(s1, 3, PD_F32, NULL), w, 0, 1);
+    /* batched small products (one per thread) and a broadcast b */
+    int64_t sa[3] = {5, 2, 40}, sb[3] = {5, 40, 24}, sc[3] = {1, 40, 24};
+    cmp_ref("batched gemv", pd_randn(sa, 3, PD_F32, NULL), pd_randn(sb, 3, PD_F32, NULL), 0, 0);
+    cmp_ref("broadcast b", pd_randn(sa, 3, PD_F32, NULL), pd_randn(sc, 3, PD_F32, NULL), 0, 0);
+    /* strided operands: every other row/column of larger tensors (no unit
+     * stride at all: packed first), and a transposed view */
+    struct pd_tensor *big = rnd2(30, 200, PD_F32), *wb = rnd2(140, 90, PD_F32);
+    struct pd_tensor *as = pd_slice(pd_slice(big, 0, 0, 30, 2), 1, 1, 200, 2); /* [15, 100] */
+    struct pd_tensor *bs = pd_slice(pd_slice(wb, 0, 0, 140, 7), 1, 0, 90, 3); /* [20, 30] */
+    cmp_ref("strided gemm", pd_slice(as, 1, 0, 30, 1), bs, 0, 1);           /* [15,30] [20,30]^T */
+    cmp_ref("strided gemv", pd_slice(as, 0, 0, 2, 1), pd_transpose(pd_slice(as, 0, 0, 7, 1), 0, 1), 0, 0);
+    cmp_ref("transposed view", pd_transpose(rnd2(50, 9, PD_F32), 0, 1), rnd2(50, 33, PD_F32), 0, 0);
+    /* K = 0: zeros */
+    struct pd_tensor *z = pd_matmul(rnd2(3, 0, PD_F32), rnd2(0, 5, PD_F32), 0, 0);
+    PT_CHECK(z && pd_tensor_numel(z) == 15);
+    for (int64_t i = 0; z && i < 15; i++) PT_CHECK(at(z, i) == 0);
+    pd_scope_end();
+}
+
 int main(void)
 {
     int64_t live = pd_live_tensors();
@@ -295,6 +399,7 @@ int main(void)
     test_errors();
     test_second_order();
     test_threads();
+    test_kernel_paths();
     PT_CHECK(pd_live_tensors() == live);
     PT_DONE();
 }

@@ -3,12 +3,15 @@
  * and strided pack/convert helpers.
  *
  * matmul, by dtype:
- *   f32   dnnl_sgemm on the operands' own memory: a matrix whose last two
- *         dims have a unit stride in either dim is passed as 'N' or 'T' with
- *         its leading dimension, so contiguous and transposed views are not
- *         copied; other layouts are packed once. Broadcast batch dims are a
- *         loop over offsets (stride 0); a batched a times a 2-d b folds the
- *         batch into M (one GEMM, the linear-layer case). Batches of small
+ *   f32   the hand-written AVX2 kernels of cpu/linalg_gemm.c (a GEMV for
+ *         M <= 4, a packed GEMM for M >= 64, else dnnl_sgemm; PD_GEMM=dnnl
+ *         selects dnnl_sgemm for all, and builds without AVX2 use it), on the operands'
+ *         own memory: a matrix whose last two dims have a unit stride in
+ *         either dim is used in place ('N' or 'T' with its leading
+ *         dimension), so contiguous and transposed views are not copied;
+ *         other layouts are packed once. Broadcast batch dims are a loop
+ *         over offsets (stride 0); a batched a times a 2-d b folds the batch
+ *         into M (one GEMM, the linear-layer case). Batches of small
  *         matrices, or that divide over the threads, run one single-threaded
  *         GEMM per OpenMP thread (faster here than the batched primitive).
  *   bf16  the oneDNN matmul primitive (bf16 in, f32 accumulation, bf16 out),
@@ -466,42 +469,86 @@ static int can_fold(const struct opnd *a, const struct opnd *b, char fa, int64_t
 }
 
 /* ---- f32 through sgemm ----------------------------------------------- */
-/* y (contiguous f32 [batch..., M, N]) = op(a) op(b) for f32 operands. */
+/* Which f32 GEMM runs: the hand-written kernels of cpu/linalg_gemm.c by
+ * default; PD_GEMM=dnnl selects dnnl_sgemm for every product (to compare
+ * the two in one binary; read once). */
+static int own_gemm = 1;
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+
+static void gemm_choice(void)
+{
+    const char *s = getenv("PD_GEMM");
+    own_gemm = !(s && !strcmp(s, "dnnl"));
+}
+
+/* One product y[m, n] (row stride n) = op(a) op(b) at the given data
+ * pointers; nt: threads it may use (1 inside a parallel region). M <= 4
+ * (decode) takes the GEMV kernel, M >= 64 the packed GEMM; the rest, and
+ * builds without AVX2, dnnl_sgemm on the BLAS forms. */
+static int gemm1(const struct opnd *a, const struct opnd *b, const float *pa, const float *pb, float *y, int64_t m,
+                 int64_t n, int64_t k, int nt)
+{
+    int rc = 0;
+    if (own_gemm) {
+        if (m <= PDI_GEMV_MAX_M) rc = pdi_sgemv(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
+        /* below 64 rows packing B~ (O(N K), a transposed weight scalar)
+         * outweighs the product: dnnl_sgemm is faster there (prefill) */
+        if (rc == 0 && m >= 64) rc = pdi_sgemm(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
+        if (rc != 0) return rc < 0 ? rc : PD_OK;
+    }
+    int64_t lda = 0, ldb = 0;
+    char fa = blas_form(a, &lda), fb = blas_form(b, &ldb);
+    if (dnnl_sgemm(fa, fb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, y, n) != dnnl_success)
+        return pdi_errorf(PD_ERR_UNSUPPORTED, "matmul: dnnl_sgemm failed (M %lld, N %lld, K %lld)", (long long)m,
+                          (long long)n, (long long)k);
+    return PD_OK;
+}
+
+/* y (contiguous f32 [batch..., M, N]) = op(a) op(b) for f32 operands in a
+ * BLAS form (see prepare). */
 static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, const int64_t *bshape, int nb)
 {
-    int64_t m = a->rows, k = a->cols, n = b->cols, lda = 0, ldb = 0;
-    char fa = blas_form(a, &lda), fb = blas_form(b, &ldb);
+    int64_t m = a->rows, k = a->cols, n = b->cols, lda = 0;
+    char fa = blas_form(a, &lda);
     int64_t batch = pdi_numel(bshape, nb);
+    pthread_once(&gemm_once, gemm_choice);
+    struct opnd af = *a;
     if (can_fold(a, b, fa, lda, bshape, nb)) {
+        /* rows of consecutive batches are lda apart: one product of
+         * batch*M rows (the linear-layer case) */
         m *= batch;
         batch = 1;
+        af.rs = lda;
     }
     const float *pa = (const float *)a->data, *pb = (const float *)b->data;
-    /* Batches: one GEMM per thread (oneDNN runs single-threaded inside a
-     * parallel region; this beats oneDNN's threading of each GEMM, and its
-     * batched matmul primitive, wherever the batch divides over the threads
-     * or the matrices are small); else oneDNN's own threading. The
-     * loops are separate because a GEMM called from inside even an inactive
-     * (if(0)) parallel region loses oneDNN's threading. */
+    /* Batches: one GEMM per thread wherever the batch divides over the
+     * threads or the matrices are small (better than threading each GEMM);
+     * else the GEMM's own threading. */
     int nt = pdi_num_threads();
     int par = batch > 1 && nt > 1 && (m * n * k <= 160 * 160 * 160 || batch % nt == 0 || batch >= 4 * nt);
-    int bad = 0;
+    int rc = PD_OK;
     if (par) {
-#pragma omp parallel for schedule(dynamic, 1) reduction(| : bad)
+        /* oneDNN runs single-threaded inside a parallel region */
+#pragma omp parallel for schedule(dynamic, 1)
         for (int64_t t = 0; t < batch; t++) {
             const float *at = pa + batch_offset(a->bst, bshape, nb, t), *bt = pb + batch_offset(b->bst, bshape, nb, t);
-            if (dnnl_sgemm(fa, fb, m, n, k, 1.0f, at, lda, bt, ldb, 0.0f, y + t * m * n, n) != dnnl_success) bad = 1;
+            int r = gemm1(&af, b, at, bt, y + t * m * n, m, n, k, 1);
+            if (r) {
+#pragma omp critical(pd_linalg_rc)
+                rc = r;
+            }
         }
+        /* the error message was set on the worker thread */
+        if (rc) return pdi_errorf(rc, "matmul: a batched product failed (M %lld, N %lld, K %lld)", (long long)m,
+                                  (long long)n, (long long)k);
     } else {
-        for (int64_t t = 0; t < batch && !bad; t++) {
+        for (int64_t t = 0; t < batch && !rc; t++) {
             const float *at = pa + (batch > 1 ? batch_offset(a->bst, bshape, nb, t) : 0);
             const float *bt = pb + (batch > 1 ? batch_offset(b->bst, bshape, nb, t) : 0);
-            bad = dnnl_sgemm(fa, fb, m, n, k, 1.0f, at, lda, bt, ldb, 0.0f, y + t * m * n, n) != dnnl_success;
+            rc = gemm1(&af, b, at, bt, y + t * m * n, m, n, k, nt);
         }
     }
-    return bad ? pdi_errorf(PD_ERR_UNSUPPORTED, "matmul: dnnl_sgemm failed (M %lld, N %lld, K %lld)", (long long)m,
-                            (long long)n, (long long)k)
-               : PD_OK;
+    return rc;
 }
 
 /* Makes o describe v as an f32 operand in a BLAS form: v itself when it

@@ -76,6 +76,18 @@ void pdi_linalg_contig_view(const struct pd_kview *like, enum pd_dtype dt, void 
 void *pdi_linalg_pack(const struct pd_kview *v, enum pd_dtype dt, struct pd_kview *out);
 void pdi_linalg_unpack_free(void *buf, const struct pd_kview *v); /* NULL buf: no-op */
 
+/* Hand-written AVX2/FMA f32 kernels (cpu/linalg_gemm.c). C[M, N] (row
+ * stride ldc, unit columns) = op(A) op(B), beta = 0; op(A) element (i, q)
+ * at a[i*ars + q*acs], op(B) element (q, j) at b[q*brs + j*bcs]; nt: most
+ * threads to use (1 inside a parallel region). Return 1 when done, 0 when
+ * not applicable (caller falls back to dnnl_sgemm), < 0 on error.
+ * pdi_sgemv takes M <= PDI_GEMV_MAX_M and op(B) with a unit stride. */
+#define PDI_GEMV_MAX_M 4
+int pdi_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
+              int64_t bcs, float *c, int64_t ldc, int nt);
+int pdi_sgemv(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
+              int64_t bcs, float *c, int64_t ldc, int nt);
+
 /* Registers the convolution and pooling kernels (cpu/conv.c). */
 void pdi_register_cpu_conv(void);
 
