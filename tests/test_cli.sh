@@ -12,7 +12,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"   # a run that wrongly used the default --out would write here, not in the tree
 fails=0; checks=0
-ok() { checks=$((checks+1)); if ! eval "$1"; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
+# ok 'CONDITION': $? inside CONDITION is the exit status of the command just before ok.
+ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
 
 tiny="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --seq-len 24 --batch 4 --lines 3000 --warmup 2 --lr 0.01 --min-lr 0.001 --task-n 8 --eval-batches 2"
 
@@ -141,10 +142,23 @@ ok '[ ! -e "$dir/paddlec-out" ]'   # failed runs created no output directory
 err "not a directory\|cannot create" train $tiny --steps 2 --out "$ck"
 ok '[ "$(md5sum <"$ck")" = "$sum" ]'
 # --help for every command exits 0 and names its options
-for c in train generate eval inspect bench "tokenizer train"; do
+for c in train generate eval inspect bench "tokenizer train" md5diff; do
     "$bin" $c --help >"$dir/h" 2>&1; ok '[ $? -eq 0 ] && grep -q "^usage: paddlec" "$dir/h" && grep -q -- "--help" "$dir/h"'
 done
 "$bin" --help >"$dir/h"; ok '[ $? -eq 0 ] && grep -q "tokenizer" "$dir/h"'
+
+# ---- --profile: summary table on stderr, Chrome trace in OUT ------------------
+"$bin" train $tiny --steps 3 --profile 2 --eval-every 0 --task-n 0 --out "$dir/p" >"$dir/p.out" 2>"$dir/p.err"
+ok '[ $? -eq 0 ]'
+ok 'grep -q "^op .*calls.*total ms" "$dir/p.err" && grep -q "^matmul " "$dir/p.err"'
+ok 'python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert any(e.get(\"ph\")==\"X\" for e in (t[\"traceEvents\"] if isinstance(t,dict) else t))" "$dir/p/trace.json" 2>/dev/null || { [ -s "$dir/p/trace.json" ] && ! command -v python3 >/dev/null; }'
+
+# ---- md5diff: identical files exit 0, the first differing op is named (exit 1) --
+printf '0 matmul_1 out0 f32 [2,2] 0123456789abcdef0123456789abcdef\n1 relu_1 out0 f32 [2,2] 00000000000000000000000000000000\n' >"$dir/a.md5"
+sed 's/^1 relu_1 out0 f32 \[2,2\] 0*/1 relu_1 out0 f32 [2,2] ffffffffffffffffffffffffffffffff/' "$dir/a.md5" >"$dir/b.md5"
+"$bin" md5diff "$dir/a.md5" "$dir/a.md5" >"$dir/m.out" 2>&1; ok '[ $? -eq 0 ] && grep -q "^identical" "$dir/m.out"'
+"$bin" md5diff "$dir/a.md5" "$dir/b.md5" >"$dir/m.out" 2>&1; ok '[ $? -eq 1 ] && grep -q "relu_1" "$dir/m.out" && ! grep -q "matmul_1" "$dir/m.out"'
+"$bin" md5diff "$dir/a.md5" "$dir/missing.md5" >"$dir/m.out" 2>"$dir/m.err"; ok '[ $? -eq 2 ] && [ $(wc -l <"$dir/m.err") -eq 1 ]'
 
 echo "test_cli.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]

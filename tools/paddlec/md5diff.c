@@ -34,7 +34,7 @@ int pdc_cmd_md5diff(int argc, char **argv)
     if (n_pos != 2) cli_fail(CLI_EXIT_USAGE, "expected two checksum files (see paddlec md5diff --help)");
     struct pd_md5_diff d;
     int rc = pd_md5_diff(pos[0], pos[1], &d);
-    if (rc < 0) cli_fail_pd("comparing checksums");
+    if (rc < 0) cli_fail(CLI_EXIT_USAGE, "comparing checksums: %s", pd_last_error()); /* 2, as diff: 1 means "they differ" */
     if (rc == 0) {
         printf("identical: %s and %s\n", pos[0], pos[1]);
         return 0;
