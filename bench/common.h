@@ -4,6 +4,7 @@
 #define PD_BENCH_COMMON_H
 #include <stdio.h>
 #include <time.h>
+#include <omp.h>
 
 static inline double bench_now(void)
 {
@@ -25,4 +26,61 @@ static inline double bench_best(void (*fn)(void *), void *ctx, int iters, int tr
     }
     return best;
 }
+
+/* ---- FMA peak: the f32 ceiling of the machine ------------------------ */
+/* A register-only loop of 12 independent FMA chains (AVX-512 when the
+ * compiler targets it, else AVX2; GCC vector extensions, contracted to FMA by
+ * -march=native/-mfma). */
+#ifdef __AVX512F__
+typedef float bench_fvec __attribute__((vector_size(64)));
+#define BENCH_PEAK_ISA "avx512-fma"
+#else
+typedef float bench_fvec __attribute__((vector_size(32)));
+#define BENCH_PEAK_ISA "avx2-fma"
+#endif
+#define BENCH_FLANES ((int)(sizeof(bench_fvec) / sizeof(float)))
+static volatile float bench_peak_sink;
+
+static inline float bench_fma_loop(long iters)
+{
+    bench_fvec acc[12], m, c;
+    for (int l = 0; l < BENCH_FLANES; l++) {
+        m[l] = 0.999999f;
+        c[l] = 1e-7f;
+        for (int j = 0; j < 12; j++) acc[j][l] = 1.0f + 0.001f * (float)j;
+    }
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) acc[j] = acc[j] * m + c;
+    }
+    float s = 0;
+    for (int j = 0; j < 12; j++)
+        for (int l = 0; l < BENCH_FLANES; l++) s += acc[j][l];
+    return s;
+}
+
+/* Peak of nt threads (0: OpenMP's default) in flops/s: each thread times
+ * its own short runs of `iters` loop trips and keeps its best rate over
+ * `trials` (trial 0 warms the clocks up); the peak is the sum of the
+ * threads' best rates. Short per-thread trials let each best fall inside an
+ * uninterrupted time slice when the machine is shared. */
+static inline double bench_fma_peak(int nt, long iters, int trials)
+{
+    double sum = 0;
+#pragma omp parallel num_threads(nt > 0 ? nt : omp_get_max_threads()) reduction(+ : sum)
+    {
+        double best = 0;
+        for (int t = 0; t <= trials; t++) {
+            double t0 = bench_now();
+            float r = bench_fma_loop(iters);
+            double f = (double)iters * 12 * BENCH_FLANES * 2 / (bench_now() - t0);
+            if (t > 0 && f > best) best = f;
+#pragma omp atomic
+            bench_peak_sink += r;
+        }
+        sum += best;
+    }
+    return sum;
+}
+
 #endif

@@ -48,69 +48,6 @@ static int full_sweep;
 /* 12 independent accumulators cover FMA latency x issue width on current
  * cores (4 cycles x 2 pipes = 8 needed); the multiplier is ~1 so values
  * stay finite over any trip count. Returns flops per second. */
-#ifdef __AVX512F__
-#define PEAK_ISA "avx512-fma"
-#define VEC __m512
-#define VLANES 16
-#define VSET1 _mm512_set1_ps
-#define VFMA _mm512_fmadd_ps
-#define VADD _mm512_add_ps
-#define VSUM _mm512_reduce_add_ps
-#else
-#define PEAK_ISA "avx2-fma"
-#define VEC __m256
-#define VLANES 8
-#define VSET1 _mm256_set1_ps
-#define VFMA _mm256_fmadd_ps
-#define VADD _mm256_add_ps
-static float VSUM(__m256 v)
-{
-    float t[8];
-    _mm256_storeu_ps(t, v);
-    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-}
-#endif
-
-static volatile float peak_sink;
-
-static double fma_loop(long iters)
-{
-    VEC acc[12];
-    for (int j = 0; j < 12; j++) acc[j] = VSET1(1.0f + 0.001f * j);
-    VEC m = VSET1(0.999999f), c = VSET1(1e-7f);
-    for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++) acc[j] = VFMA(acc[j], m, c);
-    }
-    VEC s = acc[0];
-    for (int j = 1; j < 12; j++) s = VADD(s, acc[j]);
-    return VSUM(s);
-}
-
-/* Peak of `nt` threads in flops/s: each thread times its own ~3 ms runs of
- * `iters` loop trips and keeps its best rate over `trials`; the peak is the
- * sum of the threads' best rates. Short, per-thread trials let each best
- * fall inside an uninterrupted time slice when the machine is shared (a
- * whole-region time would need every core free at once). */
-static double fma_peak(int nt, long iters, int trials)
-{
-    double sum = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : sum)
-    {
-        double best = 0;
-        for (int t = 0; t <= trials; t++) { /* trial 0 warms up (clocks) */
-            double t0 = bench_now();
-            float r = (float)fma_loop(iters);
-            double f = (double)iters * 12 * VLANES * 2 / (bench_now() - t0);
-            if (t > 0 && f > best) best = f;
-#pragma omp atomic
-            peak_sink += r;
-        }
-        sum += best;
-    }
-    return sum;
-}
-
 /* ---- timing ---------------------------------------------------------- */
 /* Times fn[0] and fn[1] (when not NULL) on ctx: one warm-up call each,
  * then trials alternating between them so both see the same machine load,
@@ -404,11 +341,11 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "llama")) return bench_llama(nt);
     /* 2M trips x 12 FMAs: ~3 ms at 2 FMA/cycle and 4 GHz; 100 trials. */
     long peak_iters = 2000000;
-    double peak1 = fma_peak(1, peak_iters, 100), peak_all = nt > 1 ? fma_peak(nt, peak_iters, 100) : peak1;
-    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":1,\"gflops\":%.1f}\n", PEAK_ISA,
+    double peak1 = bench_fma_peak(1, peak_iters, 100), peak_all = nt > 1 ? bench_fma_peak(nt, peak_iters, 100) : peak1;
+    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":1,\"gflops\":%.1f}\n", BENCH_PEAK_ISA,
            peak1 / 1e9);
     if (nt > 1)
-        printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":%d,\"gflops\":%.1f}\n", PEAK_ISA,
+        printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":%d,\"gflops\":%.1f}\n", BENCH_PEAK_ISA,
                nt, peak_all / 1e9);
     fflush(stdout);
 

@@ -46,53 +46,6 @@ struct opts {
     double peak_gflops;
 };
 
-/* ---- FMA peak (as bench_matmul's fma_peak; one thread per OpenMP thread,
- * the sum of each thread's best ~3 ms rate: the f32 ceiling of the machine) */
-#ifdef __AVX512F__
-typedef float fvec __attribute__((vector_size(64)));
-#else
-typedef float fvec __attribute__((vector_size(32)));
-#endif
-#define FLANES ((int)(sizeof(fvec) / sizeof(float)))
-static volatile float peak_sink;
-
-static float fma_loop(long iters)
-{
-    fvec acc[12], m, c;
-    for (int l = 0; l < FLANES; l++) {
-        m[l] = 0.999999f;
-        c[l] = 1e-7f;
-        for (int j = 0; j < 12; j++) acc[j][l] = 1.0f + 0.001f * (float)j;
-    }
-    for (long i = 0; i < iters; i++) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++) acc[j] = acc[j] * m + c; /* contracted to FMA (-mfma/-march=native) */
-    }
-    float s = 0;
-    for (int j = 0; j < 12; j++)
-        for (int l = 0; l < FLANES; l++) s += acc[j][l];
-    return s;
-}
-
-static double fma_peak_all(void)
-{
-    double sum = 0;
-#pragma omp parallel reduction(+ : sum)
-    {
-        double best = 0;
-        for (int t = 0; t <= 40; t++) {
-            double t0 = bench_now();
-            float r = fma_loop(1000000);
-            double f = 1e6 * 12 * FLANES * 2 / (bench_now() - t0);
-            if (t > 0 && f > best) best = f;
-#pragma omp atomic
-            peak_sink += r;
-        }
-        sum += best;
-    }
-    return sum;
-}
-
 /* ---- per-op profile --------------------------------------------------- */
 /* A stage-6 observer sees every dispatched op right after it ran; the time
  * since the previous observation (or since the phase began) is charged to
@@ -347,9 +300,9 @@ int main(int argc, char **argv)
     if (o.threads) omp_set_num_threads(o.threads);
     int nt = omp_get_max_threads();
 
-    double peak = o.peak_gflops > 0 ? o.peak_gflops * 1e9 : fma_peak_all();
+    double peak = o.peak_gflops > 0 ? o.peak_gflops * 1e9 : bench_fma_peak(0, 1000000, 40);
     printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"threads\":%d,\"gflops\":%.1f%s}\n",
-           FLANES == 16 ? "avx512-fma" : "avx2-fma", nt, peak / 1e9, o.peak_gflops > 0 ? ",\"given\":true" : "");
+           BENCH_PEAK_ISA, nt, peak / 1e9, o.peak_gflops > 0 ? ",\"given\":true" : "");
 
     struct pd_llama_config cfg;
     llama_bench_config(&cfg);
