@@ -204,19 +204,10 @@ def build(torch):
 
 
 def blas_name():
-    try:
-        libs = open("/proc/self/maps").read()
-    except OSError:
-        return "unknown"
-    if "openblas" in libs:
-        try:
-            import ctypes
-            f = ctypes.CDLL("libopenblas.so.0").openblas_get_corename
-            f.restype = ctypes.c_char_p
-            return "openblas-" + f().decode()
-        except (OSError, AttributeError):
-            return "openblas"
-    return "reference" if "blas/libblas.so" in libs else "other"
+    # One detector for every PyTorch peer (bench/torch_peer.py). Importing it
+    # imports torch, so only the child calls this, after OPENBLAS_* is set.
+    from torch_peer import blas
+    return blas()
 
 
 def median(xs):

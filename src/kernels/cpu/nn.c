@@ -177,20 +177,30 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
  * summed relative to x[0] and subtracted as a head (mu) and tail (mulo)
  * pair, so a large common offset does not cost the f32 path its accuracy
  * (a row 1000 +- 0.01 stays within 1e-5 of the double result). */
+/* Mean of one contiguous row, shared by the norm forward and backward rows:
+ * sums x - x[0] in T blocks added into double, so a common offset does not
+ * swamp the f32 sums. 0 for an empty row. */
+#define NN_ROW_MEAN(T, SFX)                                                                         \
+    static double row_mean_##SFX(const T *x, int64_t n)                                             \
+    {                                                                                               \
+        if (n <= 0) return 0;                                                                       \
+        T k0 = x[0];                                                                                \
+        double mean = 0;                                                                            \
+        for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
+            int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
+            T bs = 0;                                                                               \
+            _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += x[j] - k0; \
+            mean += bs;                                                                             \
+        }                                                                                           \
+        return (double)k0 + mean / (double)n;                                                       \
+    }
+NN_ROW_MEAN(float, f32)
+NN_ROW_MEAN(double, f64)
+
 #define NN_NORM_ROW(T, SFX)                                                                         \
     static void norm_row_##SFX(const T *x, T *y, int64_t n, const T *w, const T *b, double eps, int centre) \
     {                                                                                               \
-        double mean = 0, ss = 0;                                                                    \
-        if (centre && n > 0) {                                                                      \
-            T k0 = x[0]; /* sum x - x[0]: a common offset does not swamp the f32 sums */            \
-            for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                          \
-                int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                 \
-                T bs = 0;                                                                           \
-                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += x[j] - k0; \
-                mean += bs;                                                                         \
-            }                                                                                       \
-            mean = (double)k0 + mean / (double)n;                                                   \
-        }                                                                                           \
+        double mean = centre ? row_mean_##SFX(x, n) : 0, ss = 0;                                    \
         T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
         for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
             int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
@@ -226,17 +236,7 @@ NN_NORM_ROW(double, f64)
     {                                                                                               \
         const T *x = xv, *g = gv, *w = wv;                                                          \
         T *dx = dxv, *dwa = dwv, *dba = dbv;                                                        \
-        double mean = 0, ss = 0, sgh = 0, sghd = 0;                                                 \
-        if (centre && n > 0) {                                                                      \
-            T k0 = x[0];                                                                            \
-            for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                          \
-                int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                 \
-                T bs = 0;                                                                           \
-                _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) bs += x[j] - k0; \
-                mean += bs;                                                                         \
-            }                                                                                       \
-            mean = (double)k0 + mean / (double)n;                                                   \
-        }                                                                                           \
+        double mean = centre ? row_mean_##SFX(x, n) : 0, ss = 0, sgh = 0, sghd = 0;                 \
         T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
         for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
             int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \

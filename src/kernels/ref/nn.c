@@ -85,6 +85,24 @@ static int ref_nll_loss(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* Row r of x [rows, M]: mean (0 without centring) and 1/sqrt(var + eps), in
+ * double; shared by norm forward and norm_backward. */
+static void row_stats(const struct pd_kview *x, int64_t r, int64_t M, int centre, double eps, double *mean,
+                      double *rstd)
+{
+    double mu = 0, var = 0;
+    if (centre) {
+        for (int64_t j = 0; j < M; j++) mu += pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype);
+        mu /= (double)M;
+    }
+    for (int64_t j = 0; j < M; j++) {
+        double v = pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mu;
+        var += v * v;
+    }
+    *mean = mu;
+    *rstd = 1.0 / sqrt(var / (double)M + eps);
+}
+
 /* x [rows, M] (M = the trailing n_norm_axes dims), params [M]. */
 static int ref_norm(const struct pdi_kcall *k)
 {
@@ -97,16 +115,8 @@ static int ref_norm(const struct pdi_kcall *k)
     for (int d = x->ndim - (int)k->a->i[0]; d < x->ndim; d++) M *= x->shape[d];
     int64_t rows = M ? pdi_kview_numel(x) / M : 0;
     for (int64_t r = 0; r < rows; r++) {
-        double mean = 0, var = 0;
-        if (centre) {
-            for (int64_t j = 0; j < M; j++) mean += pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype);
-            mean /= (double)M;
-        }
-        for (int64_t j = 0; j < M; j++) {
-            double v = pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean;
-            var += v * v;
-        }
-        double rstd = 1.0 / sqrt(var / (double)M + eps);
+        double mean, rstd;
+        row_stats(x, r, M, centre, eps, &mean, &rstd);
         for (int64_t j = 0; j < M; j++) {
             double v = (pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean) * rstd;
             if (w) v *= pdi_load(pdi_kview_ptr(w, j), w->dtype);
@@ -135,16 +145,8 @@ static int ref_norm_backward(const struct pdi_kcall *k)
     double *acc = calloc((size_t)(2 * M) + 1, sizeof *acc); /* dw sums, then db sums */
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward)");
     for (int64_t r = 0; r < rows; r++) {
-        double mean = 0, var = 0, sgh = 0, sghx = 0;
-        if (centre) {
-            for (int64_t j = 0; j < M; j++) mean += pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype);
-            mean /= (double)M;
-        }
-        for (int64_t j = 0; j < M; j++) {
-            double v = pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean;
-            var += v * v;
-        }
-        double rstd = 1.0 / sqrt(var / (double)M + eps);
+        double mean, rstd, sgh = 0, sghx = 0;
+        row_stats(x, r, M, centre, eps, &mean, &rstd);
         for (int64_t j = 0; j < M; j++) {
             double xh = (pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean) * rstd;
             double gv = pdi_load(pdi_kview_ptr(g, r * M + j), g->dtype);
