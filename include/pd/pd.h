@@ -14,4 +14,5 @@
 #include "pd/generate.h"
 #include "pd/debug.h"
 #include "pd/profiler.h"
+#include "pd/flashmask.h"
 #endif

@@ -22,7 +22,7 @@
 #include "core/internal.h"
 #include "pd/amp.h"
 
-static const char *lower_ops[] = {"matmul", "conv2d", "sdpa"};
+static const char *lower_ops[] = {"matmul", "conv2d", "sdpa", "flashmask"};
 static const char *f32_ops[] = {"softmax", "log_softmax", "nll_loss", "layer_norm", "rms_norm", "sum", "mean",
                                 "prod", "cumsum", "cumprod", "norm", "var", "std", "logsumexp", "exp", "expm1",
                                 "log", "log1p", "log2", "pow", "pow_scalar", "reciprocal", "rsqrt", "tan",

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "ops/attention.h"
 
 static int is_int_dtype(enum pd_dtype dt)
 {
@@ -165,33 +166,66 @@ struct pd_tensor *pd_swiglu(struct pd_tensor *gate, struct pd_tensor *up)
 }
 
 /* ---- sdpa ------------------------------------------------------------ */
-/* Checks q, k, v (and the mask) of an sdpa or sdpa_backward call. */
-static int check_qkv(const char *op, struct pd_tensor *const *in, int has_mask)
+/* q, k, v of an attention op: one floating dtype, rank 4, k and v of one
+ * [B, ., ., .] frame, shared head dim, query heads a multiple of key heads.
+ * head_axis is 1 for [B, H, S, D] (sdpa) and 2 for [B, S, H, D] (flashmask);
+ * layout names it in the message. */
+int pdi_attention_check_qkv(const char *op, const struct pd_tensor *q, const struct pd_tensor *k,
+                            const struct pd_tensor *v, int head_axis, const char *layout)
 {
-    const struct pd_tensor *q = in[0], *k = in[1], *v = in[2];
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF], b2[PDI_SHAPE_BUF];
     if (!pd_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
         return pdi_errorf(PD_ERR_INVALID, "%s: q, k and v must share one floating dtype, got %s, %s and %s", op,
                           pd_dtype_name(q->dtype), pd_dtype_name(k->dtype), pd_dtype_name(v->dtype));
-    int ok = q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && k->shape[0] == q->shape[0] &&
-             v->shape[0] == q->shape[0] && k->shape[1] == v->shape[1] && k->shape[2] == v->shape[2] &&
-             k->shape[3] == q->shape[3];
+    int ok = q->ndim == 4 && k->ndim == 4 && v->ndim == 4 && k->shape[0] == q->shape[0] && v->shape[0] == q->shape[0] &&
+             k->shape[1] == v->shape[1] && k->shape[2] == v->shape[2] && k->shape[3] == q->shape[3];
     if (!ok)
-        return pdi_errorf(PD_ERR_INVALID,
-                          "%s: expected q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], got q %s, k %s, v %s",
-                          op, pdi_shape_str(q->shape, q->ndim, b0, sizeof b0),
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected %s, got q %s, k %s, v %s", op, layout,
+                          pdi_shape_str(q->shape, q->ndim, b0, sizeof b0),
                           pdi_shape_str(k->shape, k->ndim, b1, sizeof b1),
                           pdi_shape_str(v->shape, v->ndim, b2, sizeof b2));
-    int64_t hq = q->shape[1], hkv = k->shape[1];
+    int64_t hq = q->shape[head_axis], hkv = k->shape[head_axis];
     if (hkv == 0 ? hq != 0 : hq % hkv != 0)
         return pdi_errorf(PD_ERR_INVALID, "%s: %lld query heads are not a multiple of %lld key/value heads", op,
                           (long long)hq, (long long)hkv);
+    return PD_OK;
+}
+
+/* The saved forward results an attention backward takes: out and dout of
+ * dtype dt and shape oshape [4], lse of the accumulation dtype and shape
+ * lshape [3]. */
+int pdi_attention_check_saved(const char *op, enum pd_dtype dt, const struct pd_tensor *o, const struct pd_tensor *lse,
+                              const struct pd_tensor *dout, const int64_t *oshape, const int64_t *lshape)
+{
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    for (int i = 0; i < 2; i++) {
+        const struct pd_tensor *t = i ? dout : o;
+        if (t->dtype != dt || t->ndim != 4 || memcmp(t->shape, oshape, sizeof(int64_t) * 4))
+            return pdi_errorf(PD_ERR_INVALID, "%s: %s %s %s must be %s %s", op, i ? "dout" : "out",
+                              pdi_shape_str(t->shape, t->ndim, b0, sizeof b0), pd_dtype_name(t->dtype),
+                              pdi_shape_str(oshape, 4, b1, sizeof b1), pd_dtype_name(dt));
+    }
+    if (lse->dtype != pdi_attention_lse_dtype(dt) || lse->ndim != 3 || memcmp(lse->shape, lshape, sizeof(int64_t) * 3))
+        return pdi_errorf(PD_ERR_INVALID, "%s: lse %s %s must be %s %s", op,
+                          pdi_shape_str(lse->shape, lse->ndim, b0, sizeof b0), pd_dtype_name(lse->dtype),
+                          pdi_shape_str(lshape, 3, b1, sizeof b1), pd_dtype_name(pdi_attention_lse_dtype(dt)));
+    return PD_OK;
+}
+
+/* Checks q, k, v (and the mask) of an sdpa or sdpa_backward call. */
+static int check_qkv(const char *op, struct pd_tensor *const *in, int has_mask)
+{
+    const struct pd_tensor *q = in[0], *k = in[1], *v = in[2];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    int ok, rc = pdi_attention_check_qkv(op, q, k, v, 1, "q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]");
+    if (rc) return rc;
+    int64_t hq = q->shape[1];
     if (has_mask) {
         const struct pd_tensor *m = in[3];
         int64_t full[4] = {q->shape[0], hq, q->shape[2], k->shape[2]};
         if (m->dtype != PD_BOOL && !pd_dtype_is_float(m->dtype))
-            return pdi_errorf(PD_ERR_INVALID, "%s: mask must be bool (true = attend) or floating (added), got %s",
-                              op, pd_dtype_name(m->dtype));
+            return pdi_errorf(PD_ERR_INVALID, "%s: mask must be bool (true = attend) or floating (added), got %s", op,
+                              pd_dtype_name(m->dtype));
         ok = m->ndim <= 4;
         for (int i = 0; i < m->ndim && ok; i++) {
             int64_t d = m->shape[m->ndim - 1 - i];
@@ -212,8 +246,6 @@ static int check_sdpa_attrs(const char *op, const struct pdi_call *c)
     return has_mask;
 }
 
-static enum pd_dtype lse_dtype(enum pd_dtype dt) { return dt == PD_F64 ? PD_F64 : PD_F32; }
-
 int pdi_infer_sdpa(struct pdi_call *c)
 {
     int has_mask = check_sdpa_attrs("sdpa", c);
@@ -229,7 +261,7 @@ int pdi_infer_sdpa(struct pdi_call *c)
     o->ndim = 4;
     memcpy(o->shape, q->shape, sizeof o->shape);
     o->shape[3] = v->shape[3];
-    l->dtype = lse_dtype(q->dtype);
+    l->dtype = pdi_attention_lse_dtype(q->dtype);
     l->ndim = 3;
     memcpy(l->shape, q->shape, sizeof(int64_t) * 3);
     return PD_OK;
@@ -247,18 +279,8 @@ int pdi_infer_sdpa_backward(struct pdi_call *c)
     const struct pd_tensor *q = c->in[0], *v = c->in[2];
     const struct pd_tensor *o = c->in[3 + has_mask], *lse = c->in[4 + has_mask], *dout = c->in[5 + has_mask];
     int64_t oshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
-    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-    for (int i = 0; i < 2; i++) {
-        const struct pd_tensor *t = i ? dout : o;
-        if (t->dtype != q->dtype || t->ndim != 4 || memcmp(t->shape, oshape, sizeof oshape))
-            return pdi_errorf(PD_ERR_INVALID, "sdpa_backward: %s %s %s must be %s %s", i ? "dout" : "out",
-                              pdi_shape_str(t->shape, t->ndim, b0, sizeof b0), pd_dtype_name(t->dtype),
-                              pdi_shape_str(oshape, 4, b1, sizeof b1), pd_dtype_name(q->dtype));
-    }
-    if (lse->dtype != lse_dtype(q->dtype) || lse->ndim != 3 || memcmp(lse->shape, oshape, sizeof(int64_t) * 3))
-        return pdi_errorf(PD_ERR_INVALID, "sdpa_backward: lse %s %s must be %s %s",
-                          pdi_shape_str(lse->shape, lse->ndim, b0, sizeof b0), pd_dtype_name(lse->dtype),
-                          pdi_shape_str(oshape, 3, b1, sizeof b1), pd_dtype_name(lse_dtype(q->dtype)));
+    rc = pdi_attention_check_saved("sdpa_backward", q->dtype, o, lse, dout, oshape, oshape);
+    if (rc) return rc;
     for (int i = 0; i < 3; i++) pdi_meta_of(c->in[i], &c->meta[i]);
     return PD_OK;
 }
@@ -283,7 +305,7 @@ static struct pd_tensor *causal_visible(int64_t T, int64_t S)
 }
 
 /* k or v [B, Hkv, S, X] repeated over the query groups: [B, Hq, S, X]. */
-static struct pd_tensor *expand_heads(struct pd_tensor *x, int64_t G)
+struct pd_tensor *pdi_expand_heads(struct pd_tensor *x, int64_t G)
 {
     if (!x || G == 1) return x;
     const int64_t *s = x->shape;
@@ -301,26 +323,22 @@ static struct pd_tensor *sum_heads(struct pd_tensor *x, int64_t G)
     return pd_sum(pd_reshape(x, r, 5), &ax, 1, 0);
 }
 
-/* The composed gradients of sdpa (public ops only, so differentiable
- * again): with P the masked softmax of the scores,
- *   dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dP P) + g_lse),
+/* The composed gradients of attention (public ops only, so differentiable
+ * again; shared with flashmask through ops/attention.h): with P the masked
+ * softmax of the scores and Z the dropout multipliers (1 without dropout),
+ *   dV = (P Z)^T dO, dP = (dO V^T) Z, dS = P (dP - rowsum(dP P) + g_lse),
  *   dQ = scale dS K, dK = scale dS^T Q, dmask = dS (float masks). */
-static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+int pdi_attention_vjp_composed(const struct pdi_attn_vjp *a, struct pd_tensor **gq, struct pd_tensor **gk,
+                               struct pd_tensor **gv, struct pd_tensor **gmask)
 {
-    int has_mask = n->a.i[1] != 0, causal = n->a.i[0] != 0;
-    double scale = n->a.f[0];
-    struct pd_tensor *q = pdi_node_in(n, 0), *k = pdi_node_in(n, 1), *v = pdi_node_in(n, 2);
-    struct pd_tensor *mask = has_mask ? pdi_node_in(n, 3) : NULL;
-    if (!q || !k || !v || (has_mask && !mask)) return pd_last_status();
+    struct pd_tensor *q = a->q, *k = a->k, *v = a->v, *mask = a->add_mask;
     enum pd_dtype dt = q->dtype, ct = dt == PD_F64 ? PD_F64 : PD_F32;
-    int64_t T = q->shape[2], S = k->shape[2], G = k->shape[1] ? q->shape[1] / k->shape[1] : 1;
-    struct pd_tensor *qc = cast_to(q, ct), *kc = expand_heads(cast_to(k, ct), G);
-    struct pd_tensor *vc = expand_heads(cast_to(v, ct), G);
-    struct pd_tensor *s = pd_scale(pd_matmul(qc, kc, 0, 1), scale); /* [B, Hq, T, S] */
-    struct pd_tensor *vis = causal ? causal_visible(T, S) : NULL;
-    if (mask && mask->dtype == PD_BOOL) vis = vis ? pd_logical_and(vis, mask) : mask;
-    else if (mask) s = pd_add(s, cast_to(mask, ct));
-    if (vis) s = pd_where(vis, s, pd_scalar(-INFINITY, ct));
+    int64_t G = k->shape[1] ? q->shape[1] / k->shape[1] : 1;
+    struct pd_tensor *qc = cast_to(q, ct), *kc = pdi_expand_heads(cast_to(k, ct), G);
+    struct pd_tensor *vc = pdi_expand_heads(cast_to(v, ct), G);
+    struct pd_tensor *s = pd_scale(pd_matmul(qc, kc, 0, 1), a->scale); /* [B, Hq, T, S] */
+    if (mask) s = pd_add(s, cast_to(mask, ct));
+    if (a->visible) s = pd_where(a->visible, s, pd_scalar(-INFINITY, ct));
     int ax = -1;
     /* The row max is a constant shift (softmax is invariant to it): detached,
      * it adds nothing to the gradient; -inf (no visible key) becomes 0 so
@@ -330,38 +348,65 @@ static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, str
     struct pd_tensor *e = pd_exp(pd_sub(s, m));
     struct pd_tensor *z = pd_sum(e, &ax, 1, 1);
     struct pd_tensor *p = pd_div(e, pd_where(pd_gt(z, pd_scalar(0, ct)), z, pd_scalar(1, ct)));
-    struct pd_tensor *dout = cast_to(g[0], ct);
+    struct pd_tensor *keep = a->keep ? cast_to(a->keep, ct) : NULL;
+    struct pd_tensor *dout = cast_to(a->gout, ct);
     struct pd_tensor *dp = pd_matmul(dout, vc, 0, 1);
+    if (keep) dp = pd_mul(dp, keep);
     struct pd_tensor *inner = pd_sub(dp, pd_sum(pd_mul(dp, p), &ax, 1, 1));
-    inner = pd_add(inner, pd_unsqueeze(cast_to(g[1], ct), -1));
+    if (a->glse) inner = pd_add(inner, pd_unsqueeze(cast_to(a->glse, ct), -1));
     struct pd_tensor *ds = pd_mul(p, inner);
     if (!ds) return vjp_status(NULL);
-    if (pdi_node_needs(n, 0) && !(gin[0] = cast_to(pd_scale(pd_matmul(ds, kc, 0, 0), scale), dt)))
+    if (gq && !(*gq = cast_to(pd_scale(pd_matmul(ds, kc, 0, 0), a->scale), dt))) return vjp_status(NULL);
+    if (gk && !(*gk = cast_to(sum_heads(pd_scale(pd_matmul(ds, qc, 1, 0), a->scale), G), dt))) return vjp_status(NULL);
+    if (gv && !(*gv = cast_to(sum_heads(pd_matmul(keep ? pd_mul(p, keep) : p, dout, 1, 0), G), dt)))
         return vjp_status(NULL);
-    if (pdi_node_needs(n, 1) &&
-        !(gin[1] = cast_to(sum_heads(pd_scale(pd_matmul(ds, qc, 1, 0), scale), G), dt)))
-        return vjp_status(NULL);
-    if (pdi_node_needs(n, 2) && !(gin[2] = cast_to(sum_heads(pd_matmul(p, dout, 1, 0), G), dt)))
-        return vjp_status(NULL);
-    if (has_mask && pdi_node_needs(n, 3) &&
-        !(gin[3] = cast_to(pd_sum_to_shape(ds, mask->shape, mask->ndim), mask->dtype)))
+    if (gmask && !(*gmask = cast_to(pd_sum_to_shape(ds, mask->shape, mask->ndim), mask->dtype)))
         return vjp_status(NULL);
     return PD_OK;
+}
+
+static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    int has_mask = n->a.i[1] != 0, causal = n->a.i[0] != 0;
+    struct pd_tensor *q = pdi_node_in(n, 0), *k = pdi_node_in(n, 1), *v = pdi_node_in(n, 2);
+    struct pd_tensor *mask = has_mask ? pdi_node_in(n, 3) : NULL;
+    if (!q || !k || !v || (has_mask && !mask)) return pd_last_status();
+    struct pd_tensor *vis = causal ? causal_visible(q->shape[2], k->shape[2]) : NULL;
+    if (causal && !vis) return vjp_status(NULL);
+    int bool_mask = mask && mask->dtype == PD_BOOL;
+    if (bool_mask) vis = vis ? pd_logical_and(vis, mask) : mask;
+    struct pdi_attn_vjp a = {.q = q,
+                             .k = k,
+                             .v = v,
+                             .visible = vis,
+                             .add_mask = bool_mask ? NULL : mask,
+                             .scale = n->a.f[0],
+                             .gout = g[0],
+                             .glse = g[1]};
+    return pdi_attention_vjp_composed(&a, pdi_node_needs(n, 0) ? &gin[0] : NULL, pdi_node_needs(n, 1) ? &gin[1] : NULL,
+                                      pdi_node_needs(n, 2) ? &gin[2] : NULL,
+                                      mask && !bool_mask && pdi_node_needs(n, 3) ? &gin[3] : NULL);
 }
 
 int pdi_vjp_sdpa(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     int has_mask = n->a.i[1] != 0;
     if (pd_is_grad_enabled() || (has_mask && pdi_node_needs(n, 3))) return sdpa_vjp_composed(n, g, gin);
+    return pdi_attention_vjp_fused(n, g, gin, PD_OP_sdpa_backward, 3 + has_mask);
+}
+
+int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward,
+                            int n_fwd_in)
+{
     struct pd_tensor *in[7];
     int ni = 0;
-    for (int i = 0; i < 3 + has_mask; i++)
+    for (int i = 0; i < n_fwd_in; i++)
         if (!(in[ni++] = pdi_node_in(n, i))) return pd_last_status();
     for (int j = 0; j < 2; j++)
         if (!(in[ni++] = pdi_node_out(n, j))) return pd_last_status();
     in[ni++] = g[0];
     struct pd_tensor *out[3];
-    struct pdi_call c = {.op = PD_OP_sdpa_backward, .n_in = ni, .n_out = 3, .in = in, .out = out, .a = n->a};
+    struct pdi_call c = {.op = backward, .n_in = ni, .n_out = 3, .in = in, .out = out, .a = n->a};
     int rc = pdi_dispatch(&c);
     if (rc) return rc;
     for (int i = 0; i < 3; i++)

@@ -1,0 +1,31 @@
+/* paddle.c — the FlashMask masked predicate, shared by the dense converter
+ * (flashmask/masks.c) and the reference kernels (kernels/ref/flashmask.c)
+ * so that the pictures, the composed VJP and the oracle agree by
+ * construction. The CPU kernel keeps its own interval form (tiles) and is
+ * tested against these.
+ */
+#ifndef PD_FLASHMASK_MASKS_H
+#define PD_FLASHMASK_MASKS_H
+
+#include <stdint.h>
+
+/* 1 when query row i may not see key j. x holds the C values of column j
+ * (C 1|2 causal, 2|4 not; include/pd/flashmask.h has the table); causal is
+ * bottom-right aligned: masked when j > i + (Sk - Sq). */
+static inline int pdi_flashmask_masked(const int32_t *x, int64_t C, int causal, int64_t i, int64_t j, int64_t Sq,
+                                       int64_t Sk)
+{
+    /* the unified form: [LTS, LTE) u [UTS, UTE), absent ends defaulted */
+    int64_t lts = x[0], lte = Sq, uts = 0, ute = 0;
+    if (causal) {
+        if (j > i + (Sk - Sq)) return 1;
+        if (C == 2) lte = x[1];
+    } else if (C == 2) {
+        ute = x[1];
+    } else {
+        lte = x[1], uts = x[2], ute = x[3];
+    }
+    return (lts <= i && i < lte) || (uts <= i && i < ute);
+}
+
+#endif

@@ -1,0 +1,51 @@
+/* paddle.c — what the attention ops (sdpa in ops/llm.c, flashmask in
+ * ops/flashmask.c) share: the composed VJP (public ops only, used when the
+ * backward is recorded) and the head expansion for grouped-query heads. */
+#ifndef PD_OPS_ATTENTION_H
+#define PD_OPS_ATTENTION_H
+
+#include "core/internal.h"
+
+/* Inputs of the composed attention VJP, all in [B, H, S, X] layout:
+ * q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]; visible: bool
+ * broadcastable to [B, Hq, T, S] (false = masked) or NULL; add_mask: float
+ * added to the scores or NULL; keep: dropout multipliers (0 or 1/(1-p))
+ * broadcastable to [B, Hq, T, S] or NULL; gout [B, Hq, T, Dv]; glse
+ * [B, Hq, T] or NULL. */
+struct pdi_attn_vjp {
+    struct pd_tensor *q, *k, *v, *visible, *add_mask, *keep, *gout, *glse;
+    double scale;
+};
+
+/* Writes the gradients asked for (non-NULL pointers) in the layout and
+ * dtype of q, k, v and add_mask. Status. */
+int pdi_attention_vjp_composed(const struct pdi_attn_vjp *a, struct pd_tensor **gq, struct pd_tensor **gk,
+                               struct pd_tensor **gv, struct pd_tensor **gmask);
+
+/* q, k, v of an attention op: one floating dtype, rank 4, k and v of one
+ * shape but the last dim, shared head dim, query heads (at head_axis: 1
+ * for [B, H, S, D], 2 for [B, S, H, D]) a multiple of key heads. layout
+ * names the expected shapes in the error message. Status. */
+int pdi_attention_check_qkv(const char *op, const struct pd_tensor *q, const struct pd_tensor *k,
+                            const struct pd_tensor *v, int head_axis, const char *layout);
+
+/* The saved forward results an attention backward takes: out and dout of
+ * dtype dt and shape oshape [4], lse of pdi_attention_lse_dtype(dt) and
+ * shape lshape [3]. Status. */
+int pdi_attention_check_saved(const char *op, enum pd_dtype dt, const struct pd_tensor *o, const struct pd_tensor *lse,
+                              const struct pd_tensor *dout, const int64_t *oshape, const int64_t *lshape);
+
+/* The log-sum-exp dtype: f64 for f64 inputs, f32 otherwise. */
+static inline enum pd_dtype pdi_attention_lse_dtype(enum pd_dtype dt) { return dt == PD_F64 ? PD_F64 : PD_F32; }
+
+/* The fused VJP of an attention node with n_fwd_in inputs and outputs
+ * (out, lse): dispatches `backward` on (inputs, out, lse, dout) with the
+ * node's attributes and hands out dq, dk, dv where needed. Status. */
+int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward,
+                            int n_fwd_in);
+
+/* k or v [B, Hkv, S, X] repeated over G query heads each: [B, Hkv G, S, X]
+ * (a view when possible). */
+struct pd_tensor *pdi_expand_heads(struct pd_tensor *x, int64_t G);
+
+#endif
