@@ -226,6 +226,20 @@ struct pd_tensor *pd_llama_forward(struct pd_llama *m, struct pd_tensor *ids, st
 /* Mean next-token cross-entropy of forward(ids) against targets [B, T]
  * (int64; -1 = ignored). */
 struct pd_tensor *pd_llama_loss(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets);
+/* Packed documents (several per sequence, as in Paddle's packed SFT):
+ * doc_ids int64 [B, T] numbers each token's document; a document is a run
+ * of equal values along T (only changes matter, not the values). Each
+ * token attends causally within its own document and to nothing before it
+ * (a FlashMask causal document mask), and RoPE positions restart at 0 in
+ * each document, so a document's logits are those of running it alone
+ * (up to rounding). No KV cache, no pad mask. Training path: the
+ * attention is pd_flashmask_attention (PD_ATTN=sdpa: sdpa with the same
+ * mask made dense, for comparisons). */
+struct pd_tensor *pd_llama_forward_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *doc_ids);
+/* pd_llama_loss over pd_llama_forward_packed: the loss counts every target
+ * that is not -1, across all documents. */
+struct pd_tensor *pd_llama_loss_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets,
+                                       struct pd_tensor *doc_ids);
 /* Number of parameters, and model FLOPs per token for a training step
  * (forward + backward, 6N plus attention) at sequence length seq_len. */
 int64_t pd_llama_num_params(const struct pd_llama *m);

@@ -8,12 +8,25 @@
  * KV cache (optional, owned by the caller): per layer k and v
  * [B, Hkv, max_len, D]; the step writes [past, past+T) with pd_copy_ into a
  * slice view and attends over the slice [0, past+T) — no copy of the cache.
+ *
+ * Two attention kernels. FlashMask (pd_flashmask_attention) takes q, k, v
+ * in the projections' own layout [B, T, H, D], so there is no transpose at
+ * all, and its output [B, T, Hq, D] is o_proj's input as it is; its masks
+ * are column-wise row ranges (a document mask is O(T), not O(T^2)). sdpa
+ * takes [B, H, T, D] and dense masks. FlashMask runs whenever it can: no
+ * KV cache (the cache is [B, Hkv, max_len, D], sdpa's layout) and no dense
+ * mask (pad masks of batched generation). A FlashMask mask
+ * (startend_row_indices) forces FlashMask unless PD_ATTN=sdpa, which turns
+ * it into a dense mask for sdpa (the reference path of the tests).
+ * PD_ATTN=sdpa|flashmask overrides the choice for the plain causal case;
+ * unset, it uses PD_ATTN_DEFAULT below (the faster one on the train bench).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/nn_internal.h"
+#include "pd/flashmask.h"
 #include "pd/nn.h"
 #include "pd/ops.h"
 
@@ -99,9 +112,24 @@ static int check_cache(const struct pd_tensor *c, const char *which, int64_t b, 
     return PD_OK;
 }
 
-struct pd_tensor *pd_nn_attention_forward(struct pd_nn_attention *a, struct pd_tensor *x, struct pd_tensor *positions,
-                                          struct pd_tensor *mask, int causal, struct pd_tensor *k_cache,
-                                          struct pd_tensor *v_cache, int64_t past_len)
+enum attn_kernel { ATTN_SDPA, ATTN_FLASHMASK };
+#define PD_ATTN_DEFAULT ATTN_SDPA
+
+/* PD_ATTN, read once (a process-wide knob like PD_GEMM); unknown values
+ * fall back to the default. */
+static enum attn_kernel attn_kernel(void)
+{
+    static int k = -1;
+    if (k < 0) {
+        const char *s = getenv("PD_ATTN");
+        k = s && !strcmp(s, "sdpa") ? ATTN_SDPA : s && !strcmp(s, "flashmask") ? ATTN_FLASHMASK : PD_ATTN_DEFAULT;
+    }
+    return (enum attn_kernel)k;
+}
+
+struct pd_tensor *pdi_nn_attention_forward(struct pd_nn_attention *a, struct pd_tensor *x, struct pd_tensor *positions,
+                                           struct pd_tensor *mask, struct pd_tensor *startend_row_indices, int causal,
+                                           struct pd_tensor *k_cache, struct pd_tensor *v_cache, int64_t past_len)
 {
     if (!a) return pdi_error(PD_ERR_NULL, "nn.attention: module is NULL");
     if (!x || !positions) return NULL;
@@ -112,6 +140,9 @@ struct pd_tensor *pd_nn_attention_forward(struct pd_nn_attention *a, struct pd_t
                          pdi_shape_str(x->shape, x->ndim, s, sizeof s), (long long)dim);
     }
     int64_t b = x->shape[0], t = x->shape[1];
+    if (startend_row_indices && (mask || k_cache || v_cache))
+        return pdi_error(PD_ERR_INVALID, "nn.attention: a FlashMask mask (startend_row_indices) cannot be combined "
+                                         "with a dense mask or a KV cache");
     if (k_cache || v_cache) {
         if (past_len < 0) return pdi_error(PD_ERR_INVALID, "nn.attention: past_len must be >= 0, got %lld", (long long)past_len);
         if (check_cache(k_cache, "k", b, hkv, past_len + t, hd) || check_cache(v_cache, "v", b, hkv, past_len + t, hd))
@@ -120,19 +151,37 @@ struct pd_tensor *pd_nn_attention_forward(struct pd_nn_attention *a, struct pd_t
     struct pd_tensor *q = pd_view(pd_nn_linear_forward(&a->q_proj, x), (int64_t[]){b, t, hq, hd}, 4);
     struct pd_tensor *k = pd_view(pd_nn_linear_forward(&a->k_proj, x), (int64_t[]){b, t, hkv, hd}, 4);
     struct pd_tensor *v = pd_view(pd_nn_linear_forward(&a->v_proj, x), (int64_t[]){b, t, hkv, hd}, 4);
-    q = pd_transpose(pd_rope(q, positions, a->rope_theta), 1, 2); /* [B, Hq, T, D] strided */
-    k = pd_transpose(pd_rope(k, positions, a->rope_theta), 1, 2); /* [B, Hkv, T, D] */
-    v = pd_transpose(v, 1, 2);
-    if (k_cache) {
-        if (!pd_copy_(pd_slice(k_cache, 2, past_len, past_len + t, 1), k) ||
-            !pd_copy_(pd_slice(v_cache, 2, past_len, past_len + t, 1), v))
-            return NULL;
-        k = pd_slice(k_cache, 2, 0, past_len + t, 1);
-        v = pd_slice(v_cache, 2, 0, past_len + t, 1);
+    q = pd_rope(q, positions, a->rope_theta); /* [B, T, Hq, D] */
+    k = pd_rope(k, positions, a->rope_theta); /* [B, T, Hkv, D] */
+    double scale = 1.0 / sqrt((double)hd);
+    enum attn_kernel kern = attn_kernel();
+    int flash = !mask && !k_cache && (startend_row_indices ? kern != ATTN_SDPA : kern == ATTN_FLASHMASK);
+    struct pd_tensor *o;
+    if (flash) {
+        o = pd_flashmask_attention(q, k, v, startend_row_indices, causal, NULL, scale, 0.0, NULL); /* [B, T, Hq, D] */
+    } else {
+        if (startend_row_indices) /* PD_ATTN=sdpa: the same mask, dense, [B, 1, T, T] */
+            mask = pd_flashmask_to_dense(startend_row_indices, causal, t);
+        q = pd_transpose(q, 1, 2); /* [B, Hq, T, D] strided */
+        k = pd_transpose(k, 1, 2); /* [B, Hkv, T, D] */
+        v = pd_transpose(v, 1, 2);
+        if (k_cache) {
+            if (!pd_copy_(pd_slice(k_cache, 2, past_len, past_len + t, 1), k) ||
+                !pd_copy_(pd_slice(v_cache, 2, past_len, past_len + t, 1), v))
+                return NULL;
+            k = pd_slice(k_cache, 2, 0, past_len + t, 1);
+            v = pd_slice(v_cache, 2, 0, past_len + t, 1);
+        }
+        o = pd_transpose(pd_sdpa(q, k, v, mask, causal, scale), 1, 2); /* [B, T, Hq, D] */
     }
-    struct pd_tensor *o = pd_sdpa(q, k, v, mask, causal, 1.0 / sqrt((double)hd)); /* [B, Hq, T, D] */
-    o = pd_reshape(pd_transpose(o, 1, 2), (int64_t[]){b, t, hq * hd}, 3);
-    return pd_nn_linear_forward(&a->o_proj, o);
+    return pd_nn_linear_forward(&a->o_proj, pd_reshape(o, (int64_t[]){b, t, hq * hd}, 3));
+}
+
+struct pd_tensor *pd_nn_attention_forward(struct pd_nn_attention *a, struct pd_tensor *x, struct pd_tensor *positions,
+                                          struct pd_tensor *mask, int causal, struct pd_tensor *k_cache,
+                                          struct pd_tensor *v_cache, int64_t past_len)
+{
+    return pdi_nn_attention_forward(a, x, positions, mask, NULL, causal, k_cache, v_cache, past_len);
 }
 
 int pd_nn_attention_params(struct pd_nn_attention *a, const char *prefix, struct pd_state_dict *sd)
@@ -204,16 +253,24 @@ static struct pd_tensor *drop(struct pd_nn_block *b, struct pd_tensor *x)
     return b->dropout ? pd_nn_dropout_forward(b->dropout, x) : x;
 }
 
+struct pd_tensor *pdi_nn_block_forward(struct pd_nn_block *b, struct pd_tensor *x, struct pd_tensor *positions,
+                                       struct pd_tensor *mask, struct pd_tensor *startend_row_indices, int causal,
+                                       struct pd_tensor *k_cache, struct pd_tensor *v_cache, int64_t past_len)
+{
+    if (!b) return pdi_error(PD_ERR_NULL, "nn.block: module is NULL");
+    struct pd_tensor *a = pdi_nn_attention_forward(&b->self_attn, pd_nn_rmsnorm_forward(&b->input_layernorm, x),
+                                                   positions, mask, startend_row_indices, causal, k_cache, v_cache,
+                                                   past_len);
+    struct pd_tensor *h = pd_add(x, drop(b, a));
+    struct pd_tensor *m = pd_nn_mlp_forward(&b->mlp, pd_nn_rmsnorm_forward(&b->post_attention_layernorm, h));
+    return pd_add(h, drop(b, m));
+}
+
 struct pd_tensor *pd_nn_block_forward(struct pd_nn_block *b, struct pd_tensor *x, struct pd_tensor *positions,
                                       struct pd_tensor *mask, int causal, struct pd_tensor *k_cache,
                                       struct pd_tensor *v_cache, int64_t past_len)
 {
-    if (!b) return pdi_error(PD_ERR_NULL, "nn.block: module is NULL");
-    struct pd_tensor *a = pd_nn_attention_forward(&b->self_attn, pd_nn_rmsnorm_forward(&b->input_layernorm, x),
-                                                  positions, mask, causal, k_cache, v_cache, past_len);
-    struct pd_tensor *h = pd_add(x, drop(b, a));
-    struct pd_tensor *m = pd_nn_mlp_forward(&b->mlp, pd_nn_rmsnorm_forward(&b->post_attention_layernorm, h));
-    return pd_add(h, drop(b, m));
+    return pdi_nn_block_forward(b, x, positions, mask, NULL, causal, k_cache, v_cache, past_len);
 }
 
 int pd_nn_block_params(struct pd_nn_block *b, const char *prefix, struct pd_state_dict *sd)

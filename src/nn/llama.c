@@ -390,8 +390,47 @@ static int positions_and_mask(struct pd_tensor *pad_mask, int64_t b, int64_t t, 
     return *pos && *mask ? PD_OK : pd_last_status();
 }
 
+/* Packed documents: doc_ids int64 [B, T], a document being a run of equal
+ * values. RoPE positions restart at 0 in each document ([B, T]), and the
+ * FlashMask causal document mask idx int32 [B, 1, T, 1] gives key j the
+ * row where its document ends (LTS_j: rows from there on do not see it). */
+static int packed_positions_and_mask(struct pd_tensor *doc_ids, int64_t b, int64_t t, struct pd_tensor **pos,
+                                     struct pd_tensor **idx)
+{
+    if (doc_ids->ndim != 2 || doc_ids->shape[0] != b || doc_ids->shape[1] != t || doc_ids->dtype != PD_I64) {
+        char sh[PDI_SHAPE_BUF];
+        return pdi_errorf(PD_ERR_INVALID,
+                          "llama forward_packed: doc_ids is %s %s, expected int64 [%lld, %lld] (ids' shape)",
+                          pd_dtype_name(doc_ids->dtype), pdi_shape_str(doc_ids->shape, doc_ids->ndim, sh, sizeof sh),
+                          (long long)b, (long long)t);
+    }
+    if (t > INT32_MAX)
+        return pdi_errorf(PD_ERR_INVALID, "llama forward_packed: %lld positions overflow int32 row indices",
+                          (long long)t);
+    int64_t n = b * t, *doc = malloc(sizeof *doc * (size_t)n), *p = malloc(sizeof *p * (size_t)n);
+    int32_t *lts = malloc(sizeof *lts * (size_t)n);
+    int st = !doc || !p || !lts ? pdi_errorf(PD_ERR_NOMEM, "llama forward_packed: out of memory") : PD_OK;
+    if (!st) st = pd_to_buffer(doc_ids, doc, PD_I64);
+    for (int64_t r = 0; !st && r < b; r++) {
+        const int64_t *d = doc + r * t;
+        for (int64_t s = 0, e; s < t; s = e) { /* the document [s, e) */
+            for (e = s + 1; e < t && d[e] == d[s]; e++) {}
+            for (int64_t j = s; j < e; j++) {
+                p[r * t + j] = j - s;
+                lts[r * t + j] = (int32_t)e;
+            }
+        }
+    }
+    *pos = st ? NULL : pd_from_buffer(p, (int64_t[]){b, t}, 2, PD_I64);
+    *idx = st ? NULL : pd_from_buffer(lts, (int64_t[]){b, 1, t, 1}, 4, PD_I32);
+    free(doc), free(p), free(lts);
+    return st ? st : *pos && *idx ? PD_OK : pd_last_status();
+}
+
+/* cache, pad_mask: pd_llama_forward's; doc_ids: pd_llama_forward_packed's
+ * (never with the other two). */
 static struct pd_tensor *forward(struct pd_llama *m, struct pd_tensor *ids, struct pd_kv_cache *cache,
-                                 struct pd_tensor *pad_mask)
+                                 struct pd_tensor *pad_mask, struct pd_tensor *doc_ids)
 {
     const struct pd_llama_config *c = &m->cfg;
     if (!ids) return NULL;
@@ -414,12 +453,14 @@ static struct pd_tensor *forward(struct pd_llama *m, struct pd_tensor *ids, stru
                              "max_len %d", (long long)past, (long long)t, cache->max_len);
     }
     /* ids out of range: the embedding kernel reports them (before any cache write) */
-    struct pd_tensor *pos = NULL, *mask = NULL;
-    if (positions_and_mask(pad_mask, b, t, past, &pos, &mask)) return NULL;
+    struct pd_tensor *pos = NULL, *mask = NULL, *idx = NULL;
+    if (doc_ids ? packed_positions_and_mask(doc_ids, b, t, &pos, &idx)
+                : positions_and_mask(pad_mask, b, t, past, &pos, &mask))
+        return NULL;
     struct pd_tensor *h = pd_nn_embedding_forward(&m->embed, ids); /* [B, T, dim] */
     for (int i = 0; i < c->n_layers; i++)
-        h = pd_nn_block_forward(&m->layers[i], h, pos, mask, 1, cache ? cache->k[i] : NULL,
-                                cache ? cache->v[i] : NULL, past);
+        h = pdi_nn_block_forward(&m->layers[i], h, pos, mask, idx, 1, cache ? cache->k[i] : NULL,
+                                 cache ? cache->v[i] : NULL, past);
     h = pd_nn_rmsnorm_forward(&m->norm, h);
     struct pd_tensor *logits = pd_linear(h, m->lm_head.weight ? m->lm_head.weight : m->embed.weight, NULL);
     if (logits && cache) cache->len = (int)(past + t);
@@ -430,27 +471,53 @@ struct pd_tensor *pd_llama_forward(struct pd_llama *m, struct pd_tensor *ids, st
                                    struct pd_tensor *pad_mask)
 {
     if (!m) return pdi_error(PD_ERR_NULL, "llama forward: model is NULL");
-    if (!cache) return forward(m, ids, NULL, pad_mask);
+    if (!cache) return forward(m, ids, NULL, pad_mask, NULL);
     int mode = pd_no_grad_begin();
-    struct pd_tensor *out = forward(m, ids, cache, pad_mask);
+    struct pd_tensor *out = forward(m, ids, cache, pad_mask, NULL);
     pd_grad_mode_end(mode);
     return out;
+}
+
+struct pd_tensor *pd_llama_forward_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *doc_ids)
+{
+    if (!m) return pdi_error(PD_ERR_NULL, "llama forward_packed: model is NULL");
+    if (!doc_ids) return pdi_error(PD_ERR_NULL, "llama forward_packed: doc_ids is NULL");
+    return forward(m, ids, NULL, NULL, doc_ids);
+}
+
+/* Mean cross-entropy of logits [B, T, vocab] against targets (ids' shape). */
+static struct pd_tensor *loss_of(struct pd_llama *m, struct pd_tensor *logits, struct pd_tensor *ids,
+                                 struct pd_tensor *targets)
+{
+    if (!logits) return NULL;
+    int64_t n = ids->shape[0] * ids->shape[1];
+    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2),
+                            pd_reshape(targets, &n, 1), -1, 0.0, PD_REDUCE_MEAN);
+}
+
+static int check_targets(struct pd_tensor *ids, struct pd_tensor *targets)
+{
+    if (targets->ndim != ids->ndim || targets->dtype != PD_I64 ||
+        (ids->ndim == 2 && (targets->shape[0] != ids->shape[0] || targets->shape[1] != ids->shape[1]))) {
+        char a[PDI_SHAPE_BUF], b[PDI_SHAPE_BUF];
+        return pdi_errorf(PD_ERR_INVALID, "llama loss: targets must be int64 with the shape of ids %s, got %s %s",
+                          pdi_shape_str(ids->shape, ids->ndim, a, sizeof a), pd_dtype_name(targets->dtype),
+                          pdi_shape_str(targets->shape, targets->ndim, b, sizeof b));
+    }
+    return PD_OK;
 }
 
 struct pd_tensor *pd_llama_loss(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets)
 {
     if (!m) return pdi_error(PD_ERR_NULL, "llama loss: model is NULL");
-    if (!ids || !targets) return NULL;
-    if (targets->ndim != ids->ndim || targets->dtype != PD_I64 ||
-        (ids->ndim == 2 && (targets->shape[0] != ids->shape[0] || targets->shape[1] != ids->shape[1]))) {
-        char a[PDI_SHAPE_BUF], b[PDI_SHAPE_BUF];
-        return pdi_error(PD_ERR_INVALID, "llama loss: targets must be int64 with the shape of ids %s, got %s %s",
-                         pdi_shape_str(ids->shape, ids->ndim, a, sizeof a), pd_dtype_name(targets->dtype),
-                         pdi_shape_str(targets->shape, targets->ndim, b, sizeof b));
-    }
-    struct pd_tensor *logits = forward(m, ids, NULL, NULL);
-    if (!logits) return NULL;
-    int64_t n = ids->shape[0] * ids->shape[1];
-    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2),
-                            pd_reshape(targets, &n, 1), -1, 0.0, PD_REDUCE_MEAN);
+    if (!ids || !targets || check_targets(ids, targets)) return NULL;
+    return loss_of(m, forward(m, ids, NULL, NULL, NULL), ids, targets);
+}
+
+struct pd_tensor *pd_llama_loss_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets,
+                                       struct pd_tensor *doc_ids)
+{
+    if (!m) return pdi_error(PD_ERR_NULL, "llama loss_packed: model is NULL");
+    if (!ids || !targets || check_targets(ids, targets)) return NULL;
+    return loss_of(m, pd_llama_forward_packed(m, ids, doc_ids), ids, targets);
 }

@@ -43,5 +43,15 @@ int pdi_nn_block_init(struct pd_nn_block *b, int64_t dim, int n_heads, int n_kv_
                       double norm_eps, double rope_theta, struct pdi_nn_arena *ar);
 int pdi_nn_block_reset(struct pd_nn_block *b, struct pd_generator *g);
 void pdi_nn_block_fini(struct pd_nn_block *b);
+/* The public forwards plus a FlashMask mask: startend_row_indices int32
+ * [B, 1 or n_kv_heads, T, C] (include/pd/flashmask.h; with `causal`
+ * choosing the meaning of its columns), or NULL. It excludes mask and the
+ * KV cache (attention over the T new tokens only). */
+struct pd_tensor *pdi_nn_attention_forward(struct pd_nn_attention *a, struct pd_tensor *x, struct pd_tensor *positions,
+                                           struct pd_tensor *mask, struct pd_tensor *startend_row_indices, int causal,
+                                           struct pd_tensor *k_cache, struct pd_tensor *v_cache, int64_t past_len);
+struct pd_tensor *pdi_nn_block_forward(struct pd_nn_block *b, struct pd_tensor *x, struct pd_tensor *positions,
+                                       struct pd_tensor *mask, struct pd_tensor *startend_row_indices, int causal,
+                                       struct pd_tensor *k_cache, struct pd_tensor *v_cache, int64_t past_len);
 
 #endif

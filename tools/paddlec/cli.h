@@ -87,10 +87,23 @@ struct cli_model {
 void cli_model_load(struct cli_model *cm, const char *path);
 void cli_model_free(struct cli_model *cm);
 
+/* --pack-documents (train.c): each token's decoded text, to find document
+ * boundaries in a batch (a newline for the built-in data, a blank line for
+ * paragraphs; see train.c). */
+struct cli_packer {
+    char **tok_text;   /* n_tokens entries, malloc'd */
+    int n_tokens, sep; /* sep: newlines in a separator */
+};
+void cli_packer_init(struct cli_packer *p, const struct pd_tokenizer *tok, int paragraphs);
+void cli_packer_free(struct cli_packer *p);
+/* doc_ids int64 [B, T] (pd_llama_loss_packed's) for the window x [B, T]. */
+struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tensor *x);
+
 /* Validation loss of m over up to max_batches batches of the val split
- * (NaN on error); answer_only scores the arithmetic answers alone. */
+ * (NaN on error); answer_only scores the arithmetic answers alone; pack,
+ * NULL or a packer: packed documents, as the model was trained. */
 double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches,
-                    int answer_only);
+                    int answer_only, const struct cli_packer *pack);
 /* Targets y [B, T] with everything but the arithmetic answers (after '=',
  * through the newline) set to -1 (ignored); byte tokens. */
 struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y);

@@ -151,7 +151,12 @@ int cmd_eval(int argc, char **argv)
              : pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf);
     if (!ds) cli_fail_pd("cannot load the evaluation data");
     int answer_only = !data && recipe_num(rj, "answer-loss", 0) != 0;
-    double vl = cli_val_loss(cm.model, ds, batch, seq, batches, answer_only);
+    /* a model trained on packed documents is validated the same way */
+    struct cli_packer pack = {0};
+    int packed = recipe_num(rj, "pack-documents", 0) != 0;
+    if (packed) cli_packer_init(&pack, cm.tok, data != NULL);
+    double vl = cli_val_loss(cm.model, ds, batch, seq, batches, answer_only, packed ? &pack : NULL);
+    cli_packer_free(&pack);
     if (isnan(vl)) cli_fail_pd("validation failed");
     printf("step %lld\nval loss %.4f%s\nval perplexity %.3f\n", (long long)cm.step, vl,
            answer_only ? " (answer tokens)" : "", exp(vl));
