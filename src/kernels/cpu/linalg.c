@@ -4,8 +4,9 @@
  *
  * matmul, by dtype:
  *   f32   the hand-written AVX2 kernels of cpu/linalg_gemm.c (a GEMV for
- *         M <= 4, a packed GEMM for M >= 64, else dnnl_sgemm; PD_GEMM=dnnl
- *         selects dnnl_sgemm for all, and builds without AVX2 use it), on the operands'
+ *         M <= 4, a packed GEMM for M >= 64, else dnnl_sgemm; on AVX-512
+ *         CPUs the GEMV only; PD_GEMM selects, see gemm_choice; builds
+ *         without AVX2 use dnnl_sgemm), on the operands'
  *         own memory: a matrix whose last two dims have a unit stride in
  *         either dim is used in place ('N' or 'T' with its leading
  *         dimension), so contiguous and transposed views are not copied;
@@ -469,16 +470,27 @@ static int can_fold(const struct opnd *a, const struct opnd *b, char fa, int64_t
 }
 
 /* ---- f32 through sgemm ----------------------------------------------- */
-/* Which f32 GEMM runs: the hand-written kernels of cpu/linalg_gemm.c by
- * default; PD_GEMM=dnnl selects dnnl_sgemm for every product (to compare
- * the two in one binary; read once). */
-static int own_gemm = 1;
+/* Which f32 GEMM runs (read once):
+ *   GEMM_OWN   the hand-written kernels of cpu/linalg_gemm.c (GEMV for
+ *              M <= 4, packed GEMM for M >= 64), dnnl_sgemm between: the
+ *              default on CPUs without AVX-512, where the 256-bit kernels
+ *              measured faster than dnnl_sgemm on the Llama shapes;
+ *   GEMM_GEMV  the GEMV only, dnnl_sgemm for the rest: the default with
+ *              AVX-512, where dnnl_sgemm's 512-bit kernels run about twice
+ *              as fast as ours (docs/benchmarks.md) but not for decode;
+ *   GEMM_DNNL  dnnl_sgemm for every product.
+ * PD_GEMM=own|gemv|dnnl overrides (to compare them in one binary). */
+enum { GEMM_DNNL, GEMM_GEMV, GEMM_OWN };
+static int gemm_mode = GEMM_OWN;
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
 
 static void gemm_choice(void)
 {
     const char *s = getenv("PD_GEMM");
-    own_gemm = !(s && !strcmp(s, "dnnl"));
+    if (s && !strcmp(s, "dnnl")) gemm_mode = GEMM_DNNL;
+    else if (s && !strcmp(s, "gemv")) gemm_mode = GEMM_GEMV;
+    else if (s && !strcmp(s, "own")) gemm_mode = GEMM_OWN;
+    else gemm_mode = __builtin_cpu_supports("avx512f") ? GEMM_GEMV : GEMM_OWN;
 }
 
 /* One product y[m, n] (row stride n) = op(a) op(b) at the given data
@@ -489,11 +501,12 @@ static int gemm1(const struct opnd *a, const struct opnd *b, const float *pa, co
                  int64_t n, int64_t k, int nt)
 {
     int rc = 0;
-    if (own_gemm) {
+    if (gemm_mode != GEMM_DNNL) {
         if (m <= PDI_GEMV_MAX_M) rc = pdi_sgemv(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
         /* below 64 rows packing B~ (O(N K), a transposed weight scalar)
          * outweighs the product: dnnl_sgemm is faster there (prefill) */
-        if (rc == 0 && m >= 64) rc = pdi_sgemm(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
+        if (rc == 0 && m >= 64 && gemm_mode == GEMM_OWN)
+            rc = pdi_sgemm(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
         if (rc != 0) return rc < 0 ? rc : PD_OK;
     }
     int64_t lda = 0, ldb = 0;
