@@ -12,6 +12,7 @@
  *     head, each different) in f32, with subsets in f64 (the reference
  *     kernels), bf16 and f16, and through the composed VJP (lse returned);
  *     out, lse, dq, dk, dv, and pd_flashmask_to_dense against the formula;
+ *   head dims 32 to 256 (and D != Dv) in f32 and bf16;
  *   Sq != Sk: random indices in every mode (wild values with empty and
  *     inverted intervals, masked diagonals, rows that see nothing;
  *     structured ones that keep the diagonal; values at tile edges +-1);
@@ -548,6 +549,25 @@ static void test_families(void)
                 }
                 pd_scope_end();
             }
+}
+
+/* The head dims the kernel is built for (32 to 256, and D != Dv), f32 and
+ * bf16, on a document mask and on plain causal with grouped heads. */
+static void test_head_dims(void)
+{
+    static const int64_t dims[6][2] = {{32, 32}, {64, 64}, {96, 80}, {128, 128}, {200, 136}, {256, 256}};
+    for (int di = 0; di < 6; di++)
+        for (int causal_only = 0; causal_only < 2; causal_only++) {
+            pd_scope_begin();
+            struct fm_case c = {.B = 1, .Sq = 97, .Sk = 97, .Hq = 2, .Hk = causal_only ? 1 : 2, .D = dims[di][0],
+                                .Dv = dims[di][1], .causal = 1};
+            if (!causal_only) c.idx = family_mask(FAM_CAUSAL_DOC, 97, 1, 1);
+            snprintf(c.name, sizeof c.name, "head dims D=%lld Dv=%lld %s", (long long)c.D, (long long)c.Dv,
+                     causal_only ? "causal GQA" : "causal_document");
+            check_case(&c, PD_F32, 0);
+            check_case(&c, PD_BF16, 0);
+            pd_scope_end();
+        }
 }
 
 /* No indices (causal or not), and every (causal, C) mode with random
@@ -1230,6 +1250,7 @@ int main(void)
 {
     gen = pd_generator_create(2026);
     test_families();
+    test_head_dims();
     test_random_masks();
     test_equivalences();
     test_fully_masked();
