@@ -38,7 +38,9 @@
  * off + ((b Hq + h) Sq + i) Sk + j is >= p 2^32 (the reference rule); kept
  * weights are scaled by 1/(1-p); the log-sum-exp is the undropped one.
  *
- * Products: the register-tiled gemm of tile_gemm.h. Ownership: every
+ * Products: the register-tiled gemm of tile_gemm.h (16-wide with
+ * AVX-512): panels and rows of S are padded to its vector (round_vw, LDS),
+ * and the row helpers (max, exp, scale) sweep the same vectors. Ownership: every
  * buffer is allocated and freed inside a call (the O(S) ones through
  * pdi_alloc: counted in the memory stats, and their pages reused from call
  * to call); outputs are the dispatcher's tensors (written through their
@@ -57,12 +59,13 @@
 #include "pd/flashmask.h"
 
 /* Tile of BR query rows x BC keys: 64 x 64 keeps S, P and dP of a tile
- * (16 KiB each) and a K^T panel in L1/L2 while giving the gemm 16 row
- * groups of 4 to amortise each panel load. LDS pads the rows of 64 floats
- * (see pad_ld). */
+ * (16-20 KiB each) and a K^T panel in L1/L2 while giving the gemm about 10
+ * row tiles to amortise each panel load; BC is one panel of the AVX-512
+ * kernel (4 vectors of 16). LDS pads the rows of 64 floats by one vector
+ * (pad_ld: 80 with AVX-512, 72 with AVX2). */
 #define BR 64
 #define BC 64
-#define LDS 72
+#define LDS (BC + PDI_GEMM_VW)
 
 enum { T_SKIP = 0, T_PART = 1, T_FULL = 2 };
 
@@ -172,7 +175,7 @@ static void mask_cols(const int32_t *col, int64_t r0, int64_t r1, int64_t nc, fl
 
 /* ---- one call's geometry ----------------------------------------------- */
 struct fm {
-    int64_t B, Sq, Sk, Hq, Hk, G, D, Dv, D8, Dv8, nqt, nkt, nch;
+    int64_t B, Sq, Sk, Hq, Hk, G, D, Dv, Dp, Dvp, nqt, nkt, nch;
     float scale;
     const struct fm_mask *mask;        /* FlashMask indices, or */
     const struct pdi_block_mask *blk;  /* a block mask */
@@ -183,9 +186,9 @@ struct fm {
     float keep;
     /* operands */
     struct pd_kview q, k, v, o, lse, dout, dq, dk, dv;
-    /* packed panels: forward K^T [B][Hk][nkt][D][LDS] and V [..][BC][Dv8];
-     * backward scaled Q [B][Hq][Sq][D8], dO [..][Dv8], D_i and the lse with
-     * -inf replaced by +inf [B][Hq][Sq], dQ partials [nch][B][Hq][Sq][D8] */
+    /* packed panels: forward K^T [B][Hk][nkt][D][LDS] and V [..][BC][Dvp];
+     * backward scaled Q [B][Hq][Sq][Dp], dO [..][Dvp], D_i and the lse with
+     * -inf replaced by +inf [B][Hq][Sq], dQ partials [nch][B][Hq][Sq][Dp] */
     float *Ktp, *Vrp, *Qp, *dOp, *Drow, *lsep, *dQp;
 };
 
@@ -257,25 +260,25 @@ static int64_t visit_list(const struct fm *g, int64_t b, int64_t h, int64_t qt, 
     return n;
 }
 
-/* Key tile kt of (b, kv head kvh) as f32 panels: kr [BC][D8] and vr
- * [BC][Dv8] (rows past the sequence and columns past D zero), and when
+/* Key tile kt of (b, kv head kvh) as f32 panels: kr [BC][Dp] and vr
+ * [BC][Dvp] (rows past the sequence and columns past D zero), and when
  * asked kt_ = kr^T [D][LDS], vt = vr^T [Dv][LDS]. */
 static void pack_tile(const struct fm *g, int64_t b, int64_t kvh, int64_t kt, float *kr, float *vr, float *kt_,
                       float *vt)
 {
     int64_t c0 = kt * BC, nc = min64(BC, g->Sk - c0);
-    memset(kr, 0, sizeof *kr * (size_t)(BC * g->D8));
-    memset(vr, 0, sizeof *vr * (size_t)(BC * g->Dv8));
+    memset(kr, 0, sizeof *kr * (size_t)(BC * g->Dp));
+    memset(vr, 0, sizeof *vr * (size_t)(BC * g->Dvp));
     for (int64_t y = 0; y < nc; y++) {
-        load_f32(kr + y * g->D8, row_ptr(&g->k, b, c0 + y, kvh), g->k.dtype, g->D, g->k.strides[3]);
-        load_f32(vr + y * g->Dv8, row_ptr(&g->v, b, c0 + y, kvh), g->v.dtype, g->Dv, g->v.strides[3]);
+        load_f32(kr + y * g->Dp, row_ptr(&g->k, b, c0 + y, kvh), g->k.dtype, g->D, g->k.strides[3]);
+        load_f32(vr + y * g->Dvp, row_ptr(&g->v, b, c0 + y, kvh), g->v.dtype, g->Dv, g->v.strides[3]);
     }
     if (kt_)
         for (int64_t d = 0; d < g->D; d++)
-            for (int64_t y = 0; y < BC; y++) kt_[d * LDS + y] = kr[y * g->D8 + d];
+            for (int64_t y = 0; y < BC; y++) kt_[d * LDS + y] = kr[y * g->Dp + d];
     if (vt)
         for (int64_t d = 0; d < g->Dv; d++)
-            for (int64_t y = 0; y < BC; y++) vt[d * LDS + y] = vr[y * g->Dv8 + d];
+            for (int64_t y = 0; y < BC; y++) vt[d * LDS + y] = vr[y * g->Dvp + d];
 }
 
 /* Dropout: words of row i of (b, h) for the nc keys from c0; keeps or zeroes
@@ -287,51 +290,60 @@ static void drop_row(const struct fm *g, int64_t b, int64_t h, int64_t i, int64_
     for (int64_t y = 0; y < nc; y++) x[y] = w[y] >= g->thr ? x[y] * g->keep : 0.0f;
 }
 
-/* ---- vector helpers (n a multiple of 8) --------------------------------- */
-static float row_max(const float *x, int64_t n)
+/* ---- vector helpers (n a multiple of PDI_GEMM_VW) ----------------------- */
+/* Inlined into the tile loops like exp_row: the rows are short (64), so
+ * per-call constants and a lane-by-lane reduction would cost as much as the
+ * row. NaN never wins the select, so the lanes hold no NaN and the tree's
+ * vmaxps gives the exact max. */
+static inline __attribute__((always_inline)) float row_max(const float *x, int64_t n)
 {
-    v8 m = bc8(-INFINITY);
-    for (int64_t i = 0; i < n; i += 8) {
-        v8 v = ld8(x + i);
-        v8i gt = v > m;
-        m = (v8)(((v8i)v & gt) | ((v8i)m & ~gt));
+    vg m = bcg(-INFINITY);
+    for (int64_t i = 0; i < n; i += PDI_GEMM_VW) {
+        vg v = ldg(x + i);
+        vgi gt = v > m;
+        m = (vg)(((vgi)v & gt) | ((vgi)m & ~gt));
     }
+#ifdef __AVX512F__
+    return _mm512_reduce_max_ps(m);
+#else
     float r = -INFINITY;
-    for (int i = 0; i < 8; i++) r = m[i] > r ? m[i] : r;
+    for (int i = 0; i < PDI_GEMM_VW; i++) r = m[i] > r ? m[i] : r;
     return r;
+#endif
 }
 
 /* x = exp(x - mx) in place, 0 where x - mx < -87 (masked -inf included:
- * the fast formula needs normal results); returns the sum. Vectors of the
- * native width (unary_math.h), 8 lanes at a time for the rest. */
-static float exp_row(float *x, float mx, int64_t n)
+ * the fast formula needs normal results); returns the sum lane by lane, so
+ * that the forward keeps l as a vector per row and reduces it once at the
+ * end instead of once per tile (the reduction's shuffles cost about as
+ * much as a 64-float row's exps). Vectors of the native width
+ * (unary_math.h); without AVX2 the gemm's vectors, lane by lane. */
+static inline __attribute__((always_inline)) vg exp_row(float *x, float mx, int64_t n)
 {
     int64_t i = 0;
-    float r = 0;
-#ifdef PDI_HAVE_VF
-    pdi_vf s = pdi_vf_splat(0.0f);
+    vg s = bcg(0.0f);
+#ifdef PDI_HAVE_VF /* pdi_vf is then a vg */
     for (; i + PDI_VW <= n; i += PDI_VW) {
         pdi_vf a = pdi_vf_load(x + i) - mx;
         pdi_vf e = pdi_vf_expf_normal(pdi_vf_max(a, pdi_vf_splat(-87.0f)));
         e = (pdi_vf)((pdi_vi)e & (a >= pdi_vf_splat(-87.0f)));
         pdi_vf_store(x + i, e);
+        s += (vg)e;
+    }
+#endif
+    for (; i < n; i += PDI_GEMM_VW) {
+        vg a = ldg(x + i) - mx, e;
+        for (int t = 0; t < PDI_GEMM_VW; t++) e[t] = pdi_vexpf_normal(a[t] < -87.0f ? -87.0f : a[t]);
+        e = (vg)((vgi)e & (a >= bcg(-87.0f)));
+        stg(x + i, e);
         s += e;
     }
-    r = pdi_vf_hsum(s);
-#endif
-    for (; i < n; i += 8) {
-        v8 a = ld8(x + i) - mx, e;
-        for (int t = 0; t < 8; t++) e[t] = pdi_vexpf_normal(a[t] < -87.0f ? -87.0f : a[t]);
-        e = (v8)((v8i)e & (a >= bc8(-87.0f)));
-        st8(x + i, e);
-        for (int t = 0; t < 8; t++) r += e[t];
-    }
-    return r;
+    return s;
 }
 
 static void scale_row(float *x, float f, int64_t n)
 {
-    for (int64_t i = 0; i < n; i += 8) st8(x + i, ld8(x + i) * f);
+    for (int64_t i = 0; i < n; i += PDI_GEMM_VW) stg(x + i, ldg(x + i) * f);
 }
 
 /* ---- work units ---------------------------------------------------------- */
@@ -382,32 +394,34 @@ static void pack_fwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 {
     PDI_UNUSED(cnt);
     int64_t kt = u % g->nkt, bk = u / g->nkt; /* bk = b Hk + kvh */
-    float *kr = w, *vr = g->Vrp + u * BC * g->Dv8;
+    float *kr = w, *vr = g->Vrp + u * BC * g->Dvp;
     pack_tile(g, bk / g->Hk, bk % g->Hk, kt, kr, vr, g->Ktp + u * g->D * LDS, NULL);
 }
 
 static size_t fwd_scratch(const struct fm *g)
 {
-    return (size_t)(BR * g->D + BR * LDS + BR * g->Dv8 + 2 * BR + BC + g->nkt + 16);
+    return (size_t)(BR * g->D + BR * LDS + BR * g->Dvp + BR * PDI_GEMM_VW + BR + BC + g->nkt + 16);
 }
 
-/* Query tile qt of (b, h): online softmax over the visited key tiles. */
+/* Query tile qt of (b, h): online softmax over the visited key tiles; the
+ * running sum of row x is the vector L[x] (exp_row), reduced at the end. */
 static void fwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 {
     int64_t qt = u % g->nqt, h = (u / g->nqt) % g->Hq, b = u / (g->nqt * g->Hq), kvh = h / g->G;
-    int64_t r0 = qt * BR, R = min64(BR, g->Sq - r0), D = g->D, Dv8 = g->Dv8;
-    float *Qb = w, *S = Qb + BR * D, *O = S + BR * LDS, *m = O + BR * Dv8, *l = m + BR;
-    uint32_t *words = (uint32_t *)(l + BR);
+    int64_t r0 = qt * BR, R = min64(BR, g->Sq - r0), D = g->D, Dvp = g->Dvp;
+    float *Qb = w, *S = Qb + BR * D, *O = S + BR * LDS, *L = O + BR * Dvp, *m = L + BR * PDI_GEMM_VW;
+    uint32_t *words = (uint32_t *)(m + BR);
     int32_t *items = (int32_t *)(words + BC);
     for (int64_t x = 0; x < R; x++) {
         load_f32(Qb + x * D, row_ptr(&g->q, b, r0 + x, h), g->q.dtype, D, g->q.strides[3]);
         for (int64_t d = 0; d < D; d++) Qb[x * D + d] *= g->scale;
-        m[x] = -INFINITY, l[x] = 0.0f;
+        m[x] = -INFINITY;
+        stg(L + x * PDI_GEMM_VW, bcg(0.0f));
     }
-    memset(O, 0, sizeof *O * (size_t)(R * Dv8));
+    memset(O, 0, sizeof *O * (size_t)(R * Dvp));
     int64_t n = visit_list(g, b, h, qt, items, cnt);
     for (int64_t it = 0; it < n; it++) {
-        int64_t kt = items[it] >> 2, c0 = kt * BC, nc = min64(BC, g->Sk - c0), W = round8(nc);
+        int64_t kt = items[it] >> 2, c0 = kt * BC, nc = min64(BC, g->Sk - c0), W = round_vw(nc);
         int64_t pu = (b * g->Hk + kvh) * g->nkt + kt;
         gemm(R, W, D, Qb, D, 1, g->Ktp + pu * D * LDS, LDS, S, LDS, 0);
         if ((items[it] & 3) == T_PART) tile_mask(g, b, h, r0, R, c0, nc, S);
@@ -419,27 +433,30 @@ static void fwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
                 memset(s, 0, sizeof *s * (size_t)W);
                 continue;
             }
-            float sum = exp_row(s, mn, W);
+            float *lx = L + x * PDI_GEMM_VW;
+            vg sum = exp_row(s, mn, W);
             if (mn != mo) {
                 float al = mo == -INFINITY ? 0.0f : pdi_vexpf(mo - mn);
-                l[x] = l[x] * al + sum;
-                scale_row(O + x * Dv8, al, Dv8);
+                stg(lx, ldg(lx) * al + sum);
+                scale_row(O + x * Dvp, al, Dvp);
                 m[x] = mn;
             } else {
-                l[x] += sum;
+                stg(lx, ldg(lx) + sum);
             }
             if (g->drop) drop_row(g, b, h, r0 + x, c0, nc, words, s);
         }
-        gemm(R, Dv8, nc, S, LDS, 1, g->Vrp + pu * BC * Dv8, Dv8, O, Dv8, 1);
+        gemm(R, Dvp, nc, S, LDS, 1, g->Vrp + pu * BC * Dvp, Dvp, O, Dvp, 1);
     }
     float *lse = (float *)g->lse.data;
     for (int64_t x = 0; x < R; x++) {
-        float *o = O + x * Dv8, lv = -INFINITY;
-        if (l[x] > 0) {
-            scale_row(o, 1.0f / l[x], Dv8);
-            lv = m[x] + logf(l[x]);
+        float *o = O + x * Dvp, lv = -INFINITY, l = 0;
+        vg lx = ldg(L + x * PDI_GEMM_VW);
+        for (int t = 0; t < PDI_GEMM_VW; t++) l += lx[t];
+        if (l > 0) {
+            scale_row(o, 1.0f / l, Dvp);
+            lv = m[x] + logf(l);
         } else {
-            memset(o, 0, sizeof *o * (size_t)Dv8);
+            memset(o, 0, sizeof *o * (size_t)Dvp);
         }
         store_f32(row_ptr(&g->o, b, r0 + x, h), g->o.dtype, o, g->Dv, g->o.strides[3]);
         lse[b * g->lse.strides[0] + h * g->lse.strides[1] + (r0 + x) * g->lse.strides[2]] = lv;
@@ -450,14 +467,14 @@ static int fwd_run(struct fm *g, int64_t *cnt)
 {
     int64_t np = g->B * g->Hk * g->nkt;
     if (g->B * g->Hq * g->Sq == 0) return PD_OK;
-    size_t kb = sizeof(float) * (size_t)(np * g->D * LDS + 1), vb = sizeof(float) * (size_t)(np * BC * g->Dv8 + 1);
+    size_t kb = sizeof(float) * (size_t)(np * g->D * LDS + 1), vb = sizeof(float) * (size_t)(np * BC * g->Dvp + 1);
     g->Ktp = pdi_alloc(kb);
     g->Vrp = pdi_alloc(vb);
     int rc = PD_OK, par = worth_threads(g);
     if (!g->Ktp || !g->Vrp)
         rc = pdi_errorf(PD_ERR_NOMEM, "flashmask: out of memory for the packed keys and values (%lld tiles)",
                         (long long)np);
-    if (!rc) rc = run_units("flashmask", g, np, (size_t)(BC * g->D8 + 16), pack_fwd_unit, par, cnt);
+    if (!rc) rc = run_units("flashmask", g, np, (size_t)(BC * g->Dp + 16), pack_fwd_unit, par, cnt);
     if (!rc)
         rc = run_units("flashmask", g, g->B * g->Hq * g->nqt, fwd_scratch(g), fwd_unit, par, cnt);
     pdi_free(g->Ktp, kb), pdi_free(g->Vrp, vb);
@@ -470,22 +487,22 @@ static int fwd_run(struct fm *g, int64_t *cnt)
 static void prep_bwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 {
     PDI_UNUSED(cnt);
-    int64_t b = u / g->Hq, h = u % g->Hq, D8 = g->D8, Dv8 = g->Dv8;
+    int64_t b = u / g->Hq, h = u % g->Hq, Dp = g->Dp, Dvp = g->Dvp;
     const float *lse = (const float *)g->lse.data;
     for (int64_t i = 0; i < g->Sq; i++) {
         int64_t r = u * g->Sq + i;
-        float *qp = g->Qp + r * D8, *dop = g->dOp + r * Dv8;
-        memset(qp, 0, sizeof *qp * (size_t)D8);
-        memset(dop, 0, sizeof *dop * (size_t)Dv8);
-        memset(w, 0, sizeof *w * (size_t)Dv8);
+        float *qp = g->Qp + r * Dp, *dop = g->dOp + r * Dvp;
+        memset(qp, 0, sizeof *qp * (size_t)Dp);
+        memset(dop, 0, sizeof *dop * (size_t)Dvp);
+        memset(w, 0, sizeof *w * (size_t)Dvp);
         load_f32(qp, row_ptr(&g->q, b, i, h), g->q.dtype, g->D, g->q.strides[3]);
         for (int64_t d = 0; d < g->D; d++) qp[d] *= g->scale;
         load_f32(dop, row_ptr(&g->dout, b, i, h), g->dout.dtype, g->Dv, g->dout.strides[3]);
         load_f32(w, row_ptr(&g->o, b, i, h), g->o.dtype, g->Dv, g->o.strides[3]);
-        v8 s = bc8(0.0f);
-        for (int64_t d = 0; d < Dv8; d += 8) s += ld8(dop + d) * ld8(w + d);
+        vg s = bcg(0.0f);
+        for (int64_t d = 0; d < Dvp; d += PDI_GEMM_VW) s += ldg(dop + d) * ldg(w + d);
         float di = 0;
-        for (int t = 0; t < 8; t++) di += s[t];
+        for (int t = 0; t < PDI_GEMM_VW; t++) di += s[t];
         g->Drow[r] = di;
         float lv = lse[b * g->lse.strides[0] + h * g->lse.strides[1] + i * g->lse.strides[2]];
         g->lsep[r] = lv == -INFINITY ? INFINITY : lv; /* a row that sees nothing: P = exp(-inf) = 0 */
@@ -494,22 +511,22 @@ static void prep_bwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 
 static size_t bwd_scratch(const struct fm *g)
 {
-    return (size_t)(2 * BC * g->D8 + 2 * BC * g->Dv8 + (g->D + g->Dv) * LDS + 3 * BR * LDS + BC + 16);
+    return (size_t)(2 * BC * g->Dp + 2 * BC * g->Dvp + (g->D + g->Dv) * LDS + 3 * BR * LDS + BC + 16);
 }
 
 /* One tile pair: S, P, dP, then dV, dK (unit's accumulators) and dQ. */
 static void bwd_pair(const struct fm *g, int64_t b, int64_t h, int64_t qt, int64_t kt, int cls, int64_t ch, float *w)
 {
-    int64_t D = g->D, D8 = g->D8, Dv = g->Dv, Dv8 = g->Dv8;
-    float *kr = w, *vr = kr + BC * D8, *ktp = vr + BC * Dv8, *vt = ktp + D * LDS, *dK = vt + Dv * LDS;
-    float *dV = dK + BC * D8, *S = dV + BC * Dv8, *dP = S + BR * LDS, *Pd = dP + BR * LDS;
+    int64_t D = g->D, Dp = g->Dp, Dv = g->Dv, Dvp = g->Dvp;
+    float *kr = w, *vr = kr + BC * Dp, *ktp = vr + BC * Dvp, *vt = ktp + D * LDS, *dK = vt + Dv * LDS;
+    float *dV = dK + BC * Dp, *S = dV + BC * Dvp, *dP = S + BR * LDS, *Pd = dP + BR * LDS;
     uint32_t *words = (uint32_t *)(Pd + BR * LDS);
-    int64_t r0 = qt * BR, R = min64(BR, g->Sq - r0), c0 = kt * BC, nc = min64(BC, g->Sk - c0), W = round8(nc);
+    int64_t r0 = qt * BR, R = min64(BR, g->Sq - r0), c0 = kt * BC, nc = min64(BC, g->Sk - c0), W = round_vw(nc);
     int64_t row = (b * g->Hq + h) * g->Sq + r0;
-    const float *Q = g->Qp + row * D8, *dO = g->dOp + row * Dv8;
-    gemm(R, W, D, Q, D8, 1, ktp, LDS, S, LDS, 0);
+    const float *Q = g->Qp + row * Dp, *dO = g->dOp + row * Dvp;
+    gemm(R, W, D, Q, Dp, 1, ktp, LDS, S, LDS, 0);
     if (cls == T_PART) tile_mask(g, b, h, r0, R, c0, nc, S);
-    gemm(R, W, Dv, dO, Dv8, 1, vt, LDS, dP, LDS, 0);
+    gemm(R, W, Dv, dO, Dvp, 1, vt, LDS, dP, LDS, 0);
     const float *P = g->drop ? Pd : S;
     for (int64_t x = 0; x < R; x++) {
         float *s = S + x * LDS, *dp = dP + x * LDS;
@@ -522,15 +539,15 @@ static void bwd_pair(const struct fm *g, int64_t b, int64_t h, int64_t qt, int64
             for (int64_t y = 0; y < nc; y++) dp[y] = words[y] >= g->thr ? dp[y] * g->keep : 0.0f;
         }
     }
-    gemm(nc, Dv8, R, P, 1, LDS, dO, Dv8, dV, Dv8, 1);
+    gemm(nc, Dvp, R, P, 1, LDS, dO, Dvp, dV, Dvp, 1);
     for (int64_t x = 0; x < R; x++) { /* dS = P (dP - D_i), into dP */
         float *s = S + x * LDS, *dp = dP + x * LDS;
-        v8 di = bc8(g->Drow[row + x]);
-        for (int64_t y = 0; y < W; y += 8) st8(dp + y, ld8(s + y) * (ld8(dp + y) - di));
+        vg di = bcg(g->Drow[row + x]);
+        for (int64_t y = 0; y < W; y += PDI_GEMM_VW) stg(dp + y, ldg(s + y) * (ldg(dp + y) - di));
     }
-    gemm(nc, D8, R, dP, 1, LDS, Q, D8, dK, D8, 1);
-    float *dQ = g->dQp + (ch * g->B * g->Hq * g->Sq + row) * D8;
-    gemm(R, D8, nc, dP, LDS, 1, kr, D8, dQ, D8, 1);
+    gemm(nc, Dp, R, dP, 1, LDS, Q, Dp, dK, Dp, 1);
+    float *dQ = g->dQp + (ch * g->B * g->Hq * g->Sq + row) * Dp;
+    gemm(R, Dp, nc, dP, LDS, 1, kr, Dp, dQ, Dp, 1);
 }
 
 /* Key tiles [kt0, kt1) of (b, kv head): unit u = (b Hk + kvh) nch + chunk. */
@@ -538,15 +555,15 @@ static void bwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 {
     PDI_UNUSED(cnt);
     int64_t ch = u % g->nch, bk = u / g->nch, b = bk / g->Hk, kvh = bk % g->Hk;
-    int64_t kt0 = ch * g->nkt / g->nch, kt1 = (ch + 1) * g->nkt / g->nch, D8 = g->D8, Dv8 = g->Dv8;
-    float *kr = w, *vr = kr + BC * D8, *ktp = vr + BC * Dv8, *vt = ktp + g->D * LDS, *dK = vt + g->Dv * LDS;
-    float *dV = dK + BC * D8;
+    int64_t kt0 = ch * g->nkt / g->nch, kt1 = (ch + 1) * g->nkt / g->nch, Dp = g->Dp, Dvp = g->Dvp;
+    float *kr = w, *vr = kr + BC * Dp, *ktp = vr + BC * Dvp, *vt = ktp + g->D * LDS, *dK = vt + g->Dv * LDS;
+    float *dV = dK + BC * Dp;
     for (int64_t h = kvh * g->G; h < (kvh + 1) * g->G; h++)
-        memset(g->dQp + ((ch * g->B + b) * g->Hq + h) * g->Sq * D8, 0, sizeof(float) * (size_t)(g->Sq * D8));
+        memset(g->dQp + ((ch * g->B + b) * g->Hq + h) * g->Sq * Dp, 0, sizeof(float) * (size_t)(g->Sq * Dp));
     for (int64_t kt = kt0; kt < kt1; kt++) {
         pack_tile(g, b, kvh, kt, kr, vr, ktp, vt);
-        memset(dK, 0, sizeof *dK * (size_t)(BC * D8));
-        memset(dV, 0, sizeof *dV * (size_t)(BC * Dv8));
+        memset(dK, 0, sizeof *dK * (size_t)(BC * Dp));
+        memset(dV, 0, sizeof *dV * (size_t)(BC * Dvp));
         for (int64_t h = kvh * g->G; h < (kvh + 1) * g->G; h++)
             for (int64_t qt = 0; qt < g->nqt; qt++) {
                 int c = g->skipping ? tile_class(g, b, h, qt, kt) : T_PART;
@@ -554,8 +571,8 @@ static void bwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
             }
         int64_t c0 = kt * BC, nc = min64(BC, g->Sk - c0);
         for (int64_t y = 0; y < nc; y++) {
-            store_f32(row_ptr(&g->dk, b, c0 + y, kvh), g->dk.dtype, dK + y * D8, g->D, g->dk.strides[3]);
-            store_f32(row_ptr(&g->dv, b, c0 + y, kvh), g->dv.dtype, dV + y * Dv8, g->Dv, g->dv.strides[3]);
+            store_f32(row_ptr(&g->dk, b, c0 + y, kvh), g->dk.dtype, dK + y * Dp, g->D, g->dk.strides[3]);
+            store_f32(row_ptr(&g->dv, b, c0 + y, kvh), g->dv.dtype, dV + y * Dvp, g->Dv, g->dv.strides[3]);
         }
     }
 }
@@ -564,13 +581,13 @@ static void bwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 static void dq_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
 {
     PDI_UNUSED(cnt);
-    int64_t b = u / g->Hq, h = u % g->Hq, D8 = g->D8, stride = g->B * g->Hq * g->Sq * D8;
+    int64_t b = u / g->Hq, h = u % g->Hq, Dp = g->Dp, stride = g->B * g->Hq * g->Sq * Dp;
     for (int64_t i = 0; i < g->Sq; i++) {
-        const float *p = g->dQp + (u * g->Sq + i) * D8;
-        for (int64_t d = 0; d < D8; d += 8) {
-            v8 s = ld8(p + d);
-            for (int64_t ch = 1; ch < g->nch; ch++) s += ld8(p + ch * stride + d);
-            st8(w + d, s * g->scale);
+        const float *p = g->dQp + (u * g->Sq + i) * Dp;
+        for (int64_t d = 0; d < Dp; d += PDI_GEMM_VW) {
+            vg s = ldg(p + d);
+            for (int64_t ch = 1; ch < g->nch; ch++) s += ldg(p + ch * stride + d);
+            stg(w + d, s * g->scale);
         }
         store_f32(row_ptr(&g->dq, b, i, h), g->dq.dtype, w, g->D, g->dq.strides[3]);
     }
@@ -584,12 +601,12 @@ static int bwd_run(struct fm *g)
      * while the dQ partials stay under 256 MiB; fixed by the shapes alone so
      * that the sums never depend on the thread count. Sk = 0 keeps one
      * chunk: its units zero dq. */
-    int64_t want = (16 + g->B * g->Hk - 1) / (g->B * g->Hk), fit = ((int64_t)1 << 26) / (rows * g->D8 + 1);
+    int64_t want = (16 + g->B * g->Hk - 1) / (g->B * g->Hk), fit = ((int64_t)1 << 26) / (rows * g->Dp + 1);
     want = want < fit ? want : fit;
     g->nch = g->nkt < want ? g->nkt : want;
     g->nch = g->nch > 0 ? g->nch : 1;
-    size_t qb = sizeof(float) * (size_t)(rows * g->D8 + 1), ob = sizeof(float) * (size_t)(rows * g->Dv8 + 1);
-    size_t rb = sizeof(float) * (size_t)(rows + 1), pb = sizeof(float) * (size_t)(g->nch * rows * g->D8 + 1);
+    size_t qb = sizeof(float) * (size_t)(rows * g->Dp + 1), ob = sizeof(float) * (size_t)(rows * g->Dvp + 1);
+    size_t rb = sizeof(float) * (size_t)(rows + 1), pb = sizeof(float) * (size_t)(g->nch * rows * g->Dp + 1);
     g->Qp = pdi_alloc(qb);
     g->dOp = pdi_alloc(ob);
     g->Drow = pdi_alloc(rb);
@@ -599,10 +616,10 @@ static int bwd_run(struct fm *g)
     if (!g->Qp || !g->dOp || !g->Drow || !g->lsep || !g->dQp)
         rc = pdi_errorf(PD_ERR_NOMEM, "flashmask_backward: out of memory for %lld query rows x %lld chunks",
                         (long long)rows, (long long)g->nch);
-    if (!rc) rc = run_units("flashmask_backward", g, g->B * g->Hq, (size_t)g->Dv8 + 16, prep_bwd_unit, par, cnt);
+    if (!rc) rc = run_units("flashmask_backward", g, g->B * g->Hq, (size_t)g->Dvp + 16, prep_bwd_unit, par, cnt);
     if (!rc)
         rc = run_units("flashmask_backward", g, g->B * g->Hk * g->nch, bwd_scratch(g), bwd_unit, par, cnt);
-    if (!rc) rc = run_units("flashmask_backward", g, g->B * g->Hq, (size_t)g->D8 + 16, dq_unit, par, cnt);
+    if (!rc) rc = run_units("flashmask_backward", g, g->B * g->Hq, (size_t)g->Dp + 16, dq_unit, par, cnt);
     pdi_free(g->Qp, qb), pdi_free(g->dOp, ob), pdi_free(g->Drow, rb), pdi_free(g->lsep, rb), pdi_free(g->dQp, pb);
     g->Qp = g->dOp = g->Drow = g->lsep = g->dQp = NULL;
     return rc;
@@ -618,7 +635,7 @@ static void fm_init(struct fm *g, const struct pd_kview *q, const struct pd_kvie
     g->B = q->shape[0], g->Sq = q->shape[1], g->Hq = q->shape[2], g->D = q->shape[3];
     g->Sk = k->shape[1], g->Hk = k->shape[2], g->Dv = v->shape[3];
     g->G = g->Hk ? g->Hq / g->Hk : 1;
-    g->D8 = round8(g->D), g->Dv8 = round8(g->Dv);
+    g->Dp = round_vw(g->D), g->Dvp = round_vw(g->Dv);
     g->nqt = (g->Sq + BR - 1) / BR, g->nkt = (g->Sk + BC - 1) / BC;
     g->scale = (float)(scale > 0 ? scale : 1.0 / sqrt((double)(g->D > 0 ? g->D : 1)));
     g->skipping = atomic_load(&tile_skipping);

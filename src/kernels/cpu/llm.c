@@ -15,7 +15,9 @@
  *
  * All products are one register-tiled kernel (gemm in tile_gemm.h, shared
  * with the FlashMask kernel) on f32 panels packed per unit from any strides
- * and dtypes. Work units run on OpenMP threads (dynamic schedule: causal
+ * and dtypes, zero-padded to the kernel's vector (round_vw: 16 floats with
+ * AVX-512, 8 without), as are the score rows the softmax helpers (vmax,
+ * vsum) sweep. Work units run on OpenMP threads (dynamic schedule: causal
  * blocks are uneven) with one scratch allocation per thread; small calls
  * (decode steps, tests) stay on the calling thread.
  *
@@ -35,33 +37,33 @@
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/unary_math.h"
 
-static float vmax(const float *x, int64_t n) /* n a multiple of 8 */
+static float vmax(const float *x, int64_t n) /* n a multiple of PDI_GEMM_VW */
 {
-    v8 m = bc8(-INFINITY);
-    for (int64_t i = 0; i < n; i += 8) {
-        v8 v = ld8(x + i);
-        v8i gt = v > m; /* all ones where v is larger (NaN: never) */
-        m = (v8)(((v8i)v & gt) | ((v8i)m & ~gt));
+    vg m = bcg(-INFINITY);
+    for (int64_t i = 0; i < n; i += PDI_GEMM_VW) {
+        vg v = ldg(x + i);
+        vgi gt = v > m; /* all ones where v is larger (NaN: never) */
+        m = (vg)(((vgi)v & gt) | ((vgi)m & ~gt));
     }
     float r = -INFINITY;
-    for (int i = 0; i < 8; i++) r = m[i] > r ? m[i] : r;
+    for (int i = 0; i < PDI_GEMM_VW; i++) r = m[i] > r ? m[i] : r;
     return r;
 }
 
 static float vmax_n(const float *x, int64_t n) /* any n >= 1 */
 {
-    int64_t n8 = n & ~(int64_t)7;
-    float r = n8 ? vmax(x, n8) : -INFINITY;
-    for (int64_t i = n8; i < n; i++) r = x[i] > r ? x[i] : r;
+    int64_t nv = n & ~(int64_t)(PDI_GEMM_VW - 1);
+    float r = nv ? vmax(x, nv) : -INFINITY;
+    for (int64_t i = nv; i < n; i++) r = x[i] > r ? x[i] : r;
     return r;
 }
 
-static float vsum(const float *x, int64_t n) /* n a multiple of 8 */
+static float vsum(const float *x, int64_t n) /* n a multiple of PDI_GEMM_VW */
 {
-    v8 s = bc8(0.0f);
-    for (int64_t i = 0; i < n; i += 8) s += ld8(x + i);
+    vg s = bcg(0.0f);
+    for (int64_t i = 0; i < n; i += PDI_GEMM_VW) s += ldg(x + i);
     float r = 0;
-    for (int i = 0; i < 8; i++) r += s[i];
+    for (int i = 0; i < PDI_GEMM_VW; i++) r += s[i];
     return r;
 }
 
@@ -261,9 +263,9 @@ static void sd_init(struct sd *g, const struct pdi_kcall *k)
     g->S = g->k->shape[2];
     g->Dv = g->v->shape[3];
     g->G = g->Hkv ? g->Hq / g->Hkv : 1;
-    g->Dp = pad_ld(round8(g->D));
-    g->Dvp = pad_ld(round8(g->Dv));
-    g->Sp = pad_ld(round8(g->S));
+    g->Dp = pad_ld(round_vw(g->D));
+    g->Dvp = pad_ld(round_vw(g->Dv));
+    g->Sp = pad_ld(round_vw(g->S));
     g->causal = k->a->i[0] != 0;
     g->scale = (float)k->a->f[0];
     g->esz = pd_dtype_size(g->q->dtype);
@@ -390,14 +392,14 @@ static void fwd_unit(const struct sd *g, int64_t u, float *w)
     int64_t nper = g->nblk / g->fwd_per, bh = u / nper, b = bh / g->Hkv, hk = bh % g->Hkv;
     int64_t blk0 = (u % nper) * g->fwd_per, blk1 = blk0 + g->fwd_per;
     int64_t rend = blk1 * g->bq < g->rows ? blk1 * g->bq : g->rows;
-    int64_t nall = vis_len(g, (rend - 1) / g->G), np = pad_ld(round8(nall));
+    int64_t nall = vis_len(g, (rend - 1) / g->G), np = pad_ld(round_vw(nall));
     float *Kt = w, *Vp = Kt + g->D * np, *Qb = Vp + np * g->Dvp, *Sc = Qb + g->bq * g->Dp;
     float *Ob = Sc + g->bq * np, *mrow = Ob + g->bq * g->Dvp;
     float inv[BQ_MAX], lse[BQ_MAX];
     pack_kv(g, b, hk, nall, np, Kt, NULL, Vp, NULL);
     for (int64_t r0 = blk0 * g->bq; r0 < rend; r0 += g->bq) {
         int64_t nr = rend - r0 < g->bq ? rend - r0 : g->bq;
-        int64_t nmax = vis_len(g, (r0 + nr - 1) / g->G), npb = round8(nmax);
+        int64_t nmax = vis_len(g, (r0 + nr - 1) / g->G), npb = round_vw(nmax);
         load_rows(g, g->q, b, hk, r0, nr, g->D, Qb, g->Dp);
         gemm(nr, npb, g->D, Qb, g->Dp, 1, Kt, np, Sc, np, 0);
         for (int64_t i = 0; i < nr; i++) {
@@ -523,14 +525,14 @@ static void dec_unit(const struct sd *g, int64_t u, float *w)
         finish_scores(g, x, mrow, b, h, t, n[i], n[i]);
         float m = n[i] ? vmax_n(x, n[i]) : -INFINITY;
         if (!(m > -INFINITY)) { /* nothing visible: zeros */
-            memset(x, 0, sizeof *x * (size_t)round8(nmax));
+            memset(x, 0, sizeof *x * (size_t)round_vw(nmax));
             n[i] = 0;
             inv[i] = 0;
             lse[i] = -INFINITY;
             continue;
         }
-        exp_shift(x, n[i], round8(nmax), m);
-        float z = vsum(x, round8(nmax));
+        exp_shift(x, n[i], round_vw(nmax), m);
+        float z = vsum(x, round_vw(nmax));
         inv[i] = 1.0f / z;
         lse[i] = m + logf(z);
     }
@@ -576,7 +578,7 @@ static void bwd_unit(const struct sd *g, int64_t u, float *w)
     memset(dV, 0, sizeof(float) * (size_t)(np * Dvp));
     for (int64_t r0 = 0; r0 < g->rows; r0 += g->bq) {
         int64_t nr = g->rows - r0 < g->bq ? g->rows - r0 : g->bq;
-        int64_t nmax = vis_len(g, (r0 + nr - 1) / g->G), npb = round8(nmax);
+        int64_t nmax = vis_len(g, (r0 + nr - 1) / g->G), npb = round_vw(nmax);
         if (nmax == 0) { /* no row of the block sees a key: dq = 0 */
             memset(dQb, 0, sizeof(float) * (size_t)(nr * Dp));
             store_rows(g, g->dq, b, hk, r0, nr, g->D, dQb, Dp);

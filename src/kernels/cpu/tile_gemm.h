@@ -4,10 +4,15 @@
  *
  * One kernel for every product: C[M][N] (+)= A[M][K] B[K][N] with A read
  * through (row, column) element strides, so that a transposed operand
- * needs no copy, and B a row-major panel whose N is a multiple of 8
- * (callers pad their panels with zeros). GCC vector extensions: 8-wide
- * vectors compile to AVX2/FMA here and to plain code elsewhere.
- * Header-only (static inline) so that each kernel file inlines it.
+ * needs no copy, and B a row-major panel whose N is a multiple of the
+ * kernel's vector, PDI_GEMM_VW floats: 16 (512-bit) when built with
+ * AVX-512, else 8 (AVX2/FMA, or plain code elsewhere). Callers pad their
+ * panels with zeros to round_vw and their leading dimensions with pad_ld.
+ * GCC vector extensions; header-only (static inline) so that each kernel
+ * file inlines it. On the bench machine (AMD EPYC Zen 5, one core) the
+ * 16-wide kernel runs the 64 x 64 x 64..128 attention tile products at
+ * 200-205 GFLOP/s (the FMA peak is about 207); 8-wide ymm tiles (8 x 24)
+ * reached 100-106 there.
  */
 #ifndef PD_KERNELS_CPU_TILE_GEMM_H
 #define PD_KERNELS_CPU_TILE_GEMM_H
@@ -17,8 +22,8 @@
 
 #include "core/internal.h"
 
+/* 8 floats whatever the ISA: the sdpa decode path's dot products. */
 typedef float v8 __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
 static inline v8 ld8(const float *p)
 {
     v8 v;
@@ -27,12 +32,6 @@ static inline v8 ld8(const float *p)
 }
 static inline void st8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
 static inline v8 bc8(float x) { return (v8){x, x, x, x, x, x, x, x}; }
-static inline int64_t round8(int64_t n) { return (n + 7) & ~(int64_t)7; }
-/* Leading dimension of a panel of rows of n floats (n a multiple of 8):
- * a row stride that is a multiple of 128 bytes maps the rows of a K x 16
- * panel onto a few L1 sets (1 KiB strides: 4 of 64), and the gemm below
- * thrashes on conflict misses; 8 floats more spread them. */
-static inline int64_t pad_ld(int64_t n) { return n > 0 && n % 32 == 0 ? n + 8 : n; }
 
 /* ---- conversion to and from f32 panels ------------------------------- */
 static inline float ldf(const char *p, enum pd_dtype dt)
@@ -78,72 +77,111 @@ static inline void store_f32(char *p, enum pd_dtype dt, const float *src, int64_
 }
 
 /* ---- the one matrix kernel ------------------------------------------- */
-/* Rows per register tile: with AVX-512VL's 32 vector registers 8 x 24
- * tiles (24 accumulators, 3 B vectors, 1 broadcast) load 11 vectors per 24
- * FMAs and reach about the FMA peak (Zen 4, one core: 105-113 GFLOP/s on
- * 64 x 64 x 64 against 65-78 for 4 x 24); 16 registers fit 4 x 24. Every
- * element's sum runs over k in the same order either way: same bits. */
-#ifdef __AVX512VL__
-#define PDI_GEMM_MR 8
+/* The kernel's vector: 16 floats (one zmm) with AVX-512, 8 (one ymm, or
+ * plain code) otherwise; panels are padded to round_vw. Tiles of MR rows x
+ * NV vectors keep MR NV accumulators, NV B vectors and one broadcast in
+ * registers. With AVX-512's 32 registers 6 x 4 (24 accumulators, 10 loads
+ * per 24 FMAs) suits the 64-wide panels of the attention tiles, and each
+ * narrower panel takes more rows (8 x 3, 12 x 2, 12 x 1); AVX2's 16 registers fit
+ * 4 x 3 (FMA latency 4 x 2 ports needs 8+ accumulators either way). Every
+ * element's sum runs over k in the same order whatever its tile: same
+ * bits for any M, N and tile shape. */
+#ifdef __AVX512F__
+#define PDI_GEMM_VW 16
+#define PDI_GEMM_NV 4
 #else
-#define PDI_GEMM_MR 4
+#define PDI_GEMM_VW 8
+#define PDI_GEMM_NV 3
 #endif
+#define PDI_GEMM_MR 12 /* the most rows of any tile */
 
-/* C[MR][8 NV] (+)= A[MR][K] B[K][8 NV] with A(m, k) = a[m ars + k acs]. */
+typedef float vg __attribute__((vector_size(PDI_GEMM_VW * 4)));
+typedef int32_t vgi __attribute__((vector_size(PDI_GEMM_VW * 4)));
+static inline vg ldg(const float *p)
+{
+    vg v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void stg(float *p, vg v) { memcpy(p, &v, sizeof v); }
+/* Listed lanes, not {0} + x: that is a scalar add (0 + -0 is +0) and a
+ * register broadcast, where this is one broadcast load. */
+#if PDI_GEMM_VW == 16
+static inline vg bcg(float x) { return (vg){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+#else
+static inline vg bcg(float x) { return (vg){x, x, x, x, x, x, x, x}; }
+#endif
+static inline int64_t round_vw(int64_t n) { return (n + PDI_GEMM_VW - 1) & ~(int64_t)(PDI_GEMM_VW - 1); }
+/* Leading dimension of a panel of rows of n floats (n a multiple of the
+ * vector): a row stride that is a multiple of 128 bytes maps the rows of a
+ * K x NV-vector panel onto a few L1 sets (1 KiB strides: 4 of 64), and the
+ * gemm thrashes on conflict misses; one vector more spreads them and keeps
+ * rows as aligned as the vectors (a zmm load across two lines costs two). */
+static inline int64_t pad_ld(int64_t n) { return n > 0 && n % 32 == 0 ? n + PDI_GEMM_VW : n; }
+
+/* C[MR][VW NV] (+)= A[MR][K] B[K][VW NV] with A(m, k) = a[m ars + k acs]. */
 static inline __attribute__((always_inline)) void tile(int MR, int NV, int64_t K, const float *a, int64_t ars,
                                                       int64_t acs, const float *b, int64_t ldb, float *c,
                                                       int64_t ldc, int acc)
 {
-    v8 r[PDI_GEMM_MR][3];
+    vg r[PDI_GEMM_MR][PDI_GEMM_NV];
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NV; j++) r[i][j] = acc ? ld8(c + i * ldc + 8 * j) : bc8(0.0f);
+        for (int j = 0; j < NV; j++) r[i][j] = acc ? ldg(c + i * ldc + PDI_GEMM_VW * j) : bcg(0.0f);
     for (int64_t k = 0; k < K; k++) {
-        v8 bv[3];
-        for (int j = 0; j < NV; j++) bv[j] = ld8(b + k * ldb + 8 * j);
+        vg bv[PDI_GEMM_NV];
+        for (int j = 0; j < NV; j++) bv[j] = ldg(b + k * ldb + PDI_GEMM_VW * j);
         for (int i = 0; i < MR; i++) {
-            v8 av = bc8(a[i * ars + k * acs]);
+            vg av = bcg(a[i * ars + k * acs]);
             for (int j = 0; j < NV; j++) r[i][j] += av * bv[j];
         }
     }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NV; j++) st8(c + i * ldc + 8 * j, r[i][j]);
+        for (int j = 0; j < NV; j++) stg(c + i * ldc + PDI_GEMM_VW * j, r[i][j]);
 }
 
-/* C[M][N] (+)= A[M][K] B[K][N]; N a multiple of 8, B and C row-major with
- * leading dimensions ldb and ldc. Column panels outside, so that a K x 24
- * panel of B stays in L1 while the rows of A stream past it; MR x 24 tiles
- * keep 12 (or 24) accumulators in flight (FMA latency 4 x 2 ports needs
- * 8+) and use all the vector registers. */
+/* The M rows of one column panel of NV vectors: tiles of MR rows, then the
+ * remainder (< MR rows) as tiles of 8, 4, 2 and 1. */
+static inline __attribute__((always_inline)) void panel(int MR, int NV, int64_t M, int64_t K, const float *a,
+                                                       int64_t ars, int64_t acs, const float *b, int64_t ldb,
+                                                       float *c, int64_t ldc, int acc)
+{
+    int64_t m0 = 0;
+    for (; m0 + MR <= M; m0 += MR) tile(MR, NV, K, a + m0 * ars, ars, acs, b, ldb, c + m0 * ldc, ldc, acc);
+#define PDI_GEMM_REST(R)                                                                   \
+    if (R < MR && M - m0 >= R) {                                                           \
+        tile(R, NV, K, a + m0 * ars, ars, acs, b, ldb, c + m0 * ldc, ldc, acc);            \
+        m0 += R;                                                                           \
+    }
+    PDI_GEMM_REST(8)
+    PDI_GEMM_REST(4)
+    PDI_GEMM_REST(2)
+    PDI_GEMM_REST(1)
+#undef PDI_GEMM_REST
+}
+
+/* C[M][N] (+)= A[M][K] B[K][N]; N a multiple of PDI_GEMM_VW, B and C
+ * row-major with leading dimensions ldb and ldc. Column panels outside, so
+ * that a K x NV-vector panel of B stays in L1 while the rows of A stream
+ * past it. */
 static inline void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
-                 int64_t ldb, float *c, int64_t ldc, int acc)
+                        int64_t ldb, float *c, int64_t ldc, int acc)
 {
     for (int64_t n0 = 0; n0 < N;) {
-        int nv = N - n0 >= 24 ? 3 : (int)((N - n0) / 8);
-        for (int64_t m0 = 0; m0 < M; m0 += PDI_GEMM_MR) {
-            const float *am = a + m0 * ars, *bn = b + n0;
-            float *cm = c + m0 * ldc + n0;
-            int64_t mr = M - m0 < PDI_GEMM_MR ? M - m0 : PDI_GEMM_MR;
-#define TILE(MR)                                                                        \
-    case MR:                                                                            \
-        if (nv == 3) tile(MR, 3, K, am, ars, acs, bn, ldb, cm, ldc, acc);              \
-        else if (nv == 2) tile(MR, 2, K, am, ars, acs, bn, ldb, cm, ldc, acc);         \
-        else tile(MR, 1, K, am, ars, acs, bn, ldb, cm, ldc, acc);                      \
-        break;
-            switch (mr) {
-#if PDI_GEMM_MR == 8
-                TILE(8)
-                TILE(7)
-                TILE(6)
-                TILE(5)
+        int64_t nv = (N - n0) / PDI_GEMM_VW;
+        nv = nv < PDI_GEMM_NV ? nv : PDI_GEMM_NV;
+        const float *bn = b + n0;
+        float *cn = c + n0;
+#ifdef __AVX512F__
+        if (nv == 4) panel(6, 4, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else if (nv == 3) panel(8, 3, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else if (nv == 2) panel(12, 2, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else panel(12, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+#else
+        if (nv == 3) panel(4, 3, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else if (nv == 2) panel(4, 2, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else panel(4, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
 #endif
-                TILE(4)
-                TILE(3)
-                TILE(2)
-                TILE(1)
-            }
-#undef TILE
-        }
-        n0 += 8 * nv;
+        n0 += PDI_GEMM_VW * nv;
     }
 }
 
