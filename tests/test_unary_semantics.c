@@ -414,8 +414,9 @@ static void test_grads(void)
     pd_scope_end();
 }
 
-/* Outputs over 16 MB take the non-temporal store path; in place through a
- * view with a 4-byte offset exercises its misaligned head. */
+/* Outputs over 16 MB (they once took a non-temporal store path, whose
+ * misaligned head the in-place view with a 4-byte offset exercised): large
+ * and misaligned runs must still be exact. */
 static void test_streaming(void)
 {
     pd_scope_begin();

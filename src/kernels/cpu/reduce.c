@@ -7,7 +7,9 @@
  *   inner path (innermost dim reduced): each output reduces contiguous runs
  *     in chunks of CHUNK elements with vector-lane accumulators;
  *   outer path (innermost dim kept): rows of the kept run are accumulated
- *     into a vector (column sums), in blocks of rows.
+ *     into a vector (column sums), in blocks of rows; f32/f64 rows read in
+ *     place are folded ROWS_FUSE at a time (same order, fewer passes over
+ *     the accumulator).
  * Floats compute in f32 (f32/bf16/f16, converted in registers or through a
  * small stack buffer) or f64; chunk and row-block partials are combined in
  * double in a fixed order.
@@ -194,6 +196,7 @@ enum rcomb { C_ADD, C_MUL, C_MAX, C_MIN, C_COUNT };
 
 typedef double (*chunk_fn)(const void *x, int64_t n, double shift);
 typedef void (*rows_fn)(void *acc, const void *x, int64_t w, const void *shift);
+typedef void (*rowsn_fn)(void *acc, const void *const *x, int64_t w, const void *shift);
 
 /* A contiguous chunk reduced with L independent lanes (vectorised), lanes
  * folded pairwise. */
@@ -228,11 +231,44 @@ typedef void (*rows_fn)(void *acc, const void *x, int64_t w, const void *shift);
         for (int64_t j = 0; j < w; j++) acc[j] = COMB(acc[j], MAP(x[j], sh[j], ABS, EXP));     \
     }
 
+/* The same over ROWS_FUSE rows at once (x[0..ROWS_FUSE), each w long), folded
+ * into each acc[j] in row order, so the result is bitwise that of
+ * ROWS_FUSE calls of the one-row form. One load and store of acc per
+ * ROWS_FUSE rows instead of per row: with a 16 KB acc the one-row form
+ * spends its time on acc in L1 (0.75 of memcpy for the column sum of
+ * [4096, 4096] f32 on one thread, 1.05 with 8 rows fused). */
+#define ROWS_FUSE 8
+_Static_assert(ROWS_FUSE == 8, "DEF_ROWSN unrolls 8 rows");
+#define DEF_ROWSN(name, T, MAP, COMB, ABS, EXP)                                                \
+    static void name(void *accp, const void *const *xp, int64_t w, const void *shp)           \
+    {                                                                                          \
+        T *restrict acc = accp;                                                                \
+        const T *restrict sh = shp;                                                            \
+        const T *restrict x0 = xp[0], *restrict x1 = xp[1], *restrict x2 = xp[2];              \
+        const T *restrict x3 = xp[3], *restrict x4 = xp[4], *restrict x5 = xp[5];              \
+        const T *restrict x6 = xp[6], *restrict x7 = xp[7];                                    \
+        (void)sh;                                                                              \
+        for (int64_t j = 0; j < w; j++) {                                                      \
+            T a = acc[j];                                                                      \
+            a = COMB(a, MAP(x0[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x1[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x2[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x3[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x4[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x5[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x6[j], sh[j], ABS, EXP));                                          \
+            a = COMB(a, MAP(x7[j], sh[j], ABS, EXP));                                          \
+            acc[j] = a;                                                                        \
+        }                                                                                      \
+    }
+
 #define DEF_PAIR(sfx, MAP, COMB, IDENTF, IDENTD)                                               \
     DEF_CHUNK(chunk_f_##sfx, float, 32, MAP, COMB, IDENTF, fabsf, expf)                        \
     DEF_CHUNK(chunk_d_##sfx, double, 16, MAP, COMB, IDENTD, fabs, exp)                         \
     DEF_ROWS(rows_f_##sfx, float, MAP, COMB, fabsf, expf)                                      \
-    DEF_ROWS(rows_d_##sfx, double, MAP, COMB, fabs, exp)
+    DEF_ROWS(rows_d_##sfx, double, MAP, COMB, fabs, exp)                                       \
+    DEF_ROWSN(rowsn_f_##sfx, float, MAP, COMB, fabsf, expf)                                    \
+    DEF_ROWSN(rowsn_d_##sfx, double, MAP, COMB, fabs, exp)
 
 DEF_PAIR(sum, MAP_ID, COMB_ADD, 0.0f, 0.0)
 DEF_PAIR(prod, MAP_ID, COMB_MUL, 1.0f, 1.0)
@@ -295,18 +331,20 @@ static void rows_f_expdsum(void *accp, const void *xp, int64_t w, const void *sh
     }
 }
 
-/* One pass of the float engine. */
+/* One pass of the float engine; rowsn_f/rowsn_d may be NULL (one row at a time). */
 struct pass {
     chunk_fn chunk_f, chunk_d;
     rows_fn rows_f, rows_d;
+    rowsn_fn rowsn_f, rowsn_d;
     enum rcomb comb;
 };
 
-#define PASS(sfx, c) {chunk_f_##sfx, chunk_d_##sfx, rows_f_##sfx, rows_d_##sfx, c}
+#define PASS(sfx, c) {chunk_f_##sfx, chunk_d_##sfx, rows_f_##sfx, rows_d_##sfx, rowsn_f_##sfx, rowsn_d_##sfx, c}
 enum pass_id { P_SUM, P_PROD, P_MAX, P_MIN, P_ASUM, P_SQSUM, P_AMAXABS, P_SQDSUM, P_EXPDSUM, P_COUNT };
 static const struct pass passes[P_COUNT] = {
     PASS(sum, C_ADD), PASS(prod, C_MUL), PASS(max, C_MAX), PASS(min, C_MIN), PASS(asum, C_ADD),
-    PASS(sqsum, C_ADD), PASS(amaxabs, C_MAX), PASS(sqdsum, C_ADD), PASS(expdsum, C_ADD),
+    PASS(sqsum, C_ADD), PASS(amaxabs, C_MAX), PASS(sqdsum, C_ADD),
+    {chunk_f_expdsum, chunk_d_expdsum, rows_f_expdsum, rows_d_expdsum, NULL, NULL, C_ADD},
 };
 
 static double comb_ident(enum rcomb c)
@@ -402,7 +440,19 @@ static void outer_block(const struct engine *e, int64_t gi, int64_t ci, int64_t 
         if (e->dbl) { sh.d[j] = s; acc.d[j] = comb_ident(e->p->comb); }
         else { sh.f[j] = (float)s; acc.f[j] = (float)comb_ident(e->p->comb); }
     }
-    for (int64_t q = r0; q < r1; q++) {
+    /* rows read in place (no conversion): fold ROWS_FUSE of them per sweep of acc */
+    rowsn_fn rn = e->dbl ? e->p->rowsn_d : e->p->rowsn_f;
+    int64_t q = r0;
+    if (rn && (e->dbl ? e->x->dtype == PD_F64 && sw == 8 : e->x->dtype == PD_F32 && sw == 4)) {
+        void *a = e->dbl ? (void *)acc.d : (void *)acc.f;
+        const void *s = e->dbl ? (const void *)sh.d : (const void *)sh.f;
+        for (; q + ROWS_FUSE <= r1; q += ROWS_FUSE) {
+            const void *xs[ROWS_FUSE];
+            for (int k = 0; k < ROWS_FUSE; k++) xs[k] = base + red_off(g, g->nr, q + k);
+            rn(a, xs, cw, s);
+        }
+    }
+    for (; q < r1; q++) {
         const char *p = base + red_off(g, g->nr, q);
         if (e->dbl) e->p->rows_d(acc.d, load_f64(p, sw, e->x->dtype, buf.d, cw), cw, sh.d);
         else e->p->rows_f(acc.f, load_f32(p, sw, e->x->dtype, buf.f, cw), cw, sh.f);
