@@ -55,7 +55,9 @@
  *                   [--no-block] [--peer-threads 1,2]
  * The peer script is found beside this source file (PD_FLASHMASK_PEER
  * overrides); it gets OpenBLAS (PD_PEER_BLAS_DIR) with OPENBLAS_CORETYPE=
- * Haswell (SkylakeX crashes torch on this machine).
+ * SkylakeX on AVX-512 CPUs (OpenBLAS 0.3.21 misdetects Zen 4/5 as older
+ * cores) and Haswell elsewhere (SkylakeX kernels crash on AVX2-only CPUs),
+ * as bench/run.sh does.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -421,12 +423,13 @@ static void peer_run(const char *manifest, const char *threads)
     snprintf(list, sizeof list, "%s", threads);
     if (access(blas, R_OK) == 0) snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH='%s' ", blas);
     else fprintf(stderr, "bench_flashmask: no OpenBLAS in %s: the peer's matmul uses the reference BLAS\n", blas);
+    const char *core = __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell";
     for (char *th = strtok(list, ","); th; th = strtok(NULL, ",")) {
         snprintf(cmd, sizeof cmd,
-                 "env -u OMP_NUM_THREADS %sOPENBLAS_NUM_THREADS=%d OPENBLAS_CORETYPE=Haswell "
+                 "env -u OMP_NUM_THREADS %sOPENBLAS_NUM_THREADS=%d OPENBLAS_CORETYPE=%s "
                  "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296 "
                  "/usr/bin/python3 '%s' '%s' %d",
-                 libpath, atoi(th), peer_script(script, sizeof script), manifest, atoi(th));
+                 libpath, atoi(th), core, peer_script(script, sizeof script), manifest, atoi(th));
         fflush(stdout);
         FILE *f = popen(cmd, "r");
         while (f && fgets(line, sizeof line, f)) {

@@ -113,7 +113,10 @@ static int check_cache(const struct pd_tensor *c, const char *which, int64_t b, 
 }
 
 enum attn_kernel { ATTN_SDPA, ATTN_FLASHMASK };
-#define PD_ATTN_DEFAULT ATTN_SDPA
+/* FlashMask: on the train bench (2 threads, Zen 5, f32) 0.290-0.301 s per
+ * step against sdpa's 0.323-0.347 (two runs each, docs/benchmarks.md); it
+ * takes [B, T, H, D] as the projections give it, sdpa needs transposes. */
+#define PD_ATTN_DEFAULT ATTN_FLASHMASK
 
 /* PD_ATTN, read once (a process-wide knob like PD_GEMM); unknown values
  * fall back to the default. */
