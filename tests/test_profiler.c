@@ -88,7 +88,15 @@ int main(void)
     printf("measured %.1f us; profiler wall %.1f us, ops %.1f us, gaps %.1f us\n", wall, tot.wall_us, tot.op_us,
            tot.gap_us);
     PT_CHECK(tot.op_us <= tot.wall_us && tot.op_us <= wall);
-    PT_CHECK(tot.op_us >= 0.9 * wall);                          /* ops account for the step */
+    /* ops account for the step. Under sanitizers the allocator caches
+     * nothing and every free of a 1 MB block is AddressSanitizer's work
+     * between ops (uninstrumented oneDNN makes the ops themselves fast):
+     * measured 76% there, so the bound is looser. */
+#ifdef PD_SANITIZE
+    PT_CHECK(tot.op_us >= 0.5 * wall);
+#else
+    PT_CHECK(tot.op_us >= 0.9 * wall);
+#endif
     PT_CHECK(tot.wall_us >= wall && tot.wall_us <= wall + 5000); /* begin/end bracket the step */
     PT_CHECK(tot.n_dropped == 0);
     /* forward 3 matmuls, backward 2 per layer except dx of the first (x needs no grad) */
