@@ -44,6 +44,14 @@ static inline enum pd_dtype pdi_attention_lse_dtype(enum pd_dtype dt) { return d
 int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward,
                             int n_fwd_in);
 
+/* The scale of the public wrappers: *scale <= 0 becomes 1/sqrt(D) (D the
+ * last dim of q, rank 4); NaN or inf is an error naming op. Status. */
+int pdi_attention_scale(const char *op, const struct pd_tensor *q, double *scale);
+
+/* Key s visible from query t, bool [T, S]: causal, bottom-right aligned
+ * (s <= t + S - T). */
+struct pd_tensor *pdi_attention_causal_visible(int64_t T, int64_t S);
+
 /* k or v [B, Hkv, S, X] repeated over G query heads each: [B, Hkv G, S, X]
  * (a view when possible). */
 struct pd_tensor *pdi_expand_heads(struct pd_tensor *x, int64_t G);

@@ -156,7 +156,7 @@ static struct pd_tensor *dropout_keep(const struct pdi_attrs *a, int64_t B, int6
 {
     int64_t shape[4] = {B, Hq, Sq, Sk}, n = B * Hq * Sq * Sk;
     double p = a->f[1], kept = 1.0 / (1.0 - p);
-    uint64_t thr = (uint64_t)(p * 4294967296.0);
+    uint64_t thr = pdi_flashmask_keep_threshold(p);
     uint32_t *w = malloc(sizeof *w * (size_t)(n ? n : 1));
     double *z = malloc(sizeof *z * (size_t)(n ? n : 1));
     if (!w || !z) {
@@ -178,11 +178,7 @@ static struct pd_tensor *visible_of(struct pd_tensor *idx, int causal, int64_t S
         struct pd_tensor *d = pd_flashmask_to_dense(idx, causal, Sq);
         return d && d->shape[1] > 1 ? pdi_expand_heads(d, G) : d;
     }
-    if (!causal) return NULL;
-    int64_t st[2] = {Sq, 1}, ss[2] = {1, Sk};
-    struct pd_tensor *t = pd_reshape(pd_arange(0, (double)Sq, 1, PD_I64), st, 2);
-    struct pd_tensor *s = pd_reshape(pd_arange(0, (double)Sk, 1, PD_I64), ss, 2);
-    return pd_le(s, pd_add_scalar(t, (double)(Sk - Sq)));
+    return causal ? pdi_attention_causal_visible(Sq, Sk) : NULL;
 }
 
 static int vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
@@ -255,14 +251,9 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
     if (!q || !k || !v) return NULL;
     if (window && startend_row_indices)
         return pdi_error(PD_ERR_INVALID, "flashmask: give a window or startend_row_indices, not both");
-    if (isnan(scale) || isinf(scale))
-        return pdi_error(PD_ERR_INVALID, "flashmask: scale must be finite (<= 0 for 1/sqrt(D)), got %g", scale);
+    if (pdi_attention_scale("flashmask", q, &scale)) return NULL;
     if (!(dropout >= 0 && dropout < 1))
         return pdi_error(PD_ERR_INVALID, "flashmask: dropout must be in [0, 1), got %g", dropout);
-    if (scale <= 0) {
-        int64_t D = q->ndim == 4 ? q->shape[3] : 0;
-        scale = D > 0 ? 1.0 / sqrt((double)D) : 1.0;
-    }
     pd_scope_begin();
     struct pd_tensor *idx = startend_row_indices;
     if (window && q->ndim == 4 && k->ndim == 4 &&

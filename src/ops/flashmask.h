@@ -17,4 +17,9 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
  * unused), else C = 2. */
 struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_t left, int64_t right, int causal);
 
+/* Dropout keeps weight (b, h, i, j) iff the Philox word at counter
+ * offset + ((b Hq + h) Sq + i) Sk + j is at least this (p 2^32): the one
+ * rule of the kernels, the reference and the composed VJP. */
+static inline uint64_t pdi_flashmask_keep_threshold(double p) { return (uint64_t)(p * 4294967296.0); }
+
 #endif

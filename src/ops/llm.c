@@ -295,8 +295,8 @@ int pdi_vjp_sdpa_backward(struct pdi_node *n, struct pd_tensor *const *gout, str
 }
 
 /* Visibility of key s from query t as a bool [T, S] (causal, bottom-right
- * aligned: s <= t + S - T), or NULL with no error when every key is visible. */
-static struct pd_tensor *causal_visible(int64_t T, int64_t S)
+ * aligned: s <= t + S - T). */
+struct pd_tensor *pdi_attention_causal_visible(int64_t T, int64_t S)
 {
     int64_t st[2] = {T, 1}, ss[2] = {1, S};
     struct pd_tensor *t = pd_reshape(pd_arange(0, (double)T, 1, PD_I64), st, 2);
@@ -371,7 +371,7 @@ static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, str
     struct pd_tensor *q = pdi_node_in(n, 0), *k = pdi_node_in(n, 1), *v = pdi_node_in(n, 2);
     struct pd_tensor *mask = has_mask ? pdi_node_in(n, 3) : NULL;
     if (!q || !k || !v || (has_mask && !mask)) return pd_last_status();
-    struct pd_tensor *vis = causal ? causal_visible(q->shape[2], k->shape[2]) : NULL;
+    struct pd_tensor *vis = causal ? pdi_attention_causal_visible(q->shape[2], k->shape[2]) : NULL;
     if (causal && !vis) return vjp_status(NULL);
     int bool_mask = mask && mask->dtype == PD_BOOL;
     if (bool_mask) vis = vis ? pd_logical_and(vis, mask) : mask;
@@ -414,16 +414,21 @@ int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, stru
     return PD_OK;
 }
 
+int pdi_attention_scale(const char *op, const struct pd_tensor *q, double *scale)
+{
+    if (isnan(*scale) || isinf(*scale))
+        return pdi_errorf(PD_ERR_INVALID, "%s: scale must be finite (<= 0 for 1/sqrt(D)), got %g", op, *scale);
+    if (*scale <= 0) {
+        int64_t D = q->ndim == 4 ? q->shape[3] : 0;
+        *scale = D > 0 ? 1.0 / sqrt((double)D) : 1.0;
+    }
+    return PD_OK;
+}
+
 struct pd_tensor *pd_sdpa(struct pd_tensor *q, struct pd_tensor *k, struct pd_tensor *v, struct pd_tensor *mask,
                           int causal, double scale)
 {
-    if (!q || !k || !v) return NULL;
-    if (isnan(scale) || isinf(scale))
-        return pdi_error(PD_ERR_INVALID, "sdpa: scale must be finite (<= 0 for 1/sqrt(D)), got %g", scale);
-    if (scale <= 0) {
-        int64_t D = q->ndim == 4 ? q->shape[3] : 0;
-        scale = D > 0 ? 1.0 / sqrt((double)D) : 1.0;
-    }
+    if (!q || !k || !v || pdi_attention_scale("sdpa", q, &scale)) return NULL;
     struct pd_tensor *in[4] = {q, k, v, mask}, *out[2];
     struct pdi_call c = {.op = PD_OP_sdpa, .n_in = mask ? 4 : 3, .n_out = 2, .in = in, .out = out};
     c.a.i[0] = causal != 0;

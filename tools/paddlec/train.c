@@ -419,6 +419,14 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
     return out;
 }
 
+/* The training loss of a batch: packed documents with a packer, else the
+ * plain causal loss. */
+static struct pd_tensor *cli_loss(struct pd_llama *m, struct pd_tensor *x, struct pd_tensor *y,
+                                  const struct cli_packer *pack)
+{
+    return pack ? pd_llama_loss_packed(m, x, y, cli_packer_doc_ids(pack, x)) : pd_llama_loss(m, x, y);
+}
+
 /* ---- evaluation -------------------------------------------------------------- */
 
 double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches,
@@ -435,9 +443,7 @@ double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int ba
         struct pd_tensor *x = NULL, *y = NULL;
         int b = pd_dataset_iter_next(it, &x, &y);
         if (b > 0 && answer_only) y = cli_answer_targets(x, y);
-        struct pd_tensor *l = b <= 0 ? NULL
-                              : pack ? pd_llama_loss_packed(m, x, y, cli_packer_doc_ids(pack, x))
-                                     : pd_llama_loss(m, x, y);
+        struct pd_tensor *l = b <= 0 ? NULL : cli_loss(m, x, y, pack);
         double lv = l ? pd_item(l) : NAN;
         pd_scope_end();
         if (b <= 0) {
@@ -710,9 +716,7 @@ int cmd_train(int argc, char **argv)
             if (r->answer_loss) y = cli_answer_targets(x, y);
             int ac = r->bf16 ? pd_autocast_begin(PD_BF16) : -1;
             if (r->bf16 && ac < 0) cli_fail_pd("--bf16");
-            struct pd_tensor *l = r->pack_documents
-                                      ? pd_llama_loss_packed(R.model, x, y, cli_packer_doc_ids(&R.pack, x))
-                                      : pd_llama_loss(R.model, x, y);
+            struct pd_tensor *l = cli_loss(R.model, x, y, r->pack_documents ? &R.pack : NULL);
             if (r->bf16) pd_autocast_end(ac);
             if (l && pd_tensor_dtype(l) != PD_F32) l = pd_cast(l, PD_F32);
             if (!l || pd_backward(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l, NULL, 0))

@@ -646,7 +646,7 @@ static void fm_dropout(struct fm *g, const struct pdi_attrs *a)
     double p = a->f[1];
     g->drop = p > 0;
     g->seed = (uint64_t)a->i[2], g->off = (uint64_t)a->i[3];
-    g->thr = (uint64_t)(p * 4294967296.0);
+    g->thr = pdi_flashmask_keep_threshold(p);
     g->keep = (float)(1.0 / (1.0 - p));
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/internal.h"
 #include "flashmask/masks.h"
+#include "ops/flashmask.h"
 
 static double ld(const struct pd_kview *v, int64_t i) { return pdi_load(pdi_kview_ptr(v, i), v->dtype); }
 static void st(const struct pd_kview *v, int64_t i, double x) { pdi_store(pdi_kview_ptr(v, i), v->dtype, x); }
@@ -57,7 +58,7 @@ static void geom_init(struct geom *g, const struct pdi_kcall *kc)
     g->offset = (uint64_t)kc->a->i[3];
     g->scale = kc->a->f[0];
     g->p = kc->a->f[1];
-    g->thr = (uint64_t)(g->p * 4294967296.0);
+    g->thr = pdi_flashmask_keep_threshold(g->p);
 }
 
 static int masked(const struct geom *g, int64_t b, int64_t h, int64_t i, int64_t j)
