@@ -11,6 +11,11 @@ tables comparing paddle.c with its peers:
              peak measured by bench_matmul.
   bandwidth  GB/s (bytes read + written): paddle.c vs memcpy of the same
              bytes (same run) and vs PyTorch at the same thread count.
+  flashmask  bench_flashmask's lines: per head dim, one row per (mask, S)
+             with tiles computed, FlashMask's times and effective GFLOP/s,
+             its speedup over the dense composition and PyTorch (fwd+bwd),
+             the block mask's fwd+bwd time and the 8K goal; then the
+             allocator peaks per S and the goal lines.
 
 Standard library only. Figures are printed as measured, never rounded up.
 """
@@ -139,9 +144,67 @@ def bandwidth(rows):
         table(["op", "threads", "paddle.c GB/s", "memcpy GB/s", "pd / memcpy", "pytorch GB/s", "pd / pytorch"], body)
 
 
+def _k(s):
+    return f"{s // 1024}K" if s % 1024 == 0 else str(s)
+
+
+def flashmask(rows):
+    rows = [r for r in rows if r.get("bench") == "flashmask"]
+    res, order = {}, []
+    for r in rows:
+        if "impl" not in r or "mask" not in r or "time_ms" not in r:
+            continue
+        k = (r["D"], r["mask"], r["S"])
+        if k not in order:
+            order.append(k)
+        res.setdefault(k, {})[r["impl"]] = r
+    if not order:
+        return None
+    out = []
+    for d in sorted({k[0] for k in order}):
+        body = []
+        masks = list(dict.fromkeys(k[1] for k in order))
+        for k in sorted((k for k in order if k[0] == d), key=lambda k: (masks.index(k[1]), k[2])):
+            e = res[k]
+            f = e.get("flashmask")
+            if not f:
+                continue
+            fb = f["time_ms"]["fwd_bwd"]
+            sp = lambda impl: "—" if impl not in e else f"{e[impl]['time_ms']['fwd_bwd'] / fb:.1f}×"
+            body.append([k[1], _k(k[2]), f"{f['frac_tiles']:.3f}", fmt(f["time_ms"]["fwd"]), fmt(fb),
+                         f"{f['eff_gflops']['fwd_bwd']:.0f}", sp("dense"), sp("pytorch"),
+                         fmt(e["block_mask"]["time_ms"]["fwd_bwd"]) if "block_mask" in e else "—",
+                         f"{0.8 / f['frac_tiles']:.2f}×"])
+        h = next(iter(res[k].values())).get("H", "?")
+        out.append(f"#### Head dim {d} (B 1, {h} heads, f32)\n\n" + table(
+            ["mask", "S", "tiles computed", "fwd ms", "fwd+bwd ms", "eff. GFLOP/s", "vs dense", "vs PyTorch",
+             "block mask fwd+bwd ms", "goal (0.8 / tiles)"], body))
+    d0 = min(k[0] for k in order)
+    mem = []
+    for s in sorted({k[2] for k in order if k[0] == d0}):
+        c = [k for k in order if k[0] == d0 and k[2] == s]
+        e = res[c[0]]
+        mb = lambda impl: fmt(e[impl]["peak_mb"]["fwd_bwd"]) if impl in e and "peak_mb" in e[impl] else "—"
+        mem.append([_k(s), mb("flashmask"), mb("block_mask"), mb("dense"), mb("pytorch"),
+                    e["flashmask"].get("mask_bytes", "—") if "flashmask" in e else "—"])
+    out.append(f"#### Memory (peak rise over one fwd+bwd call, MB; D {d0}; PyTorch: RSS)\n\n" + table(
+        ["S", "FlashMask", "block mask", "dense (paddle.c)", "PyTorch", "index bytes"], mem))
+    gl = []
+    for r in rows:
+        if r.get("goal") == "speedup_8k":
+            gl.append(f"- speedup over dense at 8K, {r['mask']} D {r['D']}: {fmt(r.get('speedup_fwd_bwd'), 2)}× "
+                      f"(target {r['target']:.2f}×): {'met' if r.get('pass') else 'NOT met'}")
+        elif r.get("goal") == "causal_eff":
+            gl.append(f"- causal fwd+bwd S {_k(r['S'])} D {r['D']}: {r['eff_gflops_fwd_bwd']:.0f} GFLOP/s = "
+                      f"{r['ratio']:.2f} of pd_matmul ({r['matmul_gflops']:.0f}): {'met' if r.get('pass') else 'NOT met'}")
+    if gl:
+        out.append("#### Goals\n\n" + "\n".join(gl))
+    return "### FlashMask (fwd+bwd speedups are the peer's time over FlashMask's)\n\n" + "\n\n".join(out)
+
+
 def main():
     rows = load(sys.stdin)
-    parts = [p for p in (dispatch(rows), matmul(rows), bandwidth(rows)) if p]
+    parts = [p for p in (dispatch(rows), matmul(rows), bandwidth(rows), flashmask(rows)) if p]
     errors = [r for r in rows if "error" in r]
     if errors:
         parts.append("### Errors\n\n" + "\n".join(

@@ -146,7 +146,8 @@ static void prof_phase_end(double t0)
 static const char *category(const char *op)
 {
     static const struct { const char *prefix, *cat; } map[] = {
-        {"matmul_4d", "matmul (attention, batched)"}, {"matmul", "matmul (linear)"}, {"sdpa", "attention (sdpa)"}, {"rope", "rope"}, {"swiglu", "swiglu"},
+        {"matmul_4d", "matmul (attention, batched)"}, {"matmul", "matmul (linear)"}, {"sdpa", "attention (sdpa)"},
+        {"flashmask", "attention (flashmask)"}, {"rope", "rope"}, {"swiglu", "swiglu"},
         {"rms_norm", "rmsnorm"}, {"embedding", "embedding"}, {"index_add", "embedding"},
         {"scatter_add", "embedding"}, {"log_softmax", "cross entropy"}, {"nll_loss", "cross entropy"},
         {"copy", "copies (contiguous)"}, {"view", "views"}, {"permute", "views"}, {"slice", "views"},

@@ -9,6 +9,7 @@
 
 #include "pd/generate.h"
 #include "pt.h"
+#include "tiny_llama.h"
 
 static void test_sampling_rule(void)
 {
@@ -91,16 +92,11 @@ static void test_sampling_rule(void)
 
 static struct pd_llama *tiny_model(void)
 {
-    struct pd_llama_config cfg;
-    pd_llama_config_default(&cfg);
+    struct pd_llama_config cfg = pt_tiny_llama_config();
     cfg.vocab_size = 50;
-    cfg.dim = 32;
-    cfg.n_layers = 2;
-    cfg.n_heads = 4;
-    cfg.n_kv_heads = 2;
     cfg.hidden_dim = 64;
     cfg.max_seq_len = 40;
-    cfg.init_std = 0.5;   /* large weights: peaked, input-dependent logits */
+    cfg.init_std = 0.5; /* large weights: peaked, input-dependent logits */
     cfg.dropout = 0;
     return pd_llama_create(&cfg, 42);
 }

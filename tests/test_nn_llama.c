@@ -10,21 +10,9 @@
 #include <string.h>
 
 #include "pt.h"
+#include "tiny_llama.h"
 
-static struct pd_llama_config tiny(void)
-{
-    struct pd_llama_config c;
-    pd_llama_config_default(&c);
-    c.vocab_size = 37;
-    c.dim = 32;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.hidden_dim = 48;
-    c.max_seq_len = 32;
-    c.init_std = 0.2; /* large weights: every path of the network matters */
-    return c;
-}
+static struct pd_llama_config tiny(void) { return pt_tiny_llama_config(); }
 
 static struct pd_tensor *ids_tensor(int b, int t, const int64_t *v)
 {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pt.h"
+#include "tiny_llama.h"
 
 /* Three documents A, B, C with disjoint token sets (A 1..9, B 11..19,
  * C 21..29) so an embedding row belongs to one document. */
@@ -20,16 +21,7 @@ static const int64_t starts[3] = {0, TA, TA + TB}, lens[3] = {TA, TB, TC};
 
 static struct pd_llama *tiny_model(void)
 {
-    struct pd_llama_config c;
-    pd_llama_config_default(&c);
-    c.vocab_size = V;
-    c.dim = 32;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.n_kv_heads = 2;
-    c.hidden_dim = 48;
-    c.max_seq_len = 32;
-    c.init_std = 0.2; /* large weights: every path of the network matters */
+    struct pd_llama_config c = pt_tiny_llama_config();
     return pd_llama_create(&c, 11);
 }
 
