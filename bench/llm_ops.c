@@ -6,7 +6,9 @@
  *   sdpa     q, k, v [B, H, T, D] = [8, 6, 256, 48], causal, f32 and bf16:
  *            forward, and forward + backward (d q, k, v of sum(out * w));
  *            impl "fused" (pd_sdpa) and "composed" (matmul, causal where,
- *            softmax, matmul: what a framework without the op runs).
+ *            softmax, matmul: what a framework without the op runs);
+ *            for T = S also "flashmask" (pd_flashmask_attention, causal,
+ *            on the same data laid out [B, T, H, D] as the Llama passes it).
  *   decode   q [1, 6, 1, 48] against k, v [1, 6, S, 48], S = 128 and 512, and
  *            (op sdpa_decode_cacheview, forward only) S = 16, 64, 256 as
  *            slices of a [1, 6, 1024, 48] cache, the views a KV cache passes.
@@ -65,19 +67,34 @@ static struct pd_tensor *composed_sdpa(struct pd_tensor *q, struct pd_tensor *k,
     return pd_matmul(pd_softmax(s, -1), v, 0, 0);
 }
 
+/* impl: 0 composed, 1 pd_sdpa on [B, H, T, D], 2 pd_flashmask_attention on
+ * the same data laid out [B, T, H, D] (qf..wf: what the Llama passes it) */
+enum { COMPOSED, SDPA, FLASHMASK, N_IMPL };
+static const char *const impl_name[N_IMPL] = {"composed", "fused", "flashmask"};
+
 struct ctx {
-    struct pd_tensor *q, *k, *v, *w;
-    int fused, backward, causal;
+    struct pd_tensor *q, *k, *v, *w, *qf, *kf, *vf, *wf;
+    int impl, backward, causal;
 };
+
+static struct pd_tensor *attend(struct ctx *c, int impl)
+{
+    switch (impl) {
+    case SDPA: return pd_sdpa(c->q, c->k, c->v, NULL, c->causal, 0);
+    case FLASHMASK: return pd_flashmask_attention(c->qf, c->kf, c->vf, NULL, c->causal, NULL, 0, 0, NULL);
+    default: return composed_sdpa(c->q, c->k, c->v, c->causal);
+    }
+}
 
 static void run_sdpa(void *p)
 {
     struct ctx *c = p;
     pd_scope_begin();
-    struct pd_tensor *y = c->fused ? pd_sdpa(c->q, c->k, c->v, NULL, c->causal, 0)
-                                   : composed_sdpa(c->q, c->k, c->v, c->causal);
+    struct pd_tensor *y = attend(c, c->impl);
     if (c->backward) {
-        struct pd_tensor *L = pd_sum(pd_mul(y, c->w), NULL, 0, 0), *in[3] = {c->q, c->k, c->v}, *g[3];
+        int f = c->impl == FLASHMASK;
+        struct pd_tensor *L = pd_sum(pd_mul(y, f ? c->wf : c->w), NULL, 0, 0), *g[3];
+        struct pd_tensor *in[3] = {f ? c->qf : c->q, f ? c->kf : c->k, f ? c->vf : c->v};
         if (pd_grad(&L, 1, in, 3, NULL, 0, 0, 0, g)) fprintf(stderr, "grad: %s\n", pd_last_error());
     }
     pd_scope_end();
@@ -96,19 +113,35 @@ static double max_diff(struct pd_tensor *a, struct pd_tensor *b)
     return m;
 }
 
-/* Forward and gradients, fused vs composed; returns the largest difference. */
-static double validate(struct ctx *c)
+/* [B, T, H, D] <-> [B, H, T, D] */
+static struct pd_tensor *swap12(struct pd_tensor *x)
+{
+    static const int perm[4] = {0, 2, 1, 3};
+    return pd_contiguous(pd_permute(x, perm, 4));
+}
+
+/* Forward and gradients of each fused kernel (flashmask only without a
+ * cache view) against the composition; returns the largest difference. */
+static double validate(struct ctx *c, int n_impl)
 {
     double m = 0;
     pd_scope_begin();
-    struct pd_tensor *in[3] = {c->q, c->k, c->v}, *g[2][3], *y[2];
-    for (int f = 0; f < 2; f++) {
-        y[f] = f ? pd_sdpa(c->q, c->k, c->v, NULL, c->causal, 0) : composed_sdpa(c->q, c->k, c->v, c->causal);
-        struct pd_tensor *L = pd_sum(pd_mul(y[f], c->w), NULL, 0, 0);
+    struct pd_tensor *g[N_IMPL][3], *y[N_IMPL];
+    for (int f = 0; f < n_impl; f++) {
+        int fm = f == FLASHMASK;
+        struct pd_tensor *in[3] = {fm ? c->qf : c->q, fm ? c->kf : c->k, fm ? c->vf : c->v};
+        y[f] = attend(c, f);
+        struct pd_tensor *L = pd_sum(pd_mul(y[f], fm ? c->wf : c->w), NULL, 0, 0);
         if (pd_grad(&L, 1, in, 3, NULL, 0, 0, 0, g[f])) return INFINITY;
+        if (fm) {
+            y[f] = swap12(y[f]);
+            for (int i = 0; i < 3; i++) g[f][i] = swap12(g[f][i]);
+        }
     }
-    m = max_diff(y[0], y[1]);
-    for (int i = 0; i < 3; i++) m = fmax(m, max_diff(g[0][i], g[1][i]));
+    for (int f = 1; f < n_impl; f++) {
+        m = fmax(m, max_diff(y[0], y[f]));
+        for (int i = 0; i < 3; i++) m = fmax(m, max_diff(g[0][i], g[f][i]));
+    }
     pd_scope_end();
     return m;
 }
@@ -133,25 +166,34 @@ static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t
     }
     c.w = pd_cast(pd_randn(qs, 4, PD_F32, gen), dt);
     pd_generator_destroy(gen);
-    double err = validate(&c), tol = dt == PD_F32 ? 1e-4 : 0.25;
+    int n_impl = cache || T != S ? 2 : N_IMPL;
+    if (n_impl == N_IMPL) { /* the [B, T, H, D] copies outlive the scope that made them */
+        pd_scope_begin();
+        c.qf = pd_keep(pd_requires_grad_(swap12(c.q), 1));
+        c.kf = pd_keep(pd_requires_grad_(swap12(c.k), 1));
+        c.vf = pd_keep(pd_requires_grad_(swap12(c.v), 1));
+        c.wf = pd_keep(swap12(c.w));
+        pd_scope_end();
+    }
+    double err = validate(&c, n_impl), tol = dt == PD_F32 ? 1e-4 : 0.25;
     /* causal: about half the score matrix is visible */
     double vis = T == S ? (double)T * (T + 1) / 2 : (double)T * S - (double)T * (T - 1) / 2;
     double flops_f = 4.0 * B * H * vis * D;
     int fail = !(err <= tol);
     for (int bwd = 0; bwd < (cache ? 1 : 2); bwd++) {
-        double t[2];
-        for (int f = 0; f < 2; f++) {
-            c.fused = f;
+        double t[N_IMPL];
+        for (int f = 0; f < n_impl; f++) {
+            c.impl = f;
             c.backward = bwd;
             int iters = quick ? 2 : (T == 1 ? 2000 : 10);
             t[f] = best_of(run_sdpa, &c, iters, quick ? 1 : 5);
         }
         double flops = flops_f * (bwd ? 3.5 : 1.0); /* backward: 5 products + recomputed scores */
-        for (int f = 0; f < 2; f++)
+        for (int f = 0; f < n_impl; f++)
             printf("{\"bench\":\"llm_ops\",\"op\":\"%s%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"dtype\":\"%s\","
                    "\"shape\":[%lld,%lld,%lld,%lld,%lld],\"ms\":%.4f,\"gflops\":%.2f,\"speedup_vs_composed\":%.2f,"
                    "\"max_abs_diff\":%.3g}\n",
- name, cache ? "_cacheview" : "", bwd ? "fwd+bwd" : "forward", f ? "fused" : "composed", pd_dtype_name(dt), (long long)B,
+                   name, cache ? "_cacheview" : "", bwd ? "fwd+bwd" : "forward", impl_name[f], pd_dtype_name(dt), (long long)B,
                    (long long)H, (long long)T, (long long)S, (long long)D, t[f] * 1e3, flops / t[f] * 1e-9,
                    t[0] / t[f], err);
     }
@@ -159,6 +201,10 @@ static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t
     pd_tensor_release(c.k);
     pd_tensor_release(c.v);
     pd_tensor_release(c.w);
+    pd_tensor_release(c.qf);
+    pd_tensor_release(c.kf);
+    pd_tensor_release(c.vf);
+    pd_tensor_release(c.wf);
     if (fail) fprintf(stderr, "sdpa %s %s: fused differs from composed by %g\n", name, pd_dtype_name(dt), err);
     return fail;
 }
