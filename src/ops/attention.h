@@ -29,11 +29,21 @@ int pdi_attention_vjp_composed(const struct pdi_attn_vjp *a, struct pd_tensor **
 int pdi_attention_check_qkv(const char *op, const struct pd_tensor *q, const struct pd_tensor *k,
                             const struct pd_tensor *v, int head_axis, const char *layout);
 
-/* The saved forward results an attention backward takes: out and dout of
- * dtype dt and shape oshape [4], lse of pdi_attention_lse_dtype(dt) and
- * shape lshape [3]. Status. */
-int pdi_attention_check_saved(const char *op, enum pd_dtype dt, const struct pd_tensor *o, const struct pd_tensor *lse,
-                              const struct pd_tensor *dout, const int64_t *oshape, const int64_t *lshape);
+/* The output metas of an attention forward (out, lse) once its inputs are
+ * checked: out q's dtype and shape with v's last dim, lse
+ * pdi_attention_lse_dtype [B, H, S] (H at q's head_axis: 1 for
+ * [B, H, S, D], 2 for [B, S, H, D]). */
+void pdi_attention_infer_outputs(struct pdi_call *c, int head_axis);
+
+/* The rest of an attention backward's infer once q, k, v and the extras
+ * are checked: the inputs are q, k, v, n_extra extras (mask or indices),
+ * out, lse, dout, which must have the metas pdi_attention_infer_outputs
+ * gives; the three outputs (dq, dk, dv) take the metas of q, k, v. Status. */
+int pdi_attention_infer_backward(struct pdi_call *c, const char *op, int n_extra, int head_axis);
+
+/* The VJP of an attention backward op (fwd names the forward op): an error
+ * that points to create_graph. */
+int pdi_attention_backward_not_differentiable(const char *fwd);
 
 /* The log-sum-exp dtype: f64 for f64 inputs, f32 otherwise. */
 static inline enum pd_dtype pdi_attention_lse_dtype(enum pd_dtype dt) { return dt == PD_F64 ? PD_F64 : PD_F32; }

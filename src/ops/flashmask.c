@@ -103,17 +103,7 @@ int pdi_infer_flashmask(struct pdi_call *c)
                           c->n_in, c->n_out);
     int rc = check_inputs("flashmask", c);
     if (rc) return rc;
-    const struct pd_tensor *q = c->in[0], *v = c->in[2];
-    struct pdi_meta *o = &c->meta[0], *l = &c->meta[1];
-    o->dtype = q->dtype;
-    o->ndim = 4;
-    memcpy(o->shape, q->shape, sizeof o->shape);
-    o->shape[3] = v->shape[3];
-    l->dtype = pdi_attention_lse_dtype(q->dtype);
-    l->ndim = 3;
-    l->shape[0] = q->shape[0];
-    l->shape[1] = q->shape[2];
-    l->shape[2] = q->shape[1];
+    pdi_attention_infer_outputs(c, 2);
     return PD_OK;
 }
 
@@ -125,14 +115,7 @@ int pdi_infer_flashmask_backward(struct pdi_call *c)
                           6 + has_idx, c->n_in, c->n_out);
     int rc = check_inputs("flashmask_backward", c);
     if (rc) return rc;
-    const struct pd_tensor *q = c->in[0], *v = c->in[2];
-    const struct pd_tensor *o = c->in[3 + has_idx], *lse = c->in[4 + has_idx], *dout = c->in[5 + has_idx];
-    int64_t oshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
-    int64_t lshape[3] = {q->shape[0], q->shape[2], q->shape[1]};
-    rc = pdi_attention_check_saved("flashmask_backward", q->dtype, o, lse, dout, oshape, lshape);
-    if (rc) return rc;
-    for (int i = 0; i < 3; i++) pdi_meta_of(c->in[i], &c->meta[i]);
-    return PD_OK;
+    return pdi_attention_infer_backward(c, "flashmask_backward", has_idx, 2);
 }
 
 int pdi_vjp_flashmask_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
@@ -140,8 +123,7 @@ int pdi_vjp_flashmask_backward(struct pdi_node *n, struct pd_tensor *const *gout
     PDI_UNUSED(n);
     PDI_UNUSED(gout);
     PDI_UNUSED(gin);
-    return pdi_errorf(PD_ERR_UNSUPPORTED, "flashmask_backward is not differentiable: take higher-order gradients "
-                                          "of flashmask with create_graph on (its VJP then composes public ops)");
+    return pdi_attention_backward_not_differentiable("flashmask");
 }
 
 /* [B, S, H, X] <-> [B, H, S, X] (a view). */

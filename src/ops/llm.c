@@ -191,25 +191,55 @@ int pdi_attention_check_qkv(const char *op, const struct pd_tensor *q, const str
     return PD_OK;
 }
 
-/* The saved forward results an attention backward takes: out and dout of
- * dtype dt and shape oshape [4], lse of the accumulation dtype and shape
- * lshape [3]. */
-int pdi_attention_check_saved(const char *op, enum pd_dtype dt, const struct pd_tensor *o, const struct pd_tensor *lse,
-                              const struct pd_tensor *dout, const int64_t *oshape, const int64_t *lshape)
+/* out: q's shape with v's last dim; lse [B, H, S], H at q's head_axis. */
+static void attention_shapes(const struct pd_tensor *q, const struct pd_tensor *v, int head_axis, int64_t *oshape,
+                             int64_t *lshape)
 {
+    int64_t o[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
+    int64_t l[3] = {q->shape[0], q->shape[head_axis], q->shape[3 - head_axis]};
+    memcpy(oshape, o, sizeof o);
+    memcpy(lshape, l, sizeof l);
+}
+
+void pdi_attention_infer_outputs(struct pdi_call *c, int head_axis)
+{
+    const struct pd_tensor *q = c->in[0];
+    struct pdi_meta *o = &c->meta[0], *l = &c->meta[1];
+    o->dtype = q->dtype;
+    o->ndim = 4;
+    l->dtype = pdi_attention_lse_dtype(q->dtype);
+    l->ndim = 3;
+    attention_shapes(q, c->in[2], head_axis, o->shape, l->shape);
+}
+
+int pdi_attention_infer_backward(struct pdi_call *c, const char *op, int n_extra, int head_axis)
+{
+    const struct pd_tensor *q = c->in[0];
+    const struct pd_tensor *o = c->in[3 + n_extra], *lse = c->in[4 + n_extra], *dout = c->in[5 + n_extra];
+    enum pd_dtype dt = q->dtype, lt = pdi_attention_lse_dtype(dt);
+    int64_t oshape[4], lshape[3];
+    attention_shapes(q, c->in[2], head_axis, oshape, lshape);
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
     for (int i = 0; i < 2; i++) {
         const struct pd_tensor *t = i ? dout : o;
-        if (t->dtype != dt || t->ndim != 4 || memcmp(t->shape, oshape, sizeof(int64_t) * 4))
+        if (t->dtype != dt || t->ndim != 4 || memcmp(t->shape, oshape, sizeof oshape))
             return pdi_errorf(PD_ERR_INVALID, "%s: %s %s %s must be %s %s", op, i ? "dout" : "out",
                               pdi_shape_str(t->shape, t->ndim, b0, sizeof b0), pd_dtype_name(t->dtype),
                               pdi_shape_str(oshape, 4, b1, sizeof b1), pd_dtype_name(dt));
     }
-    if (lse->dtype != pdi_attention_lse_dtype(dt) || lse->ndim != 3 || memcmp(lse->shape, lshape, sizeof(int64_t) * 3))
+    if (lse->dtype != lt || lse->ndim != 3 || memcmp(lse->shape, lshape, sizeof lshape))
         return pdi_errorf(PD_ERR_INVALID, "%s: lse %s %s must be %s %s", op,
                           pdi_shape_str(lse->shape, lse->ndim, b0, sizeof b0), pd_dtype_name(lse->dtype),
-                          pdi_shape_str(lshape, 3, b1, sizeof b1), pd_dtype_name(pdi_attention_lse_dtype(dt)));
+                          pdi_shape_str(lshape, 3, b1, sizeof b1), pd_dtype_name(lt));
+    for (int i = 0; i < 3; i++) pdi_meta_of(c->in[i], &c->meta[i]);
     return PD_OK;
+}
+
+int pdi_attention_backward_not_differentiable(const char *fwd)
+{
+    return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_backward is not differentiable: take higher-order gradients of %s "
+                                          "with create_graph on (its VJP then composes differentiable ops)",
+                      fwd, fwd);
 }
 
 /* Checks q, k, v (and the mask) of an sdpa or sdpa_backward call. */
@@ -255,15 +285,7 @@ int pdi_infer_sdpa(struct pdi_call *c)
                           c->n_in, c->n_out);
     int rc = check_qkv("sdpa", c->in, has_mask);
     if (rc) return rc;
-    const struct pd_tensor *q = c->in[0], *v = c->in[2];
-    struct pdi_meta *o = &c->meta[0], *l = &c->meta[1];
-    o->dtype = q->dtype;
-    o->ndim = 4;
-    memcpy(o->shape, q->shape, sizeof o->shape);
-    o->shape[3] = v->shape[3];
-    l->dtype = pdi_attention_lse_dtype(q->dtype);
-    l->ndim = 3;
-    memcpy(l->shape, q->shape, sizeof(int64_t) * 3);
+    pdi_attention_infer_outputs(c, 1);
     return PD_OK;
 }
 
@@ -276,13 +298,7 @@ int pdi_infer_sdpa_backward(struct pdi_call *c)
                           6 + has_mask, c->n_in, c->n_out);
     int rc = check_qkv("sdpa_backward", c->in, has_mask);
     if (rc) return rc;
-    const struct pd_tensor *q = c->in[0], *v = c->in[2];
-    const struct pd_tensor *o = c->in[3 + has_mask], *lse = c->in[4 + has_mask], *dout = c->in[5 + has_mask];
-    int64_t oshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
-    rc = pdi_attention_check_saved("sdpa_backward", q->dtype, o, lse, dout, oshape, oshape);
-    if (rc) return rc;
-    for (int i = 0; i < 3; i++) pdi_meta_of(c->in[i], &c->meta[i]);
-    return PD_OK;
+    return pdi_attention_infer_backward(c, "sdpa_backward", has_mask, 1);
 }
 
 int pdi_vjp_sdpa_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
@@ -290,8 +306,7 @@ int pdi_vjp_sdpa_backward(struct pdi_node *n, struct pd_tensor *const *gout, str
     PDI_UNUSED(n);
     PDI_UNUSED(gout);
     PDI_UNUSED(gin);
-    return pdi_errorf(PD_ERR_UNSUPPORTED, "sdpa_backward is not differentiable: take higher-order gradients of "
-                                          "sdpa with create_graph on (its VJP then composes differentiable ops)");
+    return pdi_attention_backward_not_differentiable("sdpa");
 }
 
 /* Visibility of key s from query t as a bool [T, S] (causal, bottom-right

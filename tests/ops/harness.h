@@ -72,6 +72,25 @@ struct opt_row {
 #define OPT_DT_INT (1u << PD_I32 | 1u << PD_I64)
 #define OPT_DT_ALLNUM (OPT_DT_FLOW | 1u << PD_I8 | 1u << PD_U8 | 1u << PD_I16 | OPT_DT_INT)
 
+/* An attention backward (sdpa_backward, flashmask_backward) through the op
+ * table: inputs q, k, v = in[0..3), n_extra extras (mask or indices) from
+ * in[3], the forward's out and lse, and dout = in[3 + n_extra]; attributes
+ * a. Returns dq, dk and dv flattened and concatenated (the row's result). */
+static inline struct pd_tensor *opt_attention_backward(enum pd_op op, struct pd_tensor *const *in, int n_extra,
+                                                       struct pd_tensor *const *fwd_out, const struct pdi_attrs *a)
+{
+    struct pd_tensor *bin[7] = {in[0], in[1], in[2]}, *g[3], *flat[3];
+    int n = 3;
+    for (int i = 0; i < n_extra; i++) bin[n++] = in[3 + i];
+    bin[n++] = fwd_out[0];
+    bin[n++] = fwd_out[1];
+    bin[n++] = in[3 + n_extra];
+    struct pdi_call b = {.op = op, .n_in = n, .n_out = 3, .in = bin, .out = g, .a = *a};
+    if (pdi_dispatch(&b)) return NULL;
+    for (int i = 0; i < 3; i++) flat[i] = pd_flatten(g[i], 0, -1);
+    return pd_concat(flat, 3, 0);
+}
+
 /* Declarations of each family's row table. */
 #define OPT_FAMILY(name) int opt_rows_##name(const struct opt_row **rows);
 #include "ops/rows.def"

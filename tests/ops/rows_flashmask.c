@@ -92,7 +92,7 @@ static struct pd_tensor *f_out_lse(struct pd_tensor **in)
  * input as dout; returns dq, dk, dv flattened and concatenated. */
 static struct pd_tensor *backward_of(struct pd_tensor **in, int has_idx, int causal, double dropout)
 {
-    struct pd_tensor *fin[4] = {in[0], in[1], in[2], has_idx ? in[3] : NULL}, *out[2], *g[3];
+    struct pd_tensor *fin[4] = {in[0], in[1], in[2], has_idx ? in[3] : NULL}, *out[2];
     struct pdi_call c = {.op = PD_OP_flashmask, .n_in = 3 + has_idx, .n_out = 2, .in = fin, .out = out};
     c.a.i[0] = causal;
     c.a.i[1] = has_idx;
@@ -101,17 +101,7 @@ static struct pd_tensor *backward_of(struct pd_tensor **in, int has_idx, int cau
     c.a.f[0] = 1.0 / sqrt((double)pd_tensor_dim(in[0], 3));
     c.a.f[1] = dropout;
     if (pdi_dispatch(&c)) return NULL;
-    struct pd_tensor *bin[7] = {in[0], in[1], in[2]};
-    int n = 3;
-    if (has_idx) bin[n++] = in[3];
-    bin[n++] = out[0];
-    bin[n++] = out[1];
-    bin[n++] = in[3 + has_idx];
-    struct pdi_call b = {.op = PD_OP_flashmask_backward, .n_in = n, .n_out = 3, .in = bin, .out = g, .a = c.a};
-    if (pdi_dispatch(&b)) return NULL;
-    struct pd_tensor *flat[3];
-    for (int i = 0; i < 3; i++) flat[i] = pd_flatten(g[i], 0, -1);
-    return pd_concat(flat, 3, 0);
+    return opt_attention_backward(PD_OP_flashmask_backward, in, has_idx, out, &c.a);
 }
 static struct pd_tensor *f_bwd(struct pd_tensor **in) { return backward_of(in, 0, 0, 0); }
 static struct pd_tensor *f_bwd_causal(struct pd_tensor **in) { return backward_of(in, 0, 1, 0); }

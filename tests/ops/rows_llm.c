@@ -95,22 +95,13 @@ RF(lse_mask, lse_of(in, 1, 0))
  * flattened and concatenated */
 static struct pd_tensor *backward_of(struct pd_tensor **in, int has_mask, int causal)
 {
-    struct pd_tensor *out[2], *g[3];
+    struct pd_tensor *out[2];
     if (sdpa_raw(in, has_mask, causal, out)) return NULL;
-    struct pd_tensor *ins[7] = {in[0], in[1], in[2]};
-    int n = 3;
-    if (has_mask) ins[n++] = in[3];
-    ins[n++] = out[0];
-    ins[n++] = out[1];
-    ins[n++] = in[3 + has_mask];
-    struct pdi_call c = {.op = PD_OP_sdpa_backward, .n_in = n, .n_out = 3, .in = ins, .out = g};
-    c.a.i[0] = causal;
-    c.a.i[1] = has_mask;
-    c.a.f[0] = 1.0 / sqrt((double)in[0]->shape[3]);
-    if (pdi_dispatch(&c)) return NULL;
-    struct pd_tensor *flat[3];
-    for (int i = 0; i < 3; i++) flat[i] = pd_flatten(g[i], 0, -1);
-    return pd_concat(flat, 3, 0);
+    struct pdi_attrs a = {0};
+    a.i[0] = causal;
+    a.i[1] = has_mask;
+    a.f[0] = 1.0 / sqrt((double)in[0]->shape[3]);
+    return opt_attention_backward(PD_OP_sdpa_backward, in, has_mask, out, &a);
 }
 RF(bwd, backward_of(in, 0, 0))
 RF(bwd_causal, backward_of(in, 0, 1))

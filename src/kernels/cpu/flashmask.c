@@ -672,27 +672,29 @@ static void fm_init(struct fm *g, const struct pd_kview *q, const struct pd_kvie
     g->skipping = atomic_load(&tile_skipping);
 }
 
-static void fm_dropout(struct fm *g, const struct pdi_attrs *a)
+/* The geometry, dropout and normalised mask of a flashmask or
+ * flashmask_backward call (inputs q, k, v, [indices], ...). Status; on
+ * success the caller frees m. */
+static int fm_open(struct fm *g, struct fm_mask *m, const struct pdi_kcall *kc)
 {
+    const struct pdi_attrs *a = kc->a;
     double p = a->f[1];
+    fm_init(g, &kc->in[0], &kc->in[1], &kc->in[2], a->f[0]);
     g->drop = p > 0;
     g->seed = (uint64_t)a->i[2], g->off = (uint64_t)a->i[3];
     g->thr = pdi_flashmask_keep_threshold(p);
     g->keep = (float)(1.0 / (1.0 - p));
+    g->mask = m;
+    return mask_build(m, a->i[1] ? &kc->in[3] : NULL, a->i[0] != 0, g->B, g->Sq, g->Sk);
 }
 
 static int cpu_flashmask(const struct pdi_kcall *kc)
 {
-    const struct pdi_attrs *a = kc->a;
-    int has_idx = a->i[1] != 0;
     struct fm g;
-    fm_init(&g, &kc->in[0], &kc->in[1], &kc->in[2], a->f[0]);
-    fm_dropout(&g, a);
-    g.o = kc->out[0], g.lse = kc->out[1];
     struct fm_mask m;
-    int rc = mask_build(&m, has_idx ? &kc->in[3] : NULL, a->i[0] != 0, g.B, g.Sq, g.Sk);
+    int rc = fm_open(&g, &m, kc);
     if (rc) return rc;
-    g.mask = &m;
+    g.o = kc->out[0], g.lse = kc->out[1];
     int64_t cnt[3] = {0, 0, 0};
     rc = fwd_run(&g, cnt);
     mask_free(&m);
@@ -702,17 +704,13 @@ static int cpu_flashmask(const struct pdi_kcall *kc)
 
 static int cpu_flashmask_backward(const struct pdi_kcall *kc)
 {
-    const struct pdi_attrs *a = kc->a;
-    int hi = a->i[1] != 0;
+    int hi = kc->a->i[1] != 0;
     struct fm g;
-    fm_init(&g, &kc->in[0], &kc->in[1], &kc->in[2], a->f[0]);
-    fm_dropout(&g, a);
+    struct fm_mask m;
+    int rc = fm_open(&g, &m, kc);
+    if (rc) return rc;
     g.o = kc->in[3 + hi], g.lse = kc->in[4 + hi], g.dout = kc->in[5 + hi];
     g.dq = kc->out[0], g.dk = kc->out[1], g.dv = kc->out[2];
-    struct fm_mask m;
-    int rc = mask_build(&m, hi ? &kc->in[3] : NULL, a->i[0] != 0, g.B, g.Sq, g.Sk);
-    if (rc) return rc;
-    g.mask = &m;
     rc = bwd_run(&g);
     mask_free(&m);
     return rc;

@@ -341,7 +341,11 @@ struct softmax_ctx {
  * exp pass is pure computation; to keep memory busy meanwhile, it prefetches
  * `next` (the next row's x, NULL if unknown) one cache line per vector, and
  * the next max pass then runs from the cache. Overlapping the two this way
- * took the kernel from ~0.7 to ~0.9 of memcpy on one thread. y may alias x. */
+ * took the kernel from ~0.7 to ~0.9 of memcpy on one thread when it was
+ * written; the later full runs (docs/benchmarks.md, runs C and D) measured
+ * 0.68-0.78: y's lines are read before they are written, so the kernel
+ * moves 12 bytes per element against the 8 the ratio credits. y may alias
+ * x. */
 static void softmax_row_vf(const float *x, float *y, int64_t n, int log_out, const float *next)
 {
     pdi_vf m0 = pdi_vf_splat(-INFINITY), m1 = m0;
