@@ -160,11 +160,11 @@ def flashmask(rows):
         res.setdefault(k, {})[r["impl"]] = r
     if not order:
         return None
-    out = []
+    out, masks = [], list(dict.fromkeys(k[1] for k in order))
     for d in sorted({k[0] for k in order}):
         body = []
-        masks = list(dict.fromkeys(k[1] for k in order))
-        for k in sorted((k for k in order if k[0] == d), key=lambda k: (masks.index(k[1]), k[2])):
+        keys = sorted((k for k in order if k[0] == d), key=lambda k: (masks.index(k[1]), k[2]))
+        for k in keys:
             e = res[k]
             f = e.get("flashmask")
             if not f:
@@ -175,15 +175,14 @@ def flashmask(rows):
                          f"{f['eff_gflops']['fwd_bwd']:.0f}", sp("dense"), sp("pytorch"),
                          fmt(e["block_mask"]["time_ms"]["fwd_bwd"]) if "block_mask" in e else "—",
                          f"{0.8 / f['frac_tiles']:.2f}×"])
-        h = next(iter(res[k].values())).get("H", "?")
+        h = next(iter(res[keys[0]].values())).get("H", "?")
         out.append(f"#### Head dim {d} (B 1, {h} heads, f32)\n\n" + table(
             ["mask", "S", "tiles computed", "fwd ms", "fwd+bwd ms", "eff. GFLOP/s", "vs dense", "vs PyTorch",
              "block mask fwd+bwd ms", "goal (0.8 / tiles)"], body))
     d0 = min(k[0] for k in order)
     mem = []
     for s in sorted({k[2] for k in order if k[0] == d0}):
-        c = [k for k in order if k[0] == d0 and k[2] == s]
-        e = res[c[0]]
+        e = res[next(k for k in order if k[0] == d0 and k[2] == s)]
         mb = lambda impl: fmt(e[impl]["peak_mb"]["fwd_bwd"]) if impl in e and "peak_mb" in e[impl] else "—"
         mem.append([_k(s), mb("flashmask"), mb("block_mask"), mb("dense"), mb("pytorch"),
                     e["flashmask"].get("mask_bytes", "—") if "flashmask" in e else "—"])
