@@ -5,6 +5,8 @@
 #define PD_PT_H
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "pd/pd.h"
 
 static int pt_fails, pt_checks;
@@ -45,6 +47,22 @@ static inline double pt_at(struct pd_tensor *t, int64_t i)
 {
     if (!t) return NAN;
     return pd_tensor_ndim(t) == 0 ? pd_item(t) : pd_get(t, &i);
+}
+
+/* Both NULL, or the same dtype, shape and bytes (bit-identical values). */
+static inline int pt_same_bits(struct pd_tensor *a, struct pd_tensor *b)
+{
+    if (!a || !b) return a == b;
+    if (pd_tensor_dtype(a) != pd_tensor_dtype(b) || pd_tensor_ndim(a) != pd_tensor_ndim(b)) return 0;
+    for (int d = 0; d < pd_tensor_ndim(a); d++)
+        if (pd_tensor_shape(a)[d] != pd_tensor_shape(b)[d]) return 0;
+    size_t n = (size_t)pd_tensor_numel(a) * pd_dtype_size(pd_tensor_dtype(a));
+    char *x = malloc(n + 1), *y = malloc(n + 1);
+    int same = x && y && !pd_to_buffer(a, x, pd_tensor_dtype(a)) && !pd_to_buffer(b, y, pd_tensor_dtype(b)) &&
+               !memcmp(x, y, n);
+    free(x);
+    free(y);
+    return same;
 }
 
 #define PT_DONE()                                                                         \

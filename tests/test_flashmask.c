@@ -77,21 +77,6 @@ static struct pd_tensor *idx_from(const int32_t *x, int64_t B, int64_t Hm, int64
     return pd_from_buffer(x, s, 4, PD_I32);
 }
 
-/* Bit-identical contents (same dtype and shape). */
-static int same_bits(struct pd_tensor *a, struct pd_tensor *b)
-{
-    if (!a || !b) return a == b;
-    if (pd_tensor_dtype(a) != pd_tensor_dtype(b) || pd_tensor_numel(a) != pd_tensor_numel(b)) return 0;
-    size_t n = (size_t)pd_tensor_numel(a) * pd_dtype_size(pd_tensor_dtype(a));
-    char *x = malloc(n + 1), *y = malloc(n + 1);
-    pd_to_buffer(a, x, pd_tensor_dtype(a));
-    pd_to_buffer(b, y, pd_tensor_dtype(b));
-    int same = !memcmp(x, y, n);
-    free(x);
-    free(y);
-    return same;
-}
-
 /* ---- the problem and the reference ------------------------------------ */
 struct fm_case {
     char name[96];
@@ -269,7 +254,7 @@ static int run_op(const struct fm_case *c, struct pd_tensor *q, struct pd_tensor
     pd_generator_set_state(g, r->seed, r->offset);
     struct pd_tensor *lse2, *y = call(c, q, k, v, composed ? &lse2 : NULL);
     if (!y) return -1;
-    if (!same_bits(y, r->out)) {
+    if (!pt_same_bits(y, r->out)) {
         printf("%s: the forward with grad differs from the one without\n", c->name);
         return -1;
     }
@@ -618,7 +603,7 @@ static int runs_identical(const char *what, struct fm_run *a, struct fm_run *b)
     struct pd_tensor *x[5] = {a->out, a->lse, a->dq, a->dk, a->dv}, *y[5] = {b->out, b->lse, b->dq, b->dk, b->dv};
     int ok = 1;
     for (int i = 0; i < 5; i++)
-        if (!same_bits(x[i], y[i])) {
+        if (!pt_same_bits(x[i], y[i])) {
             printf("%s: %s differs\n", what, names[i]);
             ok = 0;
         }
@@ -1010,16 +995,16 @@ static void test_dropout(void)
     struct pd_tensor *y2 = call(&c, q, k, v, NULL);
     pd_manual_seed(6);
     struct pd_tensor *y4 = call(&c, q, k, v, NULL);
-    PT_CHECK(y1 && same_bits(y1, y2));  /* same seed, same mask */
-    PT_CHECK(y3 && !same_bits(y1, y3)); /* the generator moved on */
-    PT_CHECK(y4 && !same_bits(y1, y4)); /* another seed */
+    PT_CHECK(y1 && pt_same_bits(y1, y2));  /* same seed, same mask */
+    PT_CHECK(y3 && !pt_same_bits(y1, y3)); /* the generator moved on */
+    PT_CHECK(y4 && !pt_same_bits(y1, y4)); /* another seed */
     /* p = 0 draws nothing: the result does not depend on the generator */
     struct fm_case c0 = c;
     c0.dropout = 0;
     struct pd_tensor *z1 = call(&c0, q, k, v, NULL);
     pd_manual_seed(77);
     struct pd_tensor *z2 = call(&c0, q, k, v, NULL);
-    PT_CHECK(z1 && same_bits(z1, z2));
+    PT_CHECK(z1 && pt_same_bits(z1, z2));
     /* the CPU kernel (f32) against the reference kernel (f64), same state */
     struct pd_generator *g = pd_default_generator();
     uint64_t seed, offset;
