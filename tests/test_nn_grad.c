@@ -333,17 +333,15 @@ static void test_fused_norm_backward(void)
     struct pd_tensor *x2 = pd_requires_grad_(pd_randn(s23, 2, PD_F32, NULL), 1);
     struct pd_tensor *in[3] = {x2, pd_randn(s32, 2, PD_F32, NULL), pd_ones(&three, 1, PD_F32)}, *out[3];
     struct pdi_call call = {.op = PD_OP_norm_backward, .n_in = 3, .n_out = 2, .in = in, .out = out};
-    call.a.i[0] = 1;
-    call.a.i[1] = 1;
-    call.a.f[0] = 1e-5;
+    call.a.norm_backward = (struct pdi_attrs_norm_backward){.n_norm_axes = 1, .eps = 1e-5, .has_w = 1};
     PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "must have x's shape"));
     in[1] = pd_randn(s23, 2, PD_F64, NULL);
     PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "must have x's shape and dtype"));
     in[1] = pd_randn(s23, 2, PD_F32, NULL);
-    call.a.i[2] = 1; /* a bias with centre = 0 */
+    call.a.norm_backward.has_b = 1; /* a bias with centre = 0 */
     call.n_out = 3;
     PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "centre"));
-    call.a.i[3] = 1;
+    call.a.norm_backward.centre = 1;
     call.n_out = 2; /* dx, dw, db expected */
     PT_CHECK(pdi_dispatch(&call) != 0 && strstr(pd_last_error(), "3 outputs"));
     call.n_out = 3;

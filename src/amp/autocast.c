@@ -12,8 +12,8 @@
  *
  * Ownership: the cast tensors belong to the current scope; outside every
  * scope the hook releases them after the call (the op's GradNode keeps what
- * it saved). Policies are one global byte per op, built from the name lists
- * below on first use.
+ * it saved). Policies are one global byte per op, initialised from the op
+ * table's amp column on first use (pd_autocast_set_op_policy overrides).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,34 +22,14 @@
 #include "core/internal.h"
 #include "pd/amp.h"
 
-static const char *lower_ops[] = {"matmul", "conv2d", "sdpa", "flashmask"};
-static const char *f32_ops[] = {"softmax", "log_softmax", "nll_loss", "layer_norm", "rms_norm", "sum", "mean",
-                                "prod", "cumsum", "cumprod", "norm", "var", "std", "logsumexp", "exp", "expm1",
-                                "log", "log1p", "log2", "pow", "pow_scalar", "reciprocal", "rsqrt", "tan",
-                                "softplus"};
-
 static unsigned char policy[PD_OP_COUNT];
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
 static PDI_TLS int ac_dtype = -1;
 
-static int op_index(const char *name)
-{
-    for (int i = 0; i < PD_OP_COUNT; i++)
-        if (!strcmp(pdi_ops[i].name, name)) return i;
-    return -1;
-}
-
+/* The defaults are the op table's amp column. */
 void pd_autocast_reset_policies(void)
 {
-    memset(policy, PD_AUTOCAST_FOLLOW, sizeof policy);
-    for (size_t i = 0; i < sizeof lower_ops / sizeof *lower_ops; i++) {
-        int k = op_index(lower_ops[i]);
-        if (k >= 0) policy[k] = PD_AUTOCAST_LOWER; /* sdpa may not be in the table yet */
-    }
-    for (size_t i = 0; i < sizeof f32_ops / sizeof *f32_ops; i++) {
-        int k = op_index(f32_ops[i]);
-        if (k >= 0) policy[k] = PD_AUTOCAST_F32;
-    }
+    for (int i = 0; i < PD_OP_COUNT; i++) policy[i] = (unsigned char)pdi_ops[i].amp;
 }
 
 static void policy_init(void) { pd_autocast_reset_policies(); }
@@ -60,7 +40,7 @@ int pd_autocast_set_op_policy(const char *op, enum pd_autocast_policy p)
     if (!op) return pdi_errorf(PD_ERR_NULL, "autocast_set_op_policy: NULL op name");
     if ((unsigned)p >= PD_AUTOCAST_POLICY_COUNT)
         return pdi_errorf(PD_ERR_INVALID, "autocast_set_op_policy: invalid policy %d", (int)p);
-    int k = op_index(op);
+    int k = pdi_op_lookup(op);
     if (k < 0) return pdi_errorf(PD_ERR_INVALID, "autocast_set_op_policy: unknown op '%s'", op);
     policy[k] = (unsigned char)p;
     return PD_OK;
@@ -69,7 +49,7 @@ int pd_autocast_set_op_policy(const char *op, enum pd_autocast_policy p)
 int pd_autocast_get_op_policy(const char *op)
 {
     pthread_once(&policy_once, policy_init);
-    int k = op ? op_index(op) : -1;
+    int k = op ? pdi_op_lookup(op) : -1;
     if (k < 0) return pdi_errorf(PD_ERR_INVALID, "autocast_get_op_policy: unknown op '%s'", op ? op : "(null)");
     return policy[k];
 }

@@ -114,15 +114,8 @@ typedef void (*pdi_iter_fn)(char **ptrs, const int64_t *inner_strides_bytes, int
 void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int ndim, pdi_iter_fn fn, void *ctx);
 
 /* ---- attributes ------------------------------------------------------ */
-/* One plain struct for every op (copied into GradNodes and, later, IR
- * nodes). Each op documents which slots it uses in ops.def. */
-#define PDI_MAX_ATTR_INTS 24
-struct pdi_attrs {
-    int64_t i[8];
-    double f[4];
-    int64_t v[PDI_MAX_ATTR_INTS]; /* axis lists, shapes, paddings */
-    int nv;
-};
+/* Typed per-op attribute sets generated from the op table (core/attrs.h). */
+#include "core/attrs.h"
 
 /* ---- the op table ---------------------------------------------------- */
 enum pdi_kind {
@@ -136,7 +129,7 @@ enum pdi_kind {
 };
 
 enum pd_op {
-#define PD_OP(name, kind, n_in, n_out, flags, infer, vjp) PD_OP_##name,
+#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) PD_OP_##name,
 #include "ops/ops.def"
 #undef PD_OP
     PD_OP_COUNT
@@ -149,6 +142,23 @@ enum pd_op {
 #define PDI_F_NO_SAVE_IN 4u  /* VJP does not read input values (only metas) */
 #define PDI_F_VARIADIC 8u    /* n_in / n_out given by the call */
 #define PDI_F_KEY_IN1 16u    /* kernels keyed by input 1's dtype (input 0 is a cond/ids) */
+#define PDI_F_CREATION 32u   /* makes a tensor from attributes alone (zeros, arange, ...) */
+#define PDI_F_RANDOM 64u     /* draws from the Philox stream named by its attributes */
+#define PDI_F_INPLACE 128u   /* writes into input tensors (copy_, fill_, optimizer updates) */
+#define PDI_F_COMMUTATIVE 256u /* f(a, b) == f(b, a) */
+
+/* Dtype classes (the op table's dtypes column): masks of 1u << dtype. */
+#define PDI_DT_FLOATS ((1u << PD_F32) | (1u << PD_F64) | (1u << PD_F16) | (1u << PD_BF16))
+#define PDI_DT_INTS ((1u << PD_I8) | (1u << PD_U8) | (1u << PD_I16) | (1u << PD_I32) | (1u << PD_I64))
+#define PDI_DT_ALL (PDI_DT_FLOATS | PDI_DT_INTS | (1u << PD_BOOL))
+#define PDI_DTC_DT_NONE 0u
+#define PDI_DTC_DT_FLOAT PDI_DT_FLOATS
+#define PDI_DTC_DT_INT PDI_DT_INTS
+#define PDI_DTC_DT_NUMERIC (PDI_DT_FLOATS | PDI_DT_INTS)
+#define PDI_DTC_DT_ALL PDI_DT_ALL
+
+/* Identity element of a reduction or of a binary combine. */
+enum pdi_ident { PDI_ID_NONE, PDI_ID_ZERO, PDI_ID_ONE, PDI_ID_NEG_INF, PDI_ID_POS_INF, PDI_ID_TRUE, PDI_ID_FALSE };
 
 struct pdi_meta {
     enum pd_dtype dtype;
@@ -177,6 +187,17 @@ struct pdi_call {
 
 struct pdi_node;
 typedef int (*pdi_infer_fn)(struct pdi_call *c);
+/* SPMD rule (DESIGN §6). PDI_SPMD_BY_KIND (pdi_spmd_by_kind) stands for
+ * the generic rule of the op's kind; the signature is fixed when the
+ * distribute stage lands. */
+typedef int (*pdi_spmd_fn)(struct pdi_call *c, void *plan);
+#define PDI_SPMD_BY_KIND pdi_spmd_by_kind
+/* Decomposition of a composite op: fill out[0..c->n_out-1] with new tensors
+ * computed from c->in and c->a by primitive public ops (so through the
+ * dispatcher, differentiable). Returns status. PDI_NO_DECOMP
+ * (pdi_decomp_absent) marks a primitive: see pdi_op_has_decomp. */
+typedef int (*pdi_decomp_fn)(const struct pdi_call *c, struct pd_tensor **out);
+#define PDI_NO_DECOMP pdi_decomp_absent
 /* gout[n_out] are never NULL (zeros are filled in); write gin[i] for each
  * input with pdi_node_needs(n, i) (leave NULL otherwise). Returns status. */
 typedef int (*pdi_vjp_fn)(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin);
@@ -186,16 +207,42 @@ struct pdi_opdef {
     enum pdi_kind kind;
     int n_in, n_out;
     unsigned flags;
+    enum pdi_attrset attrs;
+    int amp;            /* enum pd_autocast_policy */
+    unsigned dtypes;    /* mask of 1u << dtype */
+    enum pdi_ident ident;
     pdi_infer_fn infer;
     pdi_vjp_fn vjp;
+    pdi_spmd_fn spmd;
+    pdi_decomp_fn decomp;
 };
 extern const struct pdi_opdef pdi_ops[PD_OP_COUNT];
 
+/* ---- attribute descriptors (src/ops/attrs.c) -------------------------- */
+/* The fields of op's attribute set, in declaration order (n may be 0). */
+const struct pdi_attr_desc *pdi_op_attrs(enum pd_op op, int *n);
+/* The op whose name is name, or -1. */
+int pdi_op_lookup(const char *name);
+/* Every field of op's set to its default. */
+void pdi_attrs_default(enum pd_op op, struct pdi_attrs *a);
+/* Type-level checks (bool 0/1, a valid dtype, list length); status. */
+int pdi_attrs_validate(enum pd_op op, const struct pdi_attrs *a);
+/* "rms_norm(n_norm_axes=1, eps=1e-06)" into buf; returns buf. */
+const char *pdi_attrs_format(enum pd_op op, const struct pdi_attrs *a, char *buf, size_t n);
+/* JSON object of op's attributes (cJSON *, owned by the caller) and back:
+ * missing keys take their default, unknown keys and wrong types are errors. */
+void *pdi_attrs_to_json(enum pd_op op, const struct pdi_attrs *a);
+int pdi_attrs_from_json(enum pd_op op, const void *json, struct pdi_attrs *a);
+
 /* Declarations of every infer and vjp function named in ops.def. */
-#define PD_OP(name, kind, n_in, n_out, flags, infer, vjp) int infer(struct pdi_call *); \
-    int vjp(struct pdi_node *, struct pd_tensor *const *, struct pd_tensor **);
+#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) \
+    int infer(struct pdi_call *); \
+    int vjp(struct pdi_node *, struct pd_tensor *const *, struct pd_tensor **); \
+    int spmd(struct pdi_call *, void *); \
+    int decomp(const struct pdi_call *, struct pd_tensor **);
 #include "ops/ops.def"
 #undef PD_OP
+static inline int pdi_op_has_decomp(enum pd_op op) { return pdi_ops[op].decomp != PDI_NO_DECOMP; }
 
 /* ---- kernels --------------------------------------------------------- */
 enum pdi_backend { PDI_BACKEND_REF = 0, PDI_BACKEND_CPU = 1, PDI_BACKEND_COUNT };
@@ -215,9 +262,6 @@ void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, p
 void pdi_kernel_register_mask(enum pdi_backend be, enum pd_op op, unsigned dtype_mask, pdi_kernel_fn fn);
 pdi_kernel_fn pdi_kernel_lookup(enum pdi_backend be, enum pd_op op, enum pd_dtype dt);
 void pdi_kernels_init(void); /* idempotent, thread-safe */
-#define PDI_DT_FLOATS ((1u << PD_F32) | (1u << PD_F64) | (1u << PD_F16) | (1u << PD_BF16))
-#define PDI_DT_INTS ((1u << PD_I8) | (1u << PD_U8) | (1u << PD_I16) | (1u << PD_I32) | (1u << PD_I64))
-#define PDI_DT_ALL (PDI_DT_FLOATS | PDI_DT_INTS | (1u << PD_BOOL))
 
 /* Kernel families: each file defines pdi_register_<family>(void).
  * The list lives in src/kernels/families.def. */

@@ -16,13 +16,33 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "pd/amp.h"
 
+#define AMP_FOLLOW PD_AUTOCAST_FOLLOW
+#define AMP_LOWER PD_AUTOCAST_LOWER
+#define AMP_F32 PD_AUTOCAST_F32
 const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
-#define PD_OP(name, kind, n_in, n_out, flags, infer, vjp) \
-    [PD_OP_##name] = {#name, PDI_KIND_##kind, n_in, n_out, flags, infer, vjp},
+#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp)        \
+    [PD_OP_##name] = {#name, PDI_KIND_##kind, n_in, n_out, flags, PDI_AS_##attrs, amp, PDI_DTC_##dtypes, \
+                      PDI_##ident, infer, vjp, spmd, decomp},
 #include "ops/ops.def"
 #undef PD_OP
 };
+#undef AMP_FOLLOW
+#undef AMP_LOWER
+#undef AMP_F32
+
+int pdi_spmd_by_kind(struct pdi_call *c, void *plan)
+{
+    PDI_UNUSED(plan);
+    return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no SPMD rule yet (generic by kind)", pdi_ops[c->op].name);
+}
+
+int pdi_decomp_absent(const struct pdi_call *c, struct pd_tensor **out)
+{
+    PDI_UNUSED(out);
+    return pdi_errorf(PD_ERR_UNSUPPORTED, "%s is a primitive: it has no decomposition", pdi_ops[c->op].name);
+}
 
 int pdi_vjp_none(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
 {

@@ -90,7 +90,8 @@ int pdi_infer_nll_loss(struct pdi_call *c)
 }
 
 /* Checks shared by the norms and norm_backward: x floating, n_norm_axes
- * (i0) and eps (f0) in range, and each parameter p[i] (weight first when
+ * and eps in range (read through the norm set: norm_backward's set starts
+ * with the same fields), and each parameter p[i] (weight first when
  * has_w, then bias) of x's dtype and the normalised (trailing) shape. */
 static int check_norm(const struct pdi_call *c, const struct pd_tensor *x, struct pd_tensor *const *p, int np,
                       int has_w)
@@ -99,11 +100,11 @@ static int check_norm(const struct pdi_call *c, const struct pd_tensor *x, struc
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF], b2[PDI_SHAPE_BUF];
     if (!pd_dtype_is_float(x->dtype))
         return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
-    int64_t k = c->a.i[0];
+    int64_t k = c->a.norm.n_norm_axes;
     if (k < 1 || k > x->ndim)
         return pdi_errorf(PD_ERR_INVALID, "%s: n_norm_axes %lld out of range [1, %d] for x of shape %s", op,
                           (long long)k, x->ndim, pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
-    if (!(c->a.f[0] >= 0)) return pdi_errorf(PD_ERR_INVALID, "%s: eps must be >= 0, got %g", op, c->a.f[0]);
+    if (!(c->a.norm.eps >= 0)) return pdi_errorf(PD_ERR_INVALID, "%s: eps must be >= 0, got %g", op, c->a.norm.eps);
     const int64_t *nshape = x->shape + (x->ndim - k);
     for (int i = 0; i < np; i++) {
         const struct pd_tensor *t = p[i];
@@ -125,7 +126,7 @@ static int check_norm(const struct pdi_call *c, const struct pd_tensor *x, struc
 int pdi_infer_norm(struct pdi_call *c)
 {
     const char *op = pdi_ops[c->op].name;
-    int has_w = c->a.i[1] != 0, has_b = c->op == PD_OP_layer_norm && c->a.i[2] != 0;
+    int has_w = c->a.norm.has_w != 0, has_b = c->op == PD_OP_layer_norm && c->a.norm.has_b != 0;
     if (c->n_in != 1 + has_w + has_b)
         return pdi_errorf(PD_ERR_INVALID, "%s: expected %d inputs (x%s%s), got %d", op, 1 + has_w + has_b,
                           has_w ? ", weight" : "", has_b ? ", bias" : "", c->n_in);
@@ -142,7 +143,7 @@ int pdi_infer_norm(struct pdi_call *c)
 /* norm_backward: x, g, [w] -> dx, [dw], [db] (see ops_nn.def). */
 int pdi_infer_norm_backward(struct pdi_call *c)
 {
-    int64_t has_w = c->a.i[1], has_b = c->a.i[2], centre = c->a.i[3];
+    int64_t has_w = c->a.norm_backward.has_w, has_b = c->a.norm_backward.has_b, centre = c->a.norm_backward.centre;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
     if ((has_w | has_b | centre) & ~(int64_t)1)
         return pdi_errorf(PD_ERR_INVALID, "norm_backward: has_w (%lld), has_b (%lld) and centre (%lld) must be 0 or 1",
@@ -161,7 +162,7 @@ int pdi_infer_norm_backward(struct pdi_call *c)
                           pdi_shape_str(g->shape, g->ndim, b0, sizeof b0), pd_dtype_name(g->dtype),
                           pdi_shape_str(x->shape, x->ndim, b1, sizeof b1), pd_dtype_name(x->dtype));
     pdi_meta_of(x, &c->meta[0]);
-    int k = (int)c->a.i[0];
+    int k = (int)c->a.norm_backward.n_norm_axes;
     for (int j = 1; j < c->n_out; j++) {
         struct pdi_meta *m = &c->meta[j];
         m->dtype = x->dtype;
@@ -274,18 +275,18 @@ static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
 {
     struct pd_tensor *x = pdi_node_in(n, 0);
     if (!x) return pd_last_status();
-    int has_w = n->a.i[1] != 0, has_b = centre && n->a.i[2] != 0;
+    int has_w = n->a.norm.has_w != 0, has_b = centre && n->a.norm.has_b != 0;
     struct pd_tensor *w = NULL;
     if (has_w && !(w = pdi_node_in(n, 1))) return pd_last_status();
     enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
-    int k = (int)n->a.i[0], nd = x->ndim, lead = nd - k;
+    int k = (int)n->a.norm.n_norm_axes, nd = x->ndim, lead = nd - k;
     int axes[PD_MAX_DIMS], lax[PD_MAX_DIMS];
     for (int i = 0; i < k; i++) axes[i] = lead + i;
     for (int i = 0; i < lead; i++) lax[i] = i;
 
     struct pd_tensor *xc = cast_to(x, ct), *gc = cast_to(g[0], ct);
     struct pd_tensor *xm = centre ? pd_sub(xc, pd_mean(xc, axes, k, 1)) : xc;
-    struct pd_tensor *rstd = pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xm), axes, k, 1), n->a.f[0]));
+    struct pd_tensor *rstd = pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xm), axes, k, 1), n->a.norm.eps));
     struct pd_tensor *xhat = pd_mul(xm, rstd);
     struct pd_tensor *gh = has_w ? pd_mul(gc, cast_to(w, ct)) : gc;
     if (pdi_node_needs(n, 0)) {
@@ -313,18 +314,15 @@ static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
  * cost one [M] accumulation, not a pass. */
 static int norm_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, int centre)
 {
-    int has_w = n->a.i[1] != 0, has_b = centre && n->a.i[2] != 0;
+    int has_w = n->a.norm.has_w != 0, has_b = centre && n->a.norm.has_b != 0;
     struct pd_tensor *in[3], *out[3];
     if (!(in[0] = pdi_node_in(n, 0))) return pd_last_status();
     if (!(in[1] = cast_to(g[0], in[0]->dtype))) return vjp_status(NULL);
     if (has_w && !(in[2] = pdi_node_in(n, 1))) return pd_last_status();
     struct pdi_call c = {.op = PD_OP_norm_backward, .n_in = 2 + has_w, .n_out = 1 + has_w + has_b, .in = in,
                          .out = out};
-    c.a.i[0] = n->a.i[0];
-    c.a.i[1] = has_w;
-    c.a.i[2] = has_b;
-    c.a.i[3] = centre;
-    c.a.f[0] = n->a.f[0];
+    c.a.norm_backward = (struct pdi_attrs_norm_backward){.n_norm_axes = n->a.norm.n_norm_axes, .eps = n->a.norm.eps,
+                                                         .has_w = has_w, .has_b = has_b, .centre = centre};
     int rc = pdi_dispatch(&c);
     if (rc) return rc;
     for (int i = 0; i < c.n_out; i++)
@@ -488,7 +486,7 @@ static struct pd_tensor *norm_call(enum pd_op op, struct pd_tensor *x, int n_nor
     /* Mixed precision (bf16 x, f32 weight) is accepted: parameters follow x. */
     if (w) in[n++] = pd_dtype_is_float(w->dtype) ? cast_to(w, x->dtype) : w;
     if (b) in[n++] = pd_dtype_is_float(b->dtype) ? cast_to(b, x->dtype) : b;
-    struct pdi_attrs a = {.i = {n_norm_axes, w != NULL, b != NULL}, .f = {eps}};
+    struct pdi_attrs a = {.norm = {.n_norm_axes = n_norm_axes, .eps = eps, .has_w = w != NULL, .has_b = b != NULL}};
     return pdi_calln(op, in, n, &a);
 }
 

@@ -86,11 +86,8 @@ static struct pd_tensor *norm_bwd(struct pd_tensor **in, int k, int centre, int 
     struct pd_tensor *out[3], *flat[3];
     struct pdi_call c = {.op = PD_OP_norm_backward, .n_in = 2 + has_w, .n_out = 1 + has_w + has_b, .in = in,
                          .out = out};
-    c.a.i[0] = k;
-    c.a.i[1] = has_w;
-    c.a.i[2] = has_b;
-    c.a.i[3] = centre;
-    c.a.f[0] = eps;
+    c.a.norm_backward =
+        (struct pdi_attrs_norm_backward){.n_norm_axes = k, .eps = eps, .has_w = has_w, .has_b = has_b, .centre = centre};
     if (pdi_dispatch(&c)) return NULL;
     for (int i = 0; i < c.n_out; i++) flat[i] = pd_flatten(out[i], 0, -1);
     return pd_concat(flat, c.n_out, 0);

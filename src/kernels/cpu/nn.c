@@ -559,8 +559,8 @@ static int cpu_norm(const struct pdi_kcall *k)
     const struct pd_kview *y = &k->out[0];
     struct pd_kview x = k->in[0];
     int centre = k->op == PD_OP_layer_norm;
-    int has_w = k->a->i[1] != 0, has_b = centre && k->a->i[2] != 0;
-    int nk = (int)k->a->i[0], lead = x.ndim - nk;
+    int has_w = k->a->norm.has_w != 0, has_b = centre && k->a->norm.has_b != 0;
+    int nk = (int)k->a->norm.n_norm_axes, lead = x.ndim - nk;
     int64_t M = 1;
     for (int d = lead; d < x.ndim; d++) M *= x.shape[d];
     int64_t rows = pdi_numel(x.shape, lead);
@@ -570,7 +570,7 @@ static int cpu_norm(const struct pdi_kcall *k)
     if (norm_row_layout(&x, lead, rows * M, pdi_ops[k->op].name, &xs, &copy)) return PD_ERR_NOMEM;
     enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
     struct norm_ctx c = {param_buf(has_w ? &k->in[1] : NULL, M, ct, 1),
-                         param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->f[0], centre};
+                         param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->norm.eps, centre};
     int rc;
     if (!c.w || (has_b && !c.b)) {
         rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_ops[k->op].name);
@@ -661,10 +661,10 @@ static void nb_reduce(const double *part, int64_t nch, int64_t M, const struct p
 
 static int cpu_norm_backward(const struct pdi_kcall *k)
 {
-    int has_w = k->a->i[1] != 0, has_b = k->a->i[2] != 0;
-    struct nb_job J = {.x = k->in[0], .g = k->in[1], .dx = &k->out[0], .centre = k->a->i[3] != 0,
-                       .eps = k->a->f[0]};
-    J.lead = J.x.ndim - (int)k->a->i[0];
+    const struct pdi_attrs_norm_backward *a = &k->a->norm_backward;
+    int has_w = a->has_w != 0, has_b = a->has_b != 0;
+    struct nb_job J = {.x = k->in[0], .g = k->in[1], .dx = &k->out[0], .centre = a->centre != 0, .eps = a->eps};
+    J.lead = J.x.ndim - (int)a->n_norm_axes;
     J.M = pdi_numel(J.x.shape + J.lead, J.x.ndim - J.lead);
     J.rows = pdi_numel(J.x.shape, J.lead);
     J.ct = J.x.dtype == PD_F64 ? PD_F64 : PD_F32;

@@ -108,11 +108,11 @@ static int ref_norm(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int centre = k->op == PD_OP_layer_norm;
-    int has_w = k->a->i[1] != 0, has_b = centre && k->a->i[2] != 0;
+    int has_w = k->a->norm.has_w != 0, has_b = centre && k->a->norm.has_b != 0;
     const struct pd_kview *w = has_w ? &k->in[1] : NULL, *b = has_b ? &k->in[1 + has_w] : NULL;
-    double eps = k->a->f[0];
+    double eps = k->a->norm.eps;
     int64_t M = 1;
-    for (int d = x->ndim - (int)k->a->i[0]; d < x->ndim; d++) M *= x->shape[d];
+    for (int d = x->ndim - (int)k->a->norm.n_norm_axes; d < x->ndim; d++) M *= x->shape[d];
     int64_t rows = M ? pdi_kview_numel(x) / M : 0;
     for (int64_t r = 0; r < rows; r++) {
         double mean, rstd;
@@ -135,12 +135,13 @@ static int ref_norm(const struct pdi_kcall *k)
 static int ref_norm_backward(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *g = &k->in[1], *dx = &k->out[0];
-    int centre = k->a->i[3] != 0, has_w = k->a->i[1] != 0, has_b = k->a->i[2] != 0;
+    const struct pdi_attrs_norm_backward *a = &k->a->norm_backward;
+    int centre = a->centre != 0, has_w = a->has_w != 0, has_b = a->has_b != 0;
     const struct pd_kview *w = has_w ? &k->in[2] : NULL;
     const struct pd_kview *dw = has_w ? &k->out[1] : NULL, *db = has_b ? &k->out[1 + has_w] : NULL;
-    double eps = k->a->f[0];
+    double eps = a->eps;
     int64_t M = 1;
-    for (int d = x->ndim - (int)k->a->i[0]; d < x->ndim; d++) M *= x->shape[d];
+    for (int d = x->ndim - (int)a->n_norm_axes; d < x->ndim; d++) M *= x->shape[d];
     int64_t rows = M ? pdi_kview_numel(x) / M : 0;
     double *acc = calloc((size_t)(2 * M) + 1, sizeof *acc); /* dw sums, then db sums */
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward)");

@@ -1,0 +1,75 @@
+/* paddle.c — typed op attributes, generated from the op table.
+ *
+ * Every attribute set declared in src/ops/ops.def with PD_ATTRS becomes a
+ * struct pdi_attrs_<set> and a member <set> of the anonymous union in struct
+ * pdi_attrs, so code reads c->a.norm.eps. The same declaration yields a
+ * descriptor per field (name, type, offset, default, doc) from which
+ * defaults, validation, printing and JSON read/write are generic
+ * (src/ops/attrs.c). struct pdi_attrs stays a plain value: it is copied
+ * into GradNodes and, later, IR nodes.
+ */
+#ifndef PD_CORE_ATTRS_H
+#define PD_CORE_ATTRS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd/pd.h"
+
+/* A list attribute (axes, shapes, paddings). */
+#define PDI_MAX_ATTR_INTS 16
+struct pdi_ints {
+    int64_t n;
+    int64_t v[PDI_MAX_ATTR_INTS];
+};
+
+enum pdi_attr_type { PDI_AT_I64, PDI_AT_F64, PDI_AT_BOOL, PDI_AT_DTYPE, PDI_AT_INTS };
+
+#define PDI_ACT_I64 int64_t
+#define PDI_ACT_F64 double
+#define PDI_ACT_BOOL int64_t
+#define PDI_ACT_DTYPE int64_t
+#define PDI_ACT_INTS struct pdi_ints
+
+/* The sets: struct pdi_attrs_<set> { fields }. */
+struct pdi_attrs_none {
+    char unused_;
+};
+#define PD_A(type, field, def, doc) PDI_ACT_##type field;
+#define PD_ATTRS(set, fields) struct pdi_attrs_##set { fields };
+#include "ops/ops.def"
+#undef PD_ATTRS
+#undef PD_A
+
+enum pdi_attrset {
+    PDI_AS_none = 0,
+#define PD_ATTRS(set, fields) PDI_AS_##set,
+#include "ops/ops.def"
+#undef PD_ATTRS
+    PDI_AS_COUNT
+};
+
+struct pdi_attrs {
+    union {
+        struct pdi_attrs_none none;
+#define PD_ATTRS(set, fields) struct pdi_attrs_##set set;
+#include "ops/ops.def"
+#undef PD_ATTRS
+    };
+    /* Untyped slots of the families not yet moved to typed sets. */
+    int64_t i[8];
+    double f[4];
+    int64_t v[24];
+    int nv;
+};
+
+struct pdi_attr_desc {
+    const char *name;
+    enum pdi_attr_type type;
+    size_t offset; /* in struct pdi_attrs */
+    int64_t def_i; /* I64, BOOL, DTYPE */
+    double def_f;  /* F64 */
+    const char *doc;
+};
+
+#endif
