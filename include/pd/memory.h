@@ -1,5 +1,14 @@
-/* paddle.c — allocator statistics, a PyTorch-like summary table and region
- * recording.
+/* paddle.c — allocators as plug-ins, allocator statistics, a PyTorch-like
+ * summary table and region recording.
+ *
+ * Every storage's bytes come from an allocator (struct pd_allocator below)
+ * and go back to the same one: a storage records the allocator that made
+ * it, so replacing the process default never sends a block to the wrong
+ * free. The built-in caching allocator (pd_allocator_host) is the default;
+ * pd_memory_stats, pd_memory_summary, the record regions and
+ * pd_memory_empty_cache describe that allocator. Kernel scratch (packed
+ * panels, workspaces, partial sums) comes from the allocator of the call,
+ * so it is counted too.
  *
  * Sizes are counted after rounding to the allocator's size classes (what the
  * memory actually costs), except requested_bytes (what callers asked for).
@@ -14,6 +23,7 @@
  */
 #ifndef PD_MEMORY_H
 #define PD_MEMORY_H
+#include <stddef.h>
 #include <stdint.h>
 #ifdef __cplusplus
 extern "C" {
@@ -66,6 +76,46 @@ int pd_memory_record_begin(void);
 /* Close the innermost region and fill *out (may be NULL). Returns PD_OK or a
  * negative status when no region is open. */
 int pd_memory_record_end(struct pd_memory_record *out);
+/* ---- allocators as plug-ins ------------------------------------------ */
+/* A versioned table of functions, as sqlite's VFS: abi_version says which
+ * slots the struct has (later versions only append slots); required slots
+ * must be set, optional ones may be NULL. The struct (and ctx) must outlive
+ * every block it handed out, and every slot must be thread-safe: kernels
+ * ask for scratch from worker threads. */
+#define PD_ALLOCATOR_ABI 1
+struct pd_allocator {
+    uint32_t abi_version; /* PD_ALLOCATOR_ABI when the struct was compiled */
+    const char *name;     /* for messages ("host-caching", "counting", ...) */
+    void *ctx;            /* passed to every slot */
+    /* required: a block of at least nbytes (nbytes may be 0), 64-byte
+     * aligned (kernels use aligned vector loads), or NULL when out of memory. */
+    void *(*alloc)(void *ctx, size_t nbytes);
+    /* required: p (never NULL) with the nbytes it was allocated with. */
+    void (*free)(void *ctx, void *p, size_t nbytes);
+    /* optional: statistics in the vocabulary above (fields it does not
+     * keep are 0); returns 0 or a negative status. */
+    int (*stats)(void *ctx, struct pd_memory_stats *out);
+    /* optional: as pd_memory_reset_peak / pd_memory_empty_cache. */
+    void (*reset_peak)(void *ctx);
+    void (*empty_cache)(void *ctx);
+};
+struct pd_tensor;
+
+/* The built-in caching allocator (the one pd_memory_stats describes). */
+const struct pd_allocator *pd_allocator_host(void);
+/* The allocator new storages come from when their backend names none. */
+const struct pd_allocator *pd_allocator_default(void);
+/* Replace the process-wide default (NULL: back to pd_allocator_host()).
+ * Storages made before keep freeing through the allocator that made them.
+ * PD_ERR_INVALID (and nothing changes) for an abi_version this library
+ * cannot read or a missing required slot. */
+int pd_allocator_set_default(const struct pd_allocator *a);
+/* a's statistics through its stats slot; PD_ERR_UNSUPPORTED when it has
+ * none, PD_ERR_NULL for NULL arguments. */
+int pd_allocator_stats(const struct pd_allocator *a, struct pd_memory_stats *out);
+/* The allocator that made t's storage; NULL for a NULL tensor or a storage
+ * whose bytes the library does not own. */
+const struct pd_allocator *pd_tensor_allocator(const struct pd_tensor *t);
 #ifdef __cplusplus
 }
 #endif

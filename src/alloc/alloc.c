@@ -8,8 +8,10 @@
  * this every large output is a fresh mmap that page-faults on first touch
  * (measured: 88 ms for an add of 16M floats whose kernel takes 12 ms).
  * The cache is capped (PD_ALLOC_CACHE_MB, default 4096); pd_memory_empty_cache
- * returns it to the system. This is the default allocator of docs/design.md §3; the
- * VMM allocator will implement the same two functions and statistics.
+ * returns it to the system. This is the default allocator of docs/design.md §3,
+ * exposed as the plug-in struct pdi_host_allocator (pd_allocator_host());
+ * other allocators implement the same struct (include/pd/memory.h,
+ * src/alloc/allocator.c).
  *
  * Thread-safe: one mutex, taken once per alloc and once per free; every
  * counter is updated under it, so a snapshot is consistent (allocated +
@@ -242,3 +244,45 @@ int pd_memory_record_end(struct pd_memory_record *out)
     if (out) *out = o;
     return PD_OK;
 }
+
+/* ---- the caching allocator as a plug-in ------------------------------- */
+static void *host_alloc(void *ctx, size_t nbytes)
+{
+    PDI_UNUSED(ctx);
+    return pdi_alloc(nbytes);
+}
+
+static void host_free(void *ctx, void *p, size_t nbytes)
+{
+    PDI_UNUSED(ctx);
+    pdi_free(p, nbytes);
+}
+
+static int host_stats(void *ctx, struct pd_memory_stats *out)
+{
+    PDI_UNUSED(ctx);
+    pd_memory_stats(out);
+    return PD_OK;
+}
+
+static void host_reset_peak(void *ctx)
+{
+    PDI_UNUSED(ctx);
+    pd_memory_reset_peak();
+}
+
+static void host_empty_cache(void *ctx)
+{
+    PDI_UNUSED(ctx);
+    pd_memory_empty_cache();
+}
+
+const struct pd_allocator pdi_host_allocator = {
+    .abi_version = PD_ALLOCATOR_ABI,
+    .name = "host-caching",
+    .alloc = host_alloc,
+    .free = host_free,
+    .stats = host_stats,
+    .reset_peak = host_reset_peak,
+    .empty_cache = host_empty_cache,
+};

@@ -29,7 +29,12 @@ struct pdi_storage {
     void *data;
     size_t nbytes;
     uint64_t version; /* bumped by every in-place write; checked on saved tensors */
-    int external;     /* data not ours to free */
+    int external;     /* data not ours to free (alloc is NULL) */
+    /* The allocator that made data and frees it, whatever the default is by
+     * then; and the backend whose call made it (PDI_BACKEND_CPU for host
+     * code outside the dispatcher, -1 for external data). */
+    const struct pd_allocator *alloc;
+    int backend;
 };
 
 struct pdi_node;
@@ -68,8 +73,13 @@ struct pd_tensor {
 /* How a tensor drops its grad_fn: set by autograd (node.c) before the first
  * node exists, so that core/ never calls up into autograd/. */
 extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
-/* A tensor with a fresh contiguous storage (refcount 1, not in a scope). */
+/* A tensor with a fresh contiguous storage (refcount 1, not in a scope),
+ * made by the CPU backend from its allocator. */
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
+/* The same, made by `backend` with bytes from `alloc` (never NULL; see
+ * pdi_backend_allocator). */
+struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtype dt, int backend,
+                                    const struct pd_allocator *alloc);
 /* A new handle viewing base's storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
                                    int ndim, int64_t offset);
@@ -160,6 +170,34 @@ int pdi_attrs_from_json(enum pd_op op, const void *json, struct pdi_attrs *a);
 #include "ops/ops.def"
 #undef PD_OP
 static inline int pdi_op_has_decomp(enum pd_op op) { return pdi_ops[op].decomp != PDI_NO_DECOMP; }
+
+/* ---- kernel selection (src/core/backend.c) ---------------------------- */
+/* Rows 0..PDI_BACKEND_MAX-1: each backend's kernels as run when it is
+ * forced (its fallback's filling its gaps); row PDI_KERNEL_ROW_AUTO: the
+ * kernel of the highest-priority backend that has one, whose id is in
+ * pdi_kernel_owner. The dispatcher reads one entry per call. */
+#define PDI_KERNEL_ROW_AUTO PDI_BACKEND_MAX
+extern pdi_kernel_fn pdi_kernel_table[PDI_BACKEND_MAX + 1][PD_OP_COUNT][PD_DTYPE_COUNT];
+extern unsigned char pdi_kernel_owner[PD_OP_COUNT][PD_DTYPE_COUNT];
+extern const struct pd_allocator *pdi_backend_allocs[PDI_BACKEND_MAX]; /* NULL: the default */
+extern PDI_TLS int pdi_kernel_row; /* the forced backend, or PDI_KERNEL_ROW_AUTO */
+
+/* The kernel a call of op keyed by dt runs on this thread, and the backend
+ * that runs it (*backend), or NULL (see pdi_kernel_missing). */
+static inline pdi_kernel_fn pdi_kernel_find(enum pd_op op, enum pd_dtype dt, int *backend)
+{
+    int row = pdi_kernel_row;
+    *backend = row == PDI_KERNEL_ROW_AUTO ? pdi_kernel_owner[op][dt] : row;
+    return pdi_kernel_table[row][op][dt];
+}
+/* The allocator of the calls `backend` runs (never NULL). */
+static inline const struct pd_allocator *pdi_backend_allocator(int backend)
+{
+    const struct pd_allocator *a = pdi_backend_allocs[backend];
+    return a ? a : pdi_allocator_default();
+}
+/* Sets the error for a pdi_kernel_find that found nothing; returns status. */
+int pdi_kernel_missing(enum pd_op op, enum pd_dtype dt);
 
 /* ---- the dispatcher -------------------------------------------------- */
 /* Runs every stage; on success call->out[0..n_out-1] are new tensors in the

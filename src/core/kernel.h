@@ -118,33 +118,102 @@ const char *pdi_op_name(enum pd_op op);
 enum pdi_ident { PDI_ID_NONE, PDI_ID_ZERO, PDI_ID_ONE, PDI_ID_NEG_INF, PDI_ID_POS_INF, PDI_ID_TRUE, PDI_ID_FALSE };
 
 /* ---- kernels --------------------------------------------------------- */
-enum pdi_backend { PDI_BACKEND_REF = 0, PDI_BACKEND_CPU = 1, PDI_BACKEND_COUNT };
-
 struct pdi_kcall {
     enum pd_op op;
     int n_in, n_out;
     const struct pd_kview *in;
     const struct pd_kview *out;
     const struct pdi_attrs *a;
+    /* Set by the dispatcher: the allocator that made the outputs, which
+     * scratch comes from (pdi_kscratch), and the backend running the call.
+     * A kcall built elsewhere may leave them 0: scratch then comes from the
+     * process default. */
+    const struct pd_allocator *alloc;
+    int backend;
 };
 typedef int (*pdi_kernel_fn)(const struct pdi_kcall *k);
 
-/* dt is the dtype of input 0 (of output 0 for ops without inputs). */
-void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn);
-/* Register fn for every dtype in the mask (1u << dtype). */
-void pdi_kernel_register_mask(enum pdi_backend be, enum pd_op op, unsigned dtype_mask, pdi_kernel_fn fn);
-pdi_kernel_fn pdi_kernel_lookup(enum pdi_backend be, enum pd_op op, enum pd_dtype dt);
-void pdi_kernels_init(void); /* idempotent, thread-safe */
+/* Kernel scratch (workspaces, packed panels, partial sums, masks): from the
+ * call's allocator, so the memory statistics count it. 64-byte aligned;
+ * NULL with the error set when out of memory. Free with the same k and
+ * nbytes (any thread may allocate or free). Tiny fixed-size buffers stay on
+ * the stack. */
+void *pdi_kscratch(const struct pdi_kcall *k, size_t nbytes);
+void *pdi_kscratch_zero(const struct pdi_kcall *k, size_t nbytes); /* zero-filled */
+void pdi_kscratch_free(const struct pdi_kcall *k, void *p, size_t nbytes); /* NULL p: no-op */
 
-/* Kernel families: each file defines pdi_register_<family>(void).
+/* ---- backends (src/core/backend.c) ------------------------------------ */
+/* A backend is a versioned struct registered at run time (as sqlite's VFS
+ * and ggml's backends): a name, a priority, an allocator and a function
+ * that registers its kernels. Ids are small integers in registration order;
+ * the built-in backends register first and always get these ids. */
+enum pdi_backend { PDI_BACKEND_REF = 0, PDI_BACKEND_CPU = 1, PDI_BACKEND_COUNT /* built-ins */ };
+#define PDI_BACKEND_MAX 8 /* backends at once, built-ins included */
+#define PDI_BACKEND_ABI 1
+
+struct pdi_backend_def;
+/* Handed to register_kernels: the id to register under. */
+struct pdi_backend_reg {
+    int id;
+    const struct pdi_backend_def *def;
+};
+struct pdi_backend_def {
+    uint32_t abi_version; /* PDI_BACKEND_ABI when the struct was compiled */
+    const char *name;     /* unique: "ref", "cpu", ... */
+    /* Unforced calls run the kernel of the highest-priority backend that
+     * has one for the (op, dtype) (ties: the earlier registered). */
+    int priority;
+    /* Outputs and scratch of the calls it runs; NULL: the process default
+     * at the time of each allocation. */
+    const struct pd_allocator *allocator;
+    /* Required: registers the kernels (pdi_kernel_register*(r->id, ...),
+     * pdi_kernel_reuse). Called once, from pdi_backend_register. */
+    void (*register_kernels)(struct pdi_backend_reg *r);
+    /* ---- optional (NULL) ---- */
+    /* While it is forced, (op, dtype) it has no kernel for run this
+     * registered backend's kernel (its memory must be readable by it);
+     * NULL: such calls fail with a clear error. */
+    const char *fallback;
+    /* Wait for the work it queued (asynchronous devices); NULL: nothing to
+     * wait for. */
+    int (*synchronize)(void *ctx);
+    void *ctx;
+};
+/* Registers def (which must outlive the process's use of it) and its
+ * kernels; returns the new id, or a negative status (wrong abi_version, a
+ * missing required slot, a duplicate name, an unknown fallback, too many
+ * backends). Register before other threads dispatch ops: the kernel table
+ * is read without a lock. */
+int pdi_backend_register(const struct pdi_backend_def *def);
+int pdi_backend_count(void);
+const struct pdi_backend_def *pdi_backend_get(int id); /* NULL for an unknown id */
+int pdi_backend_find(const char *name);                /* id, or -1 */
+int pdi_backend_synchronize(int id);                   /* PD_OK when it has no slot */
+
+/* dt is the dtype of input 0 (of output 0 for ops without inputs). Kernels
+ * register under a backend id (PDI_BACKEND_CPU, or r->id). */
+void pdi_kernel_register(int backend, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn);
+/* Register fn for every dtype in the mask (1u << dtype). */
+void pdi_kernel_register_mask(int backend, enum pd_op op, unsigned dtype_mask, pdi_kernel_fn fn);
+/* Give `backend` the kernels that `from` registered for op, for the dtypes
+ * in the mask that `from` has (one line per op a backend borrows). */
+void pdi_kernel_reuse(int backend, int from, enum pd_op op, unsigned dtype_mask);
+/* The kernel `backend` itself registered (no fallback), or NULL. */
+pdi_kernel_fn pdi_kernel_lookup(int backend, enum pd_op op, enum pd_dtype dt);
+void pdi_kernels_init(void); /* registers the built-in backends; idempotent, thread-safe */
+
+/* Kernel families: each file defines pdi_register_<family>(void). Families
+ * named ref_* belong to the reference backend, every other one to CPU.
  * The list lives in src/kernels/families.def. */
 #define PDI_FAMILY(name) void pdi_register_##name(void);
 #include "kernels/families.def"
 #undef PDI_FAMILY
 
-/* Force the backend used by the dispatcher (tests compare REF and CPU).
- * -1 restores the default (CPU where registered, else REF). Thread-local. */
-void pdi_force_backend(int backend);
+/* Force the backend used by the dispatcher on this thread (tests compare
+ * REF and CPU). -1 restores the default choice by priority. Returns PD_OK,
+ * or PD_ERR_INVALID for an unknown id (the choice is then unchanged). */
+int pdi_force_backend(int backend);
+int pdi_forced_backend(void); /* -1 when none */
 
 /* ---- small element helpers shared by kernels ------------------------- */
 /* Integer element as int64 (bool reads 0/1; other dtypes read 0). */
@@ -221,8 +290,21 @@ int pdi_num_threads(void);
 /* Grain: below this many elements, elementwise kernels stay on one thread. */
 #define PDI_PAR_GRAIN 32768
 
-/* ---- allocator ------------------------------------------------------- */
-void *pdi_alloc(size_t nbytes);   /* 64-byte aligned, counted in stats */
+/* ---- allocators (src/alloc/) ---------------------------------------- */
+/* The caching allocator itself (pd_allocator_host): 64-byte aligned,
+ * counted in pd_memory_stats. Kernels take scratch with pdi_kscratch. */
+void *pdi_alloc(size_t nbytes);
 void pdi_free(void *p, size_t nbytes);
+extern const struct pd_allocator pdi_host_allocator;
+extern const struct pd_allocator *pdi_default_alloc; /* never NULL */
+static inline const struct pd_allocator *pdi_allocator_default(void)
+{
+    return __atomic_load_n(&pdi_default_alloc, __ATOMIC_ACQUIRE);
+}
+/* PD_OK, or PD_ERR_INVALID / PD_ERR_NULL naming `who` (wrong abi_version,
+ * a missing required slot). */
+int pdi_allocator_check(const struct pd_allocator *a, const char *who);
+/* a->alloc, with the error set (naming a) when it returns NULL. */
+void *pdi_allocator_alloc(const struct pd_allocator *a, size_t nbytes);
 
 #endif

@@ -104,7 +104,8 @@ static int check_shape(const int64_t *shape, int ndim)
     return PD_OK;
 }
 
-struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
+struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtype dt, int backend,
+                                    const struct pd_allocator *alloc)
 {
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
     if (check_shape(shape, ndim)) return NULL;
@@ -112,17 +113,24 @@ struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype d
     if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
     int64_t n = pdi_numel(shape, ndim);
     st->nbytes = (size_t)n * pd_dtype_size(dt);
-    st->data = pdi_alloc(st->nbytes);
+    st->data = pdi_allocator_alloc(alloc, st->nbytes);
     if (!st->data) { fl_put(&free_storages, st); return NULL; }
+    st->alloc = alloc;
+    st->backend = backend;
     st->refcount = 1;
     struct pd_tensor *t = tensor_shell();
-    if (!t) { pdi_free(st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
+    if (!t) { alloc->free(alloc->ctx, st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
     t->st = st;
     t->dtype = dt;
     t->ndim = ndim;
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     pdi_contiguous_strides(shape, ndim, t->strides);
     return t;
+}
+
+struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    return pdi_tensor_new_on(shape, ndim, dt, PDI_BACKEND_CPU, pdi_backend_allocator(PDI_BACKEND_CPU));
 }
 
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
@@ -145,7 +153,7 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
-    if (!st->external) pdi_free(st->data, st->nbytes);
+    if (!st->external) st->alloc->free(st->alloc->ctx, st->data, st->nbytes); /* the allocator that made it */
     fl_put(&free_storages, st);
 }
 

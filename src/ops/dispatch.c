@@ -1,4 +1,5 @@
-/* paddle.c — the one dispatcher (docs/design.md §1) and the op/kernel tables.
+/* paddle.c — the one dispatcher (docs/design.md §1) and the op table (the
+ * kernel table and the backends are in src/core/backend.c).
  *
  * pdi_dispatch runs, in order: check + infer meta, autocast, distribute,
  * trace-or-run, record autograd, observe. Stages 2–4 are hooks that later
@@ -52,40 +53,6 @@ int pdi_vjp_none(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_te
     PDI_UNUSED(gin);
     return pdi_errorf(PD_ERR_STATE, "%s is not differentiable", pdi_ops[n->op].name);
 }
-
-/* ---- kernel registry ------------------------------------------------- */
-static pdi_kernel_fn kernels[PDI_BACKEND_COUNT][PD_OP_COUNT][PD_DTYPE_COUNT];
-static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
-static PDI_TLS int forced_backend = -1;
-
-void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn)
-{
-    if ((unsigned)be < PDI_BACKEND_COUNT && (unsigned)op < PD_OP_COUNT && (unsigned)dt < PD_DTYPE_COUNT)
-        kernels[be][op][dt] = fn;
-}
-
-void pdi_kernel_register_mask(enum pdi_backend be, enum pd_op op, unsigned mask, pdi_kernel_fn fn)
-{
-    for (int d = 0; d < PD_DTYPE_COUNT; d++)
-        if (mask & (1u << d)) pdi_kernel_register(be, op, (enum pd_dtype)d, fn);
-}
-
-pdi_kernel_fn pdi_kernel_lookup(enum pdi_backend be, enum pd_op op, enum pd_dtype dt)
-{
-    pdi_kernels_init();
-    if ((unsigned)be >= PDI_BACKEND_COUNT || (unsigned)op >= PD_OP_COUNT || (unsigned)dt >= PD_DTYPE_COUNT) return NULL;
-    return kernels[be][op][dt];
-}
-
-static void kernels_init_once(void)
-{
-#define PDI_FAMILY(name) pdi_register_##name();
-#include "kernels/families.def"
-#undef PDI_FAMILY
-}
-
-void pdi_kernels_init(void) { pthread_once(&kernels_once, kernels_init_once); }
-void pdi_force_backend(int backend) { forced_backend = backend; }
 
 /* ---- hooks and observers --------------------------------------------- */
 pdi_stage_fn pdi_autocast_hook;
@@ -223,12 +190,6 @@ int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned 
 /* ---- the dispatcher -------------------------------------------------- */
 #define MAX_OUT 4
 
-static pdi_kernel_fn find_kernel(enum pd_op op, enum pd_dtype dt)
-{
-    if (forced_backend >= 0) return kernels[forced_backend][op][dt];
-    return kernels[PDI_BACKEND_CPU][op][dt] ? kernels[PDI_BACKEND_CPU][op][dt] : kernels[PDI_BACKEND_REF][op][dt];
-}
-
 static void release_outs(struct pdi_call *c)
 {
     for (int j = 0; j < c->n_out; j++) {
@@ -247,20 +208,20 @@ static int run(struct pdi_call *c)
         if (__builtin_expect(n_before != 0, 0)) observe_before(c);
         return PD_OK;
     }
+    /* the kernel is chosen by the first data input's dtype; its backend's
+     * allocator makes the outputs and the kernel's scratch */
+    enum pd_dtype key = c->n_in ? c->in[(d->flags & PDI_F_KEY_IN1) ? 1 : 0]->dtype : c->meta[0].dtype;
+    int be;
+    pdi_kernel_fn fn = pdi_kernel_find(c->op, key, &be);
+    if (!fn) return pdi_kernel_missing(c->op, key);
+    const struct pd_allocator *alloc = pdi_backend_allocator(be);
     for (int j = 0; j < c->n_out; j++) {
         if (c->inplace && j == 0) {
             c->out[0] = c->in[0];
             continue;
         }
-        c->out[j] = pdi_tensor_new(c->meta[j].shape, c->meta[j].ndim, c->meta[j].dtype);
+        c->out[j] = pdi_tensor_new_on(c->meta[j].shape, c->meta[j].ndim, c->meta[j].dtype, be, alloc);
         if (!c->out[j]) { release_outs(c); return pd_last_status(); }
-    }
-    /* the kernel is chosen by the first data input's dtype */
-    enum pd_dtype key = c->n_in ? c->in[(d->flags & PDI_F_KEY_IN1) ? 1 : 0]->dtype : c->meta[0].dtype;
-    pdi_kernel_fn fn = find_kernel(c->op, key);
-    if (!fn) {
-        release_outs(c);
-        return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no kernel for dtype %s", d->name, pd_dtype_name(key));
     }
     struct pd_kview inv_small[8], outv[MAX_OUT];
     struct pd_kview *inv = c->n_in <= 8 ? inv_small : malloc(sizeof *inv * (size_t)c->n_in);
@@ -281,7 +242,7 @@ static int run(struct pdi_call *c)
             inv[i] = e;
         }
     }
-    struct pdi_kcall k = {c->op, c->n_in, c->n_out, inv, outv, &c->a};
+    struct pdi_kcall k = {c->op, c->n_in, c->n_out, inv, outv, &c->a, alloc, be};
     if (__builtin_expect(n_before != 0, 0)) observe_before(c);
     int rc = fn(&k);
     if (inv != inv_small) free(inv);
