@@ -57,11 +57,10 @@ const struct pd_allocator *pd_tensor_allocator(const struct pd_tensor *t)
     return t && t->st ? t->st->alloc : NULL;
 }
 
-void *pdi_allocator_alloc(const struct pd_allocator *a, size_t nbytes)
+void *pdi_allocator_alloc_plugged(const struct pd_allocator *a, size_t nbytes)
 {
     void *p = a->alloc(a->ctx, nbytes);
-    /* the host allocator says why itself; a plugged one may not */
-    if (!p && a != &pdi_host_allocator)
+    if (!p) /* the host allocator says why itself; a plugged one may not */
         pdi_error(PD_ERR_NOMEM, "out of memory: allocator '%s' failed to allocate %zu bytes",
                   a->name ? a->name : "(unnamed)", nbytes);
     return p;
@@ -85,7 +84,5 @@ void *pdi_kscratch_zero(const struct pdi_kcall *k, size_t nbytes)
 
 void pdi_kscratch_free(const struct pdi_kcall *k, void *p, size_t nbytes)
 {
-    if (!p) return;
-    const struct pd_allocator *a = kalloc(k);
-    a->free(a->ctx, p, nbytes);
+    if (p) pdi_allocator_free(kalloc(k), p, nbytes);
 }

@@ -9,11 +9,11 @@
  *
  * Tables (written under `lock` during registration, read without it):
  *   own[b][op][dt]    the kernels backend b registered (pdi_kernel_lookup);
- *   pdi_kernel_table  what a call runs: row b is own[b] with b's fallback
- *                     filling its gaps (forced), the AUTO row the
- *                     highest-priority backend's kernel (pdi_kernel_owner
- *                     says whose). One load per dispatch, as the fixed
- *                     2-D table was.
+ *   pdi_kernel_table  what a call runs and which backend runs it: row b is
+ *                     own[b] with b's fallback filling its gaps (forced),
+ *                     the AUTO row the highest-priority backend's kernel.
+ *                     One entry read per dispatch, as the fixed 2-D table
+ *                     was.
  * Rows are rebuilt after each registration; a kernel registered later by
  * hand (pdi_kernel_register) updates its entry at once.
  */
@@ -22,10 +22,10 @@
 
 #include "core/internal.h"
 
-pdi_kernel_fn pdi_kernel_table[PDI_BACKEND_MAX + 1][PD_OP_COUNT][PD_DTYPE_COUNT];
-unsigned char pdi_kernel_owner[PD_OP_COUNT][PD_DTYPE_COUNT];
+struct pdi_kentry pdi_kernel_table[PDI_BACKEND_MAX + 1][PD_OP_COUNT][PD_DTYPE_COUNT];
 const struct pd_allocator *pdi_backend_allocs[PDI_BACKEND_MAX];
 PDI_TLS int pdi_kernel_row = PDI_KERNEL_ROW_AUTO;
+int pdi_kernels_ready;
 
 static pdi_kernel_fn own[PDI_BACKEND_MAX][PD_OP_COUNT][PD_DTYPE_COUNT];
 static const struct pdi_backend_def *defs[PDI_BACKEND_MAX];
@@ -46,12 +46,12 @@ static void resolve(enum pd_op op, enum pd_dtype dt)
     int best = -1;
     for (int b = 0; b < n_backends; b++) {
         pdi_kernel_fn fn = own[b][op][dt];
-        if (!fn && fallback_of[b] >= 0) fn = pdi_kernel_table[fallback_of[b]][op][dt];
-        pdi_kernel_table[b][op][dt] = fn;
+        if (!fn && fallback_of[b] >= 0) fn = pdi_kernel_table[fallback_of[b]][op][dt].fn;
+        pdi_kernel_table[b][op][dt] = (struct pdi_kentry){fn, b};
         if (own[b][op][dt] && (best < 0 || defs[b]->priority > defs[best]->priority)) best = b;
     }
-    pdi_kernel_table[PDI_KERNEL_ROW_AUTO][op][dt] = best >= 0 ? own[best][op][dt] : NULL;
-    pdi_kernel_owner[op][dt] = (unsigned char)(best >= 0 ? best : 0);
+    pdi_kernel_table[PDI_KERNEL_ROW_AUTO][op][dt] =
+        (struct pdi_kentry){best >= 0 ? own[best][op][dt] : NULL, best >= 0 ? best : PDI_BACKEND_CPU};
 }
 
 static void resolve_all(void)
@@ -179,9 +179,10 @@ static void builtin_init(void)
     register_locked(&ref_backend); /* ids 0 and 1: nothing registered before */
     register_locked(&cpu_backend);
     pthread_mutex_unlock(&lock);
+    __atomic_store_n(&pdi_kernels_ready, 1, __ATOMIC_RELEASE);
 }
 
-void pdi_kernels_init(void) { pthread_once(&builtin_once, builtin_init); }
+void pdi_kernels_init_once(void) { pthread_once(&builtin_once, builtin_init); }
 
 int pdi_backend_register(const struct pdi_backend_def *def)
 {

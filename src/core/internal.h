@@ -174,21 +174,24 @@ static inline int pdi_op_has_decomp(enum pd_op op) { return pdi_ops[op].decomp !
 /* ---- kernel selection (src/core/backend.c) ---------------------------- */
 /* Rows 0..PDI_BACKEND_MAX-1: each backend's kernels as run when it is
  * forced (its fallback's filling its gaps); row PDI_KERNEL_ROW_AUTO: the
- * kernel of the highest-priority backend that has one, whose id is in
- * pdi_kernel_owner. The dispatcher reads one entry per call. */
+ * kernel of the highest-priority backend that has one. Each entry names
+ * the backend that runs the call (the row's own id in a forced row). The
+ * dispatcher reads one entry per call; the tables are hidden (no GOT load
+ * in the shared library). */
 #define PDI_KERNEL_ROW_AUTO PDI_BACKEND_MAX
-extern pdi_kernel_fn pdi_kernel_table[PDI_BACKEND_MAX + 1][PD_OP_COUNT][PD_DTYPE_COUNT];
-extern unsigned char pdi_kernel_owner[PD_OP_COUNT][PD_DTYPE_COUNT];
-extern const struct pd_allocator *pdi_backend_allocs[PDI_BACKEND_MAX]; /* NULL: the default */
-extern PDI_TLS int pdi_kernel_row; /* the forced backend, or PDI_KERNEL_ROW_AUTO */
+struct pdi_kentry {
+    pdi_kernel_fn fn;
+    int backend;
+};
+PDI_HIDDEN extern struct pdi_kentry pdi_kernel_table[PDI_BACKEND_MAX + 1][PD_OP_COUNT][PD_DTYPE_COUNT];
+PDI_HIDDEN extern const struct pd_allocator *pdi_backend_allocs[PDI_BACKEND_MAX]; /* NULL: the default */
+PDI_HIDDEN extern PDI_TLS int pdi_kernel_row; /* the forced backend, or PDI_KERNEL_ROW_AUTO */
 
-/* The kernel a call of op keyed by dt runs on this thread, and the backend
- * that runs it (*backend), or NULL (see pdi_kernel_missing). */
-static inline pdi_kernel_fn pdi_kernel_find(enum pd_op op, enum pd_dtype dt, int *backend)
+/* The kernel a call of op keyed by dt runs on this thread (fn NULL: none,
+ * see pdi_kernel_missing) and the backend that runs it. */
+static inline const struct pdi_kentry *pdi_kernel_find(enum pd_op op, enum pd_dtype dt)
 {
-    int row = pdi_kernel_row;
-    *backend = row == PDI_KERNEL_ROW_AUTO ? pdi_kernel_owner[op][dt] : row;
-    return pdi_kernel_table[row][op][dt];
+    return &pdi_kernel_table[pdi_kernel_row][op][dt];
 }
 /* The allocator of the calls `backend` runs (never NULL). */
 static inline const struct pd_allocator *pdi_backend_allocator(int backend)

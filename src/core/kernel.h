@@ -22,6 +22,9 @@
  * op's dispatch). The few bytes it uses fit glibc's static TLS reserve even
  * when the library is dlopen'ed. */
 #define PDI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+/* Library-internal data read on every op: not exported, so the shared
+ * library reaches it without a GOT load. */
+#define PDI_HIDDEN __attribute__((visibility("hidden")))
 
 /* ---- errors ---------------------------------------------------------- */
 /* Set the thread's error and return NULL / the status. */
@@ -200,7 +203,14 @@ void pdi_kernel_register_mask(int backend, enum pd_op op, unsigned dtype_mask, p
 void pdi_kernel_reuse(int backend, int from, enum pd_op op, unsigned dtype_mask);
 /* The kernel `backend` itself registered (no fallback), or NULL. */
 pdi_kernel_fn pdi_kernel_lookup(int backend, enum pd_op op, enum pd_dtype dt);
-void pdi_kernels_init(void); /* registers the built-in backends; idempotent, thread-safe */
+/* Registers the built-in backends; idempotent, thread-safe, one load and a
+ * predicted branch once done (the dispatcher calls it per op). */
+void pdi_kernels_init_once(void);
+extern int pdi_kernels_ready; /* exported: tests call pdi_kernels_init too */
+static inline void pdi_kernels_init(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&pdi_kernels_ready, __ATOMIC_ACQUIRE), 0)) pdi_kernels_init_once();
+}
 
 /* Kernel families: each file defines pdi_register_<family>(void). Families
  * named ref_* belong to the reference backend, every other one to CPU.
@@ -295,8 +305,8 @@ int pdi_num_threads(void);
  * counted in pd_memory_stats. Kernels take scratch with pdi_kscratch. */
 void *pdi_alloc(size_t nbytes);
 void pdi_free(void *p, size_t nbytes);
-extern const struct pd_allocator pdi_host_allocator;
-extern const struct pd_allocator *pdi_default_alloc; /* never NULL */
+PDI_HIDDEN extern const struct pd_allocator pdi_host_allocator;
+PDI_HIDDEN extern const struct pd_allocator *pdi_default_alloc; /* never NULL */
 static inline const struct pd_allocator *pdi_allocator_default(void)
 {
     return __atomic_load_n(&pdi_default_alloc, __ATOMIC_ACQUIRE);
@@ -304,7 +314,18 @@ static inline const struct pd_allocator *pdi_allocator_default(void)
 /* PD_OK, or PD_ERR_INVALID / PD_ERR_NULL naming `who` (wrong abi_version,
  * a missing required slot). */
 int pdi_allocator_check(const struct pd_allocator *a, const char *who);
-/* a->alloc, with the error set (naming a) when it returns NULL. */
-void *pdi_allocator_alloc(const struct pd_allocator *a, size_t nbytes);
+/* a->alloc, with the error set (naming a) when it returns NULL; and
+ * a->free. The host allocator is called directly (no indirect call on the
+ * path of every op's outputs). */
+void *pdi_allocator_alloc_plugged(const struct pd_allocator *a, size_t nbytes);
+static inline void *pdi_allocator_alloc(const struct pd_allocator *a, size_t nbytes)
+{
+    return a == &pdi_host_allocator ? pdi_alloc(nbytes) : pdi_allocator_alloc_plugged(a, nbytes);
+}
+static inline void pdi_allocator_free(const struct pd_allocator *a, void *p, size_t nbytes)
+{
+    if (a == &pdi_host_allocator) pdi_free(p, nbytes);
+    else if (p) a->free(a->ctx, p, nbytes);
+}
 
 #endif

@@ -119,7 +119,7 @@ struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtyp
     st->backend = backend;
     st->refcount = 1;
     struct pd_tensor *t = tensor_shell();
-    if (!t) { alloc->free(alloc->ctx, st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
+    if (!t) { pdi_allocator_free(alloc, st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
     t->st = st;
     t->dtype = dt;
     t->ndim = ndim;
@@ -153,7 +153,7 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
-    if (!st->external) st->alloc->free(st->alloc->ctx, st->data, st->nbytes); /* the allocator that made it */
+    if (!st->external) pdi_allocator_free(st->alloc, st->data, st->nbytes); /* the allocator that made it */
     fl_put(&free_storages, st);
 }
 

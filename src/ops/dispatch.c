@@ -211,9 +211,10 @@ static int run(struct pdi_call *c)
     /* the kernel is chosen by the first data input's dtype; its backend's
      * allocator makes the outputs and the kernel's scratch */
     enum pd_dtype key = c->n_in ? c->in[(d->flags & PDI_F_KEY_IN1) ? 1 : 0]->dtype : c->meta[0].dtype;
-    int be;
-    pdi_kernel_fn fn = pdi_kernel_find(c->op, key, &be);
+    const struct pdi_kentry *ke = pdi_kernel_find(c->op, key);
+    pdi_kernel_fn fn = ke->fn;
     if (!fn) return pdi_kernel_missing(c->op, key);
+    int be = ke->backend;
     const struct pd_allocator *alloc = pdi_backend_allocator(be);
     for (int j = 0; j < c->n_out; j++) {
         if (c->inplace && j == 0) {
