@@ -78,10 +78,11 @@ static int cpu_rope(const struct pdi_kcall *k)
     int64_t np = pdi_kview_numel(p), rows = B * T;
     if (rows * H * D == 0) return PD_OK;
     double sign = (double)k->a->i[0], theta = k->a->f[0];
-    double *inv = malloc(sizeof *inv * (size_t)h2);
-    float *cs = malloc(sizeof *cs * (size_t)(np * h2 * 2));
+    size_t ib = sizeof(double) * (size_t)h2, cb = sizeof(float) * (size_t)(np * h2 * 2);
+    double *inv = pdi_kscratch(k, ib);
+    float *cs = pdi_kscratch(k, cb);
     if (!inv || !cs) {
-        free(inv), free(cs);
+        pdi_kscratch_free(k, inv, ib), pdi_kscratch_free(k, cs, cb);
         return pdi_errorf(PD_ERR_NOMEM, "rope: out of memory");
     }
     for (int64_t i = 0; i < h2; i++) inv[i] = pow(theta, -2.0 * (double)i / (double)D);
@@ -116,8 +117,8 @@ static int cpu_rope(const struct pdi_kcall *k)
             }
         }
     });
-    free(inv);
-    free(cs);
+    pdi_kscratch_free(k, inv, ib);
+    pdi_kscratch_free(k, cs, cb);
     return PD_OK;
 }
 
@@ -246,11 +247,13 @@ struct sd {
     size_t esz, msz;
     /* forward outputs / backward inputs and outputs */
     const struct pd_kview *o, *lse, *dout, *dq, *dk, *dv;
+    const struct pdi_kcall *call; /* per-thread scratch comes from its allocator */
 };
 
 static void sd_init(struct sd *g, const struct pdi_kcall *k)
 {
     memset(g, 0, sizeof *g);
+    g->call = k;
     g->q = &k->in[0];
     g->k = &k->in[1];
     g->v = &k->in[2];
@@ -633,7 +636,7 @@ static int run_units(const char *op, const struct sd *g, int64_t n, size_t scrat
     if (par && n > 1 && pdi_num_threads() > 1) {
 #pragma omp parallel
         {
-            float *w = aligned_alloc(64, bytes);
+            float *w = pdi_kscratch(g->call, bytes);
             if (!w) {
 #pragma omp atomic write
                 err = 1;
@@ -641,13 +644,13 @@ static int run_units(const char *op, const struct sd *g, int64_t n, size_t scrat
 #pragma omp for schedule(dynamic, 1)
             for (int64_t u = 0; u < n; u++)
                 if (w) fn(g, u, w);
-            free(w);
+            pdi_kscratch_free(g->call, w, bytes);
         }
     } else {
-        float *w = aligned_alloc(64, bytes);
+        float *w = pdi_kscratch(g->call, bytes);
         if (!w) err = 1;
         for (int64_t u = 0; u < n && w; u++) fn(g, u, w);
-        free(w);
+        pdi_kscratch_free(g->call, w, bytes);
     }
     return err ? pdi_errorf(PD_ERR_NOMEM, "%s: out of memory for %zu bytes of scratch per thread", op, bytes) : PD_OK;
 }

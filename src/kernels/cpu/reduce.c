@@ -364,6 +364,7 @@ static double comb_d(enum rcomb c, double a, double v)
 
 /* ---- the float engine ------------------------------------------------ */
 struct engine {
+    const struct pdi_kcall *k; /* scratch comes from its allocator */
     const struct pd_kview *x;
     const struct rgeom *g;
     const struct pass *p;
@@ -406,7 +407,8 @@ PDI_FOR(par, o, nout, {
         return PD_OK;
     }
     /* Few outputs: every chunk is a task; fold the partials in order. */
-    double *part = malloc(sizeof *part * (size_t)(nout * per));
+    size_t pbytes = sizeof(double) * (size_t)(nout * per);
+    double *part = pdi_kscratch(e->k, pbytes);
     if (!part) return pdi_errorf(PD_ERR_NOMEM, "reduce: out of memory for partials");
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < nout * per; t++) {
@@ -421,7 +423,7 @@ PDI_FOR(par, o, nout, {
         for (int64_t r = 0; r < per; r++) acc = comb_d(e->p->comb, acc, part[o * per + r]);
         e->res[oo] = acc;
     }
-    free(part);
+    pdi_kscratch_free(e->k, part, pbytes);
     return PD_OK;
 }
 
@@ -488,7 +490,8 @@ PDI_FOR(par, t, ntask, {
     }
     /* Few column tasks: row blocks are tasks too; fold them in order. */
     int64_t pw = W < COLS ? W : COLS; /* partial row width */
-    double *part = malloc(sizeof *part * (size_t)(ntask * nrb * pw));
+    size_t pbytes = sizeof(double) * (size_t)(ntask * nrb * pw);
+    double *part = pdi_kscratch(e->k, pbytes);
     if (!part) return pdi_errorf(PD_ERR_NOMEM, "reduce: out of memory for partials");
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < ntask * nrb; t++) {
@@ -507,15 +510,16 @@ PDI_FOR(par, t, ntask, {
         }
         for (int64_t j = 0; j < cw; j++) e->res[oo + j * sow] = acc[j];
     }
-    free(part);
+    pdi_kscratch_free(e->k, part, pbytes);
     return PD_OK;
 }
 
 /* res[output offset] = fold of the pass over each output's reduced set. */
-static int engine_run(const struct pd_kview *x, const struct rgeom *g, enum pass_id pid, const double *shift,
+static int engine_run(const struct pdi_kcall *k, const struct rgeom *g, enum pass_id pid, const double *shift,
                       double *res)
 {
-    struct engine e = {x, g, &passes[pid], x->dtype == PD_F64, shift, res};
+    const struct pd_kview *x = &k->in[0];
+    struct engine e = {k, x, g, &passes[pid], x->dtype == PD_F64, shift, res};
     if (g->nout == 0) return PD_OK;
     if (g->nred == 0) {
         for (int64_t o = 0; o < g->nout; o++) res[o] = comb_ident(e.p->comb);
@@ -544,22 +548,26 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
     rgeom_init(x, pdi_attrs_axes_mask(k->a, x->ndim), 1, &g);
     int64_t nout = g.nout;
     double nred = (double)g.nred;
-    double *res = malloc(sizeof *res * (size_t)(nout ? 3 * nout : 1));
+    /* results, a second pass's shifts, logsumexp's maxima: on the stack
+     * for few outputs (a full reduction), else scratch */
+    double small[3 * 16];
+    size_t rbytes = sizeof(double) * (size_t)(nout ? 3 * nout : 1);
+    double *res = rbytes <= sizeof small ? small : pdi_kscratch(k, rbytes);
     if (!res) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_op_name(k->op));
     double *tmp = res + nout;
     int rc = PD_OK;
     switch (k->op) {
-    case PD_OP_sum: rc = engine_run(x, &g, P_SUM, NULL, res); break;
+    case PD_OP_sum: rc = engine_run(k, &g, P_SUM, NULL, res); break;
     case PD_OP_mean:
-        rc = engine_run(x, &g, P_SUM, NULL, res);
+        rc = engine_run(k, &g, P_SUM, NULL, res);
         for (int64_t o = 0; o < nout; o++) res[o] /= nred;
         break;
-    case PD_OP_prod: rc = engine_run(x, &g, P_PROD, NULL, res); break;
-    case PD_OP_amax: rc = engine_run(x, &g, P_MAX, NULL, res); break;
-    case PD_OP_amin: rc = engine_run(x, &g, P_MIN, NULL, res); break;
+    case PD_OP_prod: rc = engine_run(k, &g, P_PROD, NULL, res); break;
+    case PD_OP_amax: rc = engine_run(k, &g, P_MAX, NULL, res); break;
+    case PD_OP_amin: rc = engine_run(k, &g, P_MIN, NULL, res); break;
     case PD_OP_norm: {
         double p = k->a->f[0];
-        rc = engine_run(x, &g, p == 1.0 ? P_ASUM : p == 2.0 ? P_SQSUM : P_AMAXABS, NULL, res);
+        rc = engine_run(k, &g, p == 1.0 ? P_ASUM : p == 2.0 ? P_SQSUM : P_AMAXABS, NULL, res);
         if (p == 2.0)
             for (int64_t o = 0; o < nout; o++) res[o] = sqrt(res[o]);
         if (isinf(p))
@@ -568,9 +576,9 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
     }
     case PD_OP_var:
     case PD_OP_std: { /* two passes: the mean, then squared deviations from it */
-        rc = engine_run(x, &g, P_SUM, NULL, tmp);
+        rc = engine_run(k, &g, P_SUM, NULL, tmp);
         for (int64_t o = 0; o < nout; o++) tmp[o] /= nred;
-        if (!rc) rc = engine_run(x, &g, P_SQDSUM, tmp, res);
+        if (!rc) rc = engine_run(k, &g, P_SQDSUM, tmp, res);
         double div = nred - (double)k->a->i[1];
         if (div < 0) div = 0;
         for (int64_t o = 0; o < nout; o++) {
@@ -581,16 +589,16 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
     }
     case PD_OP_logsumexp: { /* max, then sum exp(x - max); an infinite max is the result */
         double *mx = res + 2 * nout;
-        rc = engine_run(x, &g, P_MAX, NULL, mx);
+        rc = engine_run(k, &g, P_MAX, NULL, mx);
         for (int64_t o = 0; o < nout; o++) tmp[o] = isinf(mx[o]) ? 0 : mx[o];
-        if (!rc) rc = engine_run(x, &g, P_EXPDSUM, tmp, res);
+        if (!rc) rc = engine_run(k, &g, P_EXPDSUM, tmp, res);
         for (int64_t o = 0; o < nout; o++) res[o] = isinf(mx[o]) ? mx[o] : log(res[o]) + tmp[o];
         break;
     }
     default: rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no CPU float kernel", pdi_op_name(k->op));
     }
     if (!rc) store_all(y, res, nout);
-    free(res);
+    if (res != small) pdi_kscratch_free(k, res, rbytes);
     return rc;
 }
 
