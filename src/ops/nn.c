@@ -39,7 +39,7 @@ int pdi_infer_softmax(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     const char *op = pdi_ops[c->op].name;
-    int64_t ax = c->a.i[0];
+    int64_t ax = c->a.softmax.axis;
     if (!pd_dtype_is_float(x->dtype))
         return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
     if (x->ndim == 0 ? ax != 0 : (ax < 0 || ax >= x->ndim))
@@ -77,14 +77,15 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     if (!is_int_dtype(t->dtype))
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: target must hold integer class indices, got %s",
                           pd_dtype_name(t->dtype));
-    if (c->a.i[1] < 0 || c->a.i[1] >= PD_REDUCTION_COUNT)
+    int64_t red = c->a.nll_loss.reduction;
+    if (red < 0 || red >= PD_REDUCTION_COUNT)
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: reduction %lld is not none (0), mean (1) or sum (2)",
-                          (long long)c->a.i[1]);
+                          (long long)red);
     int rc = check_class_target("nll_loss", lp, t);
     if (rc) return rc;
     struct pdi_meta *m = &c->meta[0];
     m->dtype = lp->dtype;
-    m->ndim = c->a.i[1] == PD_REDUCE_NONE ? t->ndim : 0;
+    m->ndim = red == PD_REDUCE_NONE ? t->ndim : 0;
     memcpy(m->shape, t->shape, sizeof m->shape);
     return PD_OK;
 }
@@ -197,8 +198,9 @@ int pdi_infer_one_hot(struct pdi_call *c)
     const struct pd_tensor *ids = c->in[0];
     if (!is_int_dtype(ids->dtype))
         return pdi_errorf(PD_ERR_INVALID, "one_hot: ids must be integers, got %s", pd_dtype_name(ids->dtype));
-    if (c->a.i[0] < 0)
-        return pdi_errorf(PD_ERR_INVALID, "one_hot: num_classes must be >= 0 here (got %lld)", (long long)c->a.i[0]);
+    int64_t nc = c->a.one_hot.num_classes;
+    if (nc < 0)
+        return pdi_errorf(PD_ERR_INVALID, "one_hot: num_classes must be >= 0 here (got %lld)", (long long)nc);
     if (ids->ndim + 1 > PD_MAX_DIMS)
         return pdi_errorf(PD_ERR_INVALID, "one_hot: ids have %d dims; the output would exceed %d", ids->ndim,
                           PD_MAX_DIMS);
@@ -206,7 +208,7 @@ int pdi_infer_one_hot(struct pdi_call *c)
     m->dtype = PD_I64;
     m->ndim = ids->ndim + 1;
     memcpy(m->shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
-    m->shape[ids->ndim] = c->a.i[0];
+    m->shape[ids->ndim] = nc;
     return PD_OK;
 }
 
@@ -215,7 +217,7 @@ int pdi_infer_one_hot(struct pdi_call *c)
 int pdi_vjp_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *y = pdi_node_out(n, 0);
-    int ax = (int)n->a.i[0];
+    int ax = (int)n->a.softmax.axis;
     struct pd_tensor *s = pd_sum(pd_mul(g[0], y), &ax, 1, 1);
     gin[0] = pd_mul(y, pd_sub(g[0], s));
     return vjp_status(gin[0]);
@@ -225,7 +227,7 @@ int pdi_vjp_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
 int pdi_vjp_log_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *y = pdi_node_out(n, 0);
-    int ax = (int)n->a.i[0];
+    int ax = (int)n->a.softmax.axis;
     gin[0] = pd_sub(g[0], pd_mul(pd_exp(y), pd_sum(g[0], &ax, 1, 1)));
     return vjp_status(gin[0]);
 }
@@ -241,11 +243,11 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
     const struct pdi_meta *lm = &n->in_meta[0];
     enum pd_dtype dt = lm->dtype;
     int64_t C = lm->ndim == 1 ? lm->shape[0] : lm->shape[1];
-    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.i[0], PD_I64));
+    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.nll_loss.ignore_index, PD_I64));
     /* ignored targets may hold any value (e.g. -100): point them at class 0, their weight is 0 */
     struct pd_tensor *safe = pd_where(valid, target, pd_scalar(0, target->dtype));
     struct pd_tensor *w = pd_cast(valid, dt);
-    if (n->a.i[1] == PD_REDUCE_MEAN) /* when every target is ignored, w is all 0: divide by 1, not 0 */
+    if (n->a.nll_loss.reduction == PD_REDUCE_MEAN) /* when every target is ignored, w is all 0: divide by 1, not 0 */
         w = pd_div(w, pd_clip(pd_sum(w, NULL, 0, 0), 1.0, INFINITY));
     w = pd_neg(pd_mul(w, g[0]));
     struct pd_tensor *grad = pd_mul(pd_cast(pd_one_hot(safe, C), dt), pd_unsqueeze(w, -1));
@@ -382,7 +384,7 @@ static struct pd_tensor *softmax_call(enum pd_op op, struct pd_tensor *x, int ax
     if (ax < 0)
         return pdi_error(PD_ERR_INVALID, "%s: axis %d out of range for a %d-d tensor", pdi_ops[op].name, axis,
                          x->ndim);
-    struct pdi_attrs a = {.i = {ax}};
+    struct pdi_attrs a = {.softmax = {.axis = ax}};
     return pdi_call1(op, x, &a);
 }
 
@@ -392,7 +394,7 @@ struct pd_tensor *pd_log_softmax(struct pd_tensor *x, int axis) { return softmax
 struct pd_tensor *pd_nll_loss(struct pd_tensor *logp, struct pd_tensor *target, int64_t ignore_index,
                               enum pd_reduction reduction)
 {
-    struct pdi_attrs a = {.i = {ignore_index, (int64_t)reduction}};
+    struct pdi_attrs a = {.nll_loss = {.ignore_index = ignore_index, .reduction = (int64_t)reduction}};
     return pdi_call2(PD_OP_nll_loss, logp, target, &a);
 }
 
@@ -548,6 +550,6 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
         }
         num_classes = mx + 1;
     }
-    struct pdi_attrs a = {.i = {num_classes}};
+    struct pdi_attrs a = {.one_hot = {.num_classes = num_classes}};
     return pdi_call1(PD_OP_one_hot, ids, &a);
 }
