@@ -269,7 +269,8 @@ int pdi_infer_conv2d_backward_data(struct pdi_call *c)
 {
     const char *op = "conv2d_backward_data";
     int64_t xs[4], ys[4];
-    if (check_float_same(op, c->in, 2) || want_4d(op, "weight", c->in[1]) || shape_attr(op, "input_shape", &c->a.conv2d_backward_data.input_shape, xs) ||
+    if (check_float_same(op, c->in, 2) || want_4d(op, "weight", c->in[1]) ||
+        shape_attr(op, "input_shape", &c->a.conv2d_backward_data.input_shape, xs) ||
         conv_geom(op, xs, c->in[1]->shape, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], xs, c->in[0]->dtype);
@@ -280,7 +281,8 @@ int pdi_infer_conv2d_backward_weight(struct pdi_call *c)
 {
     const char *op = "conv2d_backward_weight";
     int64_t ws[4], ys[4];
-    if (check_float_same(op, c->in, 2) || want_4d(op, "input", c->in[1]) || shape_attr(op, "weight_shape", &c->a.conv2d_backward_weight.weight_shape, ws) ||
+    if (check_float_same(op, c->in, 2) || want_4d(op, "input", c->in[1]) ||
+        shape_attr(op, "weight_shape", &c->a.conv2d_backward_weight.weight_shape, ws) ||
         conv_geom(op, c->in[1]->shape, ws, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], ws, c->in[0]->dtype);
@@ -510,8 +512,7 @@ int pdi_infer_avg_pool2d_backward(struct pdi_call *c)
     const char *op = "avg_pool2d_backward";
     int64_t xs[4], ys[4];
     if (check_float_same(op, c->in, 1) || shape_attr(op, "input_shape", &c->a.avg_pool2d_backward.input_shape, xs) ||
-        pool_geom(c->op, xs, &c->a, ys) ||
-        same_shape(op, "gout", ys, c->in[0]))
+        pool_geom(c->op, xs, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], xs, c->in[0]->dtype);
     return PD_OK;
