@@ -104,7 +104,8 @@ static struct pd_tensor *f_avgp_basic(struct pd_tensor **in)
     return pd_avg_pool2d(in[0], k, NULL, NULL);
 }
 /* kernel 3, stride 2, padding 1 on [.., 7, 6] -> [.., 4, 3] */
-#define POOL(kh, kw, sh, sw, ph, pw) .kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw, .pad_h = ph, .pad_w = pw
+#define POOL(kh, kw, sh, sw, ph, pw) \
+    .kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw, .pad_h = ph, .pad_w = pw
 static const struct pdi_attrs a_pool = {.pool2d = {POOL(3, 3, 2, 2, 1, 1)}};
 static const struct pdi_attrs a_pool_rect = {.pool2d = {POOL(2, 3, 1, 2, 1, 0)}};
 static const struct pdi_attrs a_avg = {.avg_pool2d = {POOL(3, 3, 2, 2, 1, 1), .count_include_pad = 0}};
