@@ -1,8 +1,9 @@
-/* paddle.c — the FlashMask masked predicate, shared by the dense converter
- * (flashmask/masks.c) and the reference kernels (kernels/ref/flashmask.c)
- * so that the pictures, the composed VJP and the oracle agree by
- * construction. The CPU kernel keeps its own interval form (tiles) and is
- * tested against these.
+/* paddle.c — the FlashMask masked predicate of the reference kernels
+ * (kernels/ref/flashmask.c). The dense converter, the composed VJP and the
+ * decomposition build the same rule from public ops (pdi_flashmask_dense
+ * in ops/flashmask.c, tested against the formula in tests/test_flashmask.c);
+ * the CPU kernel keeps its own interval form (tiles). Both are tested
+ * against this one.
  */
 #ifndef PD_FLASHMASK_MASKS_H
 #define PD_FLASHMASK_MASKS_H

@@ -17,6 +17,13 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
  * unused), else C = 2. */
 struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_t left, int64_t right, int causal);
 
+/* The dense visibility of startend_row_indices idx [B, Hm, Sk, C] (already
+ * validated) for Sq query rows: bool [B, Hm, Sq, Sk], true where query i
+ * sees key j (causal included when causal). Composed of public ops (so a
+ * decomposition may use it); pd_flashmask_to_dense validates, then calls
+ * it. NULL idx gives NULL. */
+struct pd_tensor *pdi_flashmask_dense(struct pd_tensor *idx, int causal, int64_t Sq);
+
 /* Dropout keeps weight (b, h, i, j) iff the Philox word at counter
  * offset + ((b Hq + h) Sq + i) Sk + j is at least this (p 2^32): the one
  * rule of the kernels, the reference and the composed VJP. */

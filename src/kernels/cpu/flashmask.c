@@ -677,15 +677,15 @@ static void fm_init(struct fm *g, const struct pd_kview *q, const struct pd_kvie
  * success the caller frees m. */
 static int fm_open(struct fm *g, struct fm_mask *m, const struct pdi_kcall *kc)
 {
-    const struct pdi_attrs *a = kc->a;
-    double p = a->f[1];
-    fm_init(g, &kc->in[0], &kc->in[1], &kc->in[2], a->f[0]);
+    const struct pdi_attrs_flashmask *a = &kc->a->flashmask;
+    double p = a->dropout_p;
+    fm_init(g, &kc->in[0], &kc->in[1], &kc->in[2], a->scale);
     g->drop = p > 0;
-    g->seed = (uint64_t)a->i[2], g->off = (uint64_t)a->i[3];
+    g->seed = (uint64_t)a->dropout_seed, g->off = (uint64_t)a->dropout_offset;
     g->thr = pdi_flashmask_keep_threshold(p);
     g->keep = (float)(1.0 / (1.0 - p));
     g->mask = m;
-    return mask_build(m, a->i[1] ? &kc->in[3] : NULL, a->i[0] != 0, g->B, g->Sq, g->Sk);
+    return mask_build(m, a->has_idx ? &kc->in[3] : NULL, a->causal != 0, g->B, g->Sq, g->Sk);
 }
 
 static int cpu_flashmask(const struct pdi_kcall *kc)
@@ -704,7 +704,7 @@ static int cpu_flashmask(const struct pdi_kcall *kc)
 
 static int cpu_flashmask_backward(const struct pdi_kcall *kc)
 {
-    int hi = kc->a->i[1] != 0;
+    int hi = kc->a->flashmask.has_idx != 0;
     struct fm g;
     struct fm_mask m;
     int rc = fm_open(&g, &m, kc);

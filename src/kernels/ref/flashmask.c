@@ -44,7 +44,8 @@ static void geom_init(struct geom *g, const struct pdi_kcall *kc)
     g->q = &kc->in[0];
     g->k = &kc->in[1];
     g->v = &kc->in[2];
-    g->idx = kc->a->i[1] ? &kc->in[3] : NULL;
+    const struct pdi_attrs_flashmask *a = &kc->a->flashmask;
+    g->idx = a->has_idx ? &kc->in[3] : NULL;
     g->B = g->q->shape[0];
     g->Sq = g->q->shape[1];
     g->Hq = g->q->shape[2];
@@ -53,11 +54,11 @@ static void geom_init(struct geom *g, const struct pdi_kcall *kc)
     g->Hk = g->k->shape[2];
     g->Dv = g->v->shape[3];
     g->G = g->Hk ? g->Hq / g->Hk : 1;
-    g->causal = kc->a->i[0] != 0;
-    g->seed = (uint64_t)kc->a->i[2];
-    g->offset = (uint64_t)kc->a->i[3];
-    g->scale = kc->a->f[0];
-    g->p = kc->a->f[1];
+    g->causal = a->causal != 0;
+    g->seed = (uint64_t)a->dropout_seed;
+    g->offset = (uint64_t)a->dropout_offset;
+    g->scale = a->scale;
+    g->p = a->dropout_p;
     g->thr = pdi_flashmask_keep_threshold(g->p);
 }
 
