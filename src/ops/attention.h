@@ -71,7 +71,8 @@ static inline enum pd_dtype pdi_attention_lse_dtype(enum pd_dtype dt) { return d
  * has_mask / has_idx, the mask; outputs out, lse): dispatches `backward`
  * on (inputs, out, lse, dout) with the node's attributes and hands out
  * dq, dk, dv where needed. Status. */
-int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward);
+int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin,
+                            enum pd_op backward);
 
 /* The scale attribute of an sdpa or flashmask call (forward or backward)
  * must be positive and finite; the message names op. Status. */

@@ -14,7 +14,11 @@
  *     gradients; when the backward is recorded (create_graph) or the
  *     log-sum-exp was handed to the caller (its gradient may be non-zero),
  *     it composes public ops over the dense mask instead (O(Sq Sk) memory:
- *     a path for higher orders and tests, not for long sequences).
+ *     a path for higher orders and tests, not for long sequences);
+ *   - the decomposition (pdi_decomp_flashmask) and that composed VJP share
+ *     one dense mask (pdi_flashmask_dense, also behind
+ *     pd_flashmask_to_dense) and one dropout draw (dropout_keep), both
+ *     built from public ops and equal to the kernels' decisions.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -285,8 +289,11 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
     struct pd_tensor *in[4] = {q, k, v, idx}, *out[2];
     struct pdi_call c = {.op = PD_OP_flashmask, .n_in = idx ? 4 : 3, .n_out = 2, .in = in, .out = out};
     struct pdi_attrs_flashmask *a = &c.a.flashmask;
-    *a = (struct pdi_attrs_flashmask){
-        .causal = causal != 0, .scale = scale, .has_idx = idx != NULL, .dropout_p = dropout, .lse_returned = lse != NULL};
+    *a = (struct pdi_attrs_flashmask){.causal = causal != 0,
+                                      .scale = scale,
+                                      .has_idx = idx != NULL,
+                                      .dropout_p = dropout,
+                                      .lse_returned = lse != NULL};
     if (dropout > 0 && q->ndim == 4 && k->ndim == 4) {
         /* one counter per (b, h, i, j), taken from the default generator */
         struct pd_generator *g = pd_default_generator();

@@ -12,6 +12,9 @@
  *     composition of public ops (matmul, softmax-like masking, sums) when
  *     the backward itself is recorded (create_graph) or the float mask wants
  *     a gradient — so higher orders and mask gradients stay exact;
+ *   - rope, swiglu and sdpa have decompositions into primitive public ops
+ *     (pdi_decomp_*); sdpa's shares the composed attention with the VJP and
+ *     with flashmask's (pdi_attention_composed, ops/attention.h);
  *   - sdpa's second output (the per-row log-sum-exp) is internal: pd_sdpa
  *     releases its handle at once; the GradNode keeps it for the backward.
  *     Its incoming gradient is ignored by the fused path (no public API can
@@ -393,8 +396,9 @@ static void attention_softmax(const struct pdi_attn *a, struct attn_soft *r)
     int ax = -1;
     /* The row max is a constant shift (softmax is invariant to it): detached,
      * it adds nothing to the gradient; -inf (no visible key) becomes 0 so
-     * that the row's exps are all 0 and P is 0 there. */
-    struct pd_tensor *m = pd_detach(pd_amax(s, &ax, 1, 1));
+     * that the row's exps are all 0 and P is 0 there. Without keys (S = 0)
+     * amax has nothing to reduce: the empty sum gives the 0 rows. */
+    struct pd_tensor *m = pd_detach(k->shape[2] ? pd_amax(s, &ax, 1, 1) : pd_sum(s, &ax, 1, 1));
     m = r->m = pd_where(pd_isfinite(m), m, pd_scalar(0, ct));
     struct pd_tensor *e = pd_exp(pd_sub(s, m));
     struct pd_tensor *z = r->z = pd_sum(e, &ax, 1, 1);
@@ -504,7 +508,8 @@ int pdi_vjp_sdpa(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     return pdi_attention_vjp_fused(n, g, gin, PD_OP_sdpa_backward);
 }
 
-int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward)
+int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin,
+                            enum pd_op backward)
 {
     /* q, k, v and the extra input (mask or indices) when has_mask/has_idx,
      * which both sets keep third (read through the sdpa member) */

@@ -77,7 +77,8 @@ static int sdpa_raw(struct pd_tensor **in, int has_mask, int causal, struct pd_t
 {
     struct pd_tensor *ins[4] = {in[0], in[1], in[2], has_mask ? in[3] : NULL};
     struct pdi_call c = {.op = PD_OP_sdpa, .n_in = 3 + has_mask, .n_out = 2, .in = ins, .out = out};
-    c.a.sdpa = (struct pdi_attrs_sdpa){.causal = causal, .scale = 1.0 / sqrt((double)in[0]->shape[3]), .has_mask = has_mask};
+    c.a.sdpa =
+        (struct pdi_attrs_sdpa){.causal = causal, .scale = 1.0 / sqrt((double)in[0]->shape[3]), .has_mask = has_mask};
     return pdi_dispatch(&c);
 }
 
@@ -95,7 +96,8 @@ static struct pd_tensor *backward_of(struct pd_tensor **in, int has_mask, int ca
 {
     struct pd_tensor *out[2];
     if (sdpa_raw(in, has_mask, causal, out)) return NULL;
-    struct pdi_attrs a = {.sdpa = {.causal = causal, .scale = 1.0 / sqrt((double)in[0]->shape[3]), .has_mask = has_mask}};
+    struct pdi_attrs a = {
+        .sdpa = {.causal = causal, .scale = 1.0 / sqrt((double)in[0]->shape[3]), .has_mask = has_mask}};
     return opt_attention_backward(PD_OP_sdpa_backward, in, has_mask, out, &a);
 }
 RF(bwd, backward_of(in, 0, 0))
