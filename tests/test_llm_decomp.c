@@ -16,7 +16,8 @@
  * differentiated), -inf masks, Dv != D, decode, no keys; flashmask without
  * a mask, causal, each (causal, C) mode with random intervals, per-head
  * masks with grouped heads, and dropout (unaligned counter base, a key
- * above 2^63), whose keep decisions must match the kernels' exactly.
+ * above 2^63), whose keep decisions must match the kernels' exactly. The
+ * attribute sets print by name.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -267,6 +268,30 @@ static void test_dense_vs_kernel(void)
     pd_scope_end();
 }
 
+/* The sets print by name (a Philox key above 2^63 included) and have the
+ * documented defaults. */
+static void test_attrs(void)
+{
+    char buf[256];
+    struct pdi_attrs a = {.rope = {.theta = 500, .sign = -1}}, b;
+    PT_CHECK(!strcmp(pdi_attrs_format(PD_OP_rope, &a, buf, sizeof buf), "rope(theta=500, sign=-1)"));
+    a = (struct pdi_attrs){.sdpa = {.causal = 1, .scale = 0.5, .has_mask = 0}};
+    PT_CHECK(!strcmp(pdi_attrs_format(PD_OP_sdpa_backward, &a, buf, sizeof buf),
+                     "sdpa_backward(causal=1, scale=0.5, has_mask=0)"));
+    a = (struct pdi_attrs){.flashmask = {.causal = 1,
+                                         .scale = 0.25,
+                                         .has_idx = 1,
+                                         .dropout_p = 0.125,
+                                         .dropout_seed = (int64_t)0xDEADBEEFCAFEBABEull,
+                                         .dropout_offset = 4096,
+                                         .lse_returned = 1}};
+    PT_CHECK(!strcmp(pdi_attrs_format(PD_OP_flashmask, &a, buf, sizeof buf),
+                     "flashmask(causal=1, scale=0.25, has_idx=1, dropout_p=0.125, dropout_seed=-2401053089206453570, "
+                     "dropout_offset=4096, lse_returned=1)"));
+    pdi_attrs_default(PD_OP_rope, &b);
+    PT_CHECK(b.rope.theta == 10000.0 && b.rope.sign == 1);
+}
+
 int main(void)
 {
     gen = pd_generator_create(11);
@@ -280,6 +305,7 @@ int main(void)
     test_sdpa();
     test_flashmask();
     test_dense_vs_kernel();
+    test_attrs();
     pd_scope_end();
     pd_generator_destroy(gen);
     PT_DONE();

@@ -279,5 +279,10 @@ struct pd_tensor *pd_flashmask_to_dense(struct pd_tensor *idx, int causal, int64
     if (pdi_flashmask_check_indices(fn, idx, causal != 0, r4 ? idx->shape[0] : 0, Sq, r4 ? idx->shape[2] : 0,
                                     r4 ? idx->shape[1] : 0))
         return NULL;
-    return pdi_flashmask_dense(idx, causal != 0, Sq); /* public ops, shared with the decomposition */
+    /* public ops, shared with the decomposition; the inner scope frees the
+     * intermediate [B, Hm, Sq, Sk] masks at once */
+    pd_scope_begin();
+    struct pd_tensor *d = pd_keep(pdi_flashmask_dense(idx, causal != 0, Sq));
+    pd_scope_end();
+    return d;
 }
