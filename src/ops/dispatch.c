@@ -32,6 +32,8 @@ const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
 #undef AMP_LOWER
 #undef AMP_F32
 
+const char *pdi_op_name(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].name : "?"; }
+
 int pdi_spmd_by_kind(struct pdi_call *c, void *plan)
 {
     PDI_UNUSED(plan);

@@ -23,7 +23,7 @@
 #include <omp.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/index_util.h"
 
 /* ---- helpers --------------------------------------------------------- */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/index_util.h"
 
 static void unravel(int64_t i, const int64_t *shape, int nd, int64_t *co)
@@ -304,7 +304,7 @@ static int sort_rows(const struct pdi_kcall *k, int ax, int desc, int64_t kk)
     int64_t rows = n ? pdi_kview_numel(x) / n : 0;
     size_t es = pd_dtype_size(x->dtype);
     int64_t *perm = malloc(sizeof *perm * (size_t)(n + 1));
-    if (!perm) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[k->op].name);
+    if (!perm) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_op_name(k->op));
     for (int64_t r = 0; r < rows; r++) {
         unravel(r, rshape, nd, co);
         for (int64_t i = 0; i < n; i++) {
