@@ -65,6 +65,9 @@ struct pd_tensor {
     uint8_t dbg_user;
 };
 
+/* How a tensor drops its grad_fn: set by autograd (node.c) before the first
+ * node exists, so that core/ never calls up into autograd/. */
+extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
 /* A new handle viewing base's storage (refcount 1, not in a scope). */
@@ -101,7 +104,7 @@ struct pdi_call {
 
 struct pdi_node;
 typedef int (*pdi_infer_fn)(struct pdi_call *c);
-/* SPMD rule (DESIGN §6). PDI_SPMD_BY_KIND (pdi_spmd_by_kind) stands for
+/* SPMD rule (docs/design.md §6). PDI_SPMD_BY_KIND (pdi_spmd_by_kind) stands for
  * the generic rule of the op's kind; the signature is fixed when the
  * distribute stage lands. */
 typedef int (*pdi_spmd_fn)(struct pdi_call *c, void *plan);
@@ -167,7 +170,7 @@ struct pd_tensor *pdi_call1(enum pd_op op, struct pd_tensor *x, const struct pdi
 struct pd_tensor *pdi_call2(enum pd_op op, struct pd_tensor *x, struct pd_tensor *y, const struct pdi_attrs *a);
 struct pd_tensor *pdi_calln(enum pd_op op, struct pd_tensor *const *in, int n_in, const struct pdi_attrs *a);
 
-/* Extension points of the dispatcher (DESIGN §1). Each is NULL until a later
+/* Extension points of the dispatcher (docs/design.md §1). Each is NULL until a later
  * module installs it. A hook returns 1 if it handled the call completely
  * (outputs set), 0 to continue, negative on error. */
 typedef int (*pdi_stage_fn)(struct pdi_call *c);

@@ -1,6 +1,7 @@
 /* paddle.c — FlashMask mask builders and the dense converter
- * (include/pd/flashmask.h; recipes from specs/flashmask.md section 2;
- * the converter composes public ops: pdi_flashmask_dense in ops/flashmask.c).
+ * (include/pd/flashmask.h). The recipes follow the examples of PaddlePaddle's
+ * flashmask_attention docstring; docs/flashmask.md draws each mask. The
+ * converter composes public ops (pdi_flashmask_dense in ops/flashmask.c).
  *
  * Each builder fills the C values of every key column j of one [1, 1, S, C]
  * int32 tensor and validates its arguments first (a NULL return with a

@@ -1,4 +1,4 @@
-/* paddle.c — the one dispatcher (DESIGN §1) and the op/kernel tables.
+/* paddle.c — the one dispatcher (docs/design.md §1) and the op/kernel tables.
  *
  * pdi_dispatch runs, in order: check + infer meta, autocast, distribute,
  * trace-or-run, record autograd, observe. Stages 2–4 are hooks that later
