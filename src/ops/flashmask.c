@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "kernels/cpu/flashmask.h"
 #include "ops/attention.h"
 #include "ops/flashmask.h"
 #include "pd/flashmask.h"
@@ -167,7 +168,7 @@ struct pd_tensor *pdi_flashmask_dense(struct pd_tensor *idx, int causal, int64_t
     for (int64_t c = 0; c < C && c < 4; c++) col[c] = pd_transpose(pd_slice(idx, 3, c, c + 1, 1), 2, 3);
     struct pd_tensor *i = pd_reshape(pd_arange(0, (double)Sq, 1, PD_I32), rs, 2); /* query rows [Sq, 1] */
     /* rows masked in column j: [LTS, LTE) u [UTS, UTE), an absent LTE being
-     * Sq and absent UTS, UTE 0 (flashmask/masks.h) */
+     * Sq and absent UTS, UTE 0 (kernels/flashmask_rules.h) */
     struct pd_tensor *m = pd_ge(i, col[0]);
     if (causal ? C == 2 : C == 4) m = pd_logical_and(m, pd_lt(i, col[1]));
     if (!causal && C == 2) m = pd_logical_or(m, pd_lt(i, col[1]));
@@ -240,6 +241,22 @@ int pdi_decomp_flashmask(const struct pdi_call *c, struct pd_tensor **out)
     if (rc) return rc;
     out[0] = pd_contiguous(bhsd(o)); /* [B, Sq, Hq, Dv] */
     return out[0] ? PD_OK : null_status();
+}
+
+int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
+                             int64_t Hk, struct pd_flashmask_tiles *out)
+{
+    if (!out) return pdi_errorf(PD_ERR_INVALID, "pd_flashmask_count_tiles: out is NULL");
+    if (B < 0 || Sq < 0 || Sk < 0 || Hq < 0 || Hk < 0 || (Hk == 0 ? Hq != 0 : Hq % Hk != 0))
+        return pdi_errorf(PD_ERR_INVALID,
+                          "pd_flashmask_count_tiles: B = %lld, Sq = %lld, Sk = %lld must be >= 0 and Hq = %lld a "
+                          "multiple of Hk = %lld",
+                          (long long)B, (long long)Sq, (long long)Sk, (long long)Hq, (long long)Hk);
+    int rc = idx ? pdi_flashmask_check_indices("pd_flashmask_count_tiles", idx, causal != 0, B, Sq, Sk, Hk) : PD_OK;
+    if (rc) return rc;
+    struct pd_kview iv;
+    if (idx) pdi_kview_of(idx, &iv);
+    return pdi_flashmask_count_tiles(idx ? &iv : NULL, causal, B, Sq, Sk, Hq, out);
 }
 
 struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_t left, int64_t right, int causal)

@@ -55,7 +55,7 @@
 #include "kernels/cpu/flashmask.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/unary_math.h"
-#include "ops/flashmask.h"
+#include "kernels/flashmask_rules.h"
 #include "pd/flashmask.h"
 
 /* Tile of BR query rows x BC keys: 64 x 64 keeps S, P and dP of a tile
@@ -730,21 +730,11 @@ void pd_flashmask_tile_size(int64_t *rows, int64_t *cols)
     if (cols) *cols = BC;
 }
 
-int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
-                             int64_t Hk, struct pd_flashmask_tiles *out)
+int pdi_flashmask_count_tiles(const struct pd_kview *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
+                              struct pd_flashmask_tiles *out)
 {
-    if (!out) return pdi_errorf(PD_ERR_INVALID, "pd_flashmask_count_tiles: out is NULL");
-    if (B < 0 || Sq < 0 || Sk < 0 || Hq < 0 || Hk < 0 || (Hk == 0 ? Hq != 0 : Hq % Hk != 0))
-        return pdi_errorf(PD_ERR_INVALID,
-                          "pd_flashmask_count_tiles: B = %lld, Sq = %lld, Sk = %lld must be >= 0 and Hq = %lld a "
-                          "multiple of Hk = %lld",
-                          (long long)B, (long long)Sq, (long long)Sk, (long long)Hq, (long long)Hk);
-    int rc = idx ? pdi_flashmask_check_indices("pd_flashmask_count_tiles", idx, causal != 0, B, Sq, Sk, Hk) : PD_OK;
-    if (rc) return rc;
-    struct pd_kview iv;
-    if (idx) pdi_kview_of(idx, &iv);
     struct fm_mask m;
-    rc = mask_build(&m, idx ? &iv : NULL, causal != 0, B, Sq, Sk);
+    int rc = mask_build(&m, idx, causal != 0, B, Sq, Sk);
     if (rc) return rc;
     /* Every query head of a mask head (and, without indices, every batch)
      * sees the same tiles. */

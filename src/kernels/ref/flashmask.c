@@ -4,11 +4,12 @@
  *
  * The oracle: element by element through pdi_kview_ptr (any strides), in
  * double, one query row at a time with an Sk buffer of scores; the masked
- * predicate is pdi_flashmask_masked (flashmask/masks.h), the one the dense
- * converter uses. Inputs were validated by infer (index values included).
- * A row that sees no key gives out 0, lse -inf and no gradient. Dropout
- * (f1 = p > 0) keeps weight (b, h, i, j) iff the Philox word at counter
- * i3 + ((b Hq + h) Sq + i) Sk + j of seed i2 is >= p 2^32, scaled by
+ * predicate is pdi_flashmask_masked (kernels/flashmask_rules.h), the rule
+ * the dense converter composes. Inputs were validated by infer (index
+ * values included). A row that sees no key gives out 0, lse -inf and no
+ * gradient. Dropout (dropout_p > 0) keeps weight (b, h, i, j) iff the
+ * Philox word at counter dropout_offset + ((b Hq + h) Sq + i) Sk + j of key
+ * dropout_seed is >= p 2^32, scaled by
  * 1/(1-p); the lse is that of the undropped softmax, and the backward
  * regenerates the same words. Also the CPU kernels for f64 (the CPU
  * kernels compute in f32 and register the other float dtypes).
@@ -18,8 +19,7 @@
 #include <string.h>
 
 #include "core/kernel.h"
-#include "flashmask/masks.h"
-#include "ops/flashmask.h"
+#include "kernels/flashmask_rules.h"
 
 static double ld(const struct pd_kview *v, int64_t i) { return pdi_load(pdi_kview_ptr(v, i), v->dtype); }
 static void st(const struct pd_kview *v, int64_t i, double x) { pdi_store(pdi_kview_ptr(v, i), v->dtype, x); }
