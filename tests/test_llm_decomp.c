@@ -33,7 +33,8 @@ static struct pd_tensor *rnd(enum pd_dtype dt, int ndim, const int64_t *s, doubl
     return pd_cast(pd_uniform(s, ndim, lo, hi, PD_F64, gen), dt);
 }
 
-#define SHAPE(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]){__VA_ARGS__}
+#define SHAPE(...)                                                                                                     \
+    (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (const int64_t[]) { __VA_ARGS__ }
 
 static struct pd_tensor *leaf(struct pd_tensor *t) { return pd_requires_grad_(pd_detach(t), 1); }
 
@@ -41,8 +42,7 @@ static struct pd_tensor *leaf(struct pd_tensor *t) { return pd_requires_grad_(pd
  * mismatch, or NaN). */
 static double rel_diff(struct pd_tensor *a, struct pd_tensor *b)
 {
-    if (!a || !b || pd_tensor_dtype(a) != pd_tensor_dtype(b) || pd_tensor_ndim(a) != pd_tensor_ndim(b))
-        return INFINITY;
+    if (!a || !b || pd_tensor_dtype(a) != pd_tensor_dtype(b) || pd_tensor_ndim(a) != pd_tensor_ndim(b)) return INFINITY;
     for (int d = 0; d < pd_tensor_ndim(a); d++)
         if (pd_tensor_shape(a)[d] != pd_tensor_shape(b)[d]) return INFINITY;
     int64_t n = pd_tensor_numel(a);
@@ -120,8 +120,8 @@ static void check(struct tc *t)
                 if (!t->diff[i]) continue;
                 double e = rel_diff(gd[n], go[n]);
                 if (!(e <= gtol))
-                    printf("%s (%s, create_graph %d): gradient of input %d differs by %g\n", t->name,
-                           pd_dtype_name(dt), cg, i, e);
+                    printf("%s (%s, create_graph %d): gradient of input %d differs by %g\n", t->name, pd_dtype_name(dt),
+                           cg, i, e);
                 PT_CHECK(e <= gtol);
                 n++;
             }
@@ -156,8 +156,12 @@ static void test_rope(void)
 static void test_swiglu(void)
 {
     for (int k = 0; k < 3; k++) {
-        struct tc t = {"swiglu/wide", PD_OP_swiglu, 2, 1,
-                       {leaf(rnd(dts[k], SHAPE(5, 9), -30, 30)), leaf(rnd(dts[k], SHAPE(5, 9), -2, 2))}, {1, 1}};
+        struct tc t = {"swiglu/wide",
+                       PD_OP_swiglu,
+                       2,
+                       1,
+                       {leaf(rnd(dts[k], SHAPE(5, 9), -30, 30)), leaf(rnd(dts[k], SHAPE(5, 9), -2, 2))},
+                       {1, 1}};
         check(&t);
     }
 }
@@ -166,12 +170,15 @@ static void test_swiglu(void)
 /* q [B, Hq, T, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv]; mask: 0 none, 1 bool
  * [B, 1, T, S], 2 float [T, S] (differentiated), 3 -inf where a random bool
  * mask is false, [B, 1, T, S]. */
-static void sdpa_case(const char *name, int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t S, int64_t D,
-                      int64_t Dv, int causal, int mask)
+static void sdpa_case(const char *name, int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t S, int64_t D, int64_t Dv,
+                      int causal, int mask)
 {
     for (int k = 0; k < 3; k++) {
         enum pd_dtype dt = dts[k];
-        struct tc t = {name, PD_OP_sdpa, 3 + (mask != 0), 2,
+        struct tc t = {name,
+                       PD_OP_sdpa,
+                       3 + (mask != 0),
+                       2,
                        {leaf(rnd(dt, SHAPE(B, Hq, T, D), -2, 2)), leaf(rnd(dt, SHAPE(B, Hkv, S, D), -2, 2)),
                         leaf(rnd(dt, SHAPE(B, Hkv, S, Dv), -2, 2))},
                        {1, 1, 1}};
@@ -210,7 +217,10 @@ static void flashmask_case(const char *name, int64_t B, int64_t Sq, int64_t Sk, 
 {
     for (int k = 0; k < 3; k++) {
         enum pd_dtype dt = dts[k];
-        struct tc t = {name, PD_OP_flashmask, 3 + (C != 0), 2,
+        struct tc t = {name,
+                       PD_OP_flashmask,
+                       3 + (C != 0),
+                       2,
                        {leaf(rnd(dt, SHAPE(B, Sq, Hq, 4), -2, 2)), leaf(rnd(dt, SHAPE(B, Sk, Hk, 4), -2, 2)),
                         leaf(rnd(dt, SHAPE(B, Sk, Hk, 6), -2, 2))},
                        {1, 1, 1}};

@@ -25,5 +25,4 @@ struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_
  * it. NULL idx gives NULL. */
 struct pd_tensor *pdi_flashmask_dense(struct pd_tensor *idx, int causal, int64_t Sq);
 
-
 #endif

@@ -377,9 +377,9 @@ static struct pd_tensor *sum_heads(struct pd_tensor *x, int64_t G)
  * with flashmask through ops/attention.h): the forward's P and the row
  * statistics that the forward and the VJP both start from. */
 struct attn_soft {
-    enum pd_dtype ct;                /* compute dtype: f64 for f64, f32 otherwise */
-    int64_t G;                       /* query heads per key/value head */
-    struct pd_tensor *qc, *kc, *vc;  /* in ct; k and v repeated over the query groups */
+    enum pd_dtype ct;                 /* compute dtype: f64 for f64, f32 otherwise */
+    int64_t G;                        /* query heads per key/value head */
+    struct pd_tensor *qc, *kc, *vc;   /* in ct; k and v repeated over the query groups */
     struct pd_tensor *m, *z, *zs, *p; /* row max (0 where -inf), row sum of exps (keepdim), z with 0 -> 1, P */
 };
 
@@ -508,8 +508,7 @@ int pdi_vjp_sdpa(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     return pdi_attention_vjp_fused(n, g, gin, PD_OP_sdpa_backward);
 }
 
-int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin,
-                            enum pd_op backward)
+int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward)
 {
     /* q, k, v and the extra input (mask or indices) when has_mask/has_idx,
      * which both sets keep third (read through the sdpa member) */
