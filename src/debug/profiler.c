@@ -164,7 +164,7 @@ static double op_flops(const struct pdi_call *c)
         double d = (double)q->shape[3], dv = (double)v->shape[3];
         /* forward: Q K^T and P V; backward: recompute Q K^T, dV, dP, dQ, dK */
         double f = c->op == PD_OP_sdpa ? 2.0 * bhts * (d + dv) : 2.0 * bhts * (3 * d + 2 * dv);
-        return c->a.i[0] ? f / 2 : f; /* causal: half the score matrix */
+        return c->a.sdpa.causal ? f / 2 : f; /* causal: half the score matrix */
     }
     default: return 0;
     }
