@@ -309,7 +309,7 @@ void pd_optimizer_zero_grad(struct pd_optimizer *o)
 struct pending {
     struct pdi_oparam *p;
     struct pd_tensor *g; /* f32, bf16 or f16, contiguous (a step-scope temporary if converted) */
-    int done;            /* updated */
+    int done;            /* 1: updated; -1: in the batch update_batch is building */
 };
 
 /* p's gradient as the update ops take it; NULL when p has none (*rc stays
