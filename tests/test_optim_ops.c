@@ -11,7 +11,9 @@
 
 #include "core/internal.h"
 #include "pd/amp.h"
+#include "pd/debug.h"
 #include "pd/optim.h"
+#include "pd/profiler.h"
 #include "pt.h"
 
 /* ---- the recorder ------------------------------------------------------- */
@@ -312,6 +314,61 @@ static void test_written_set(void)
     pd_scope_end();
 }
 
+/* ---- the debug tools on ops without outputs -------------------------------- */
+static int log_saw_update;
+static void log_sink(const char *module, int level, const char *line, void *ctx)
+{
+    (void)module;
+    (void)level;
+    (void)ctx;
+    if (strstr(line, "adam_update")) log_saw_update = 1;
+}
+
+/* Profiler, anomaly mode, dispatch logs, graph capture, checksums and call
+ * sites all on around a scaled, clipped AdamW step. */
+static void test_debug_tools(void)
+{
+    pd_scope_begin();
+    struct pd_tensor *a = param((int64_t[]){6, 5}, 2, 21, PD_F32), *b = param((int64_t[]){5}, 1, 22, PD_BF16);
+    struct pd_state_dict *sd = pd_state_dict_create();
+    pd_state_dict_add(sd, "a", a);
+    pd_state_dict_add(sd, "b", b);
+    struct pd_optim_config cfg;
+    pd_optim_config_default(&cfg, PD_OPTIM_ADAMW);
+    struct pd_optimizer *o = pd_optimizer_create_for(&cfg, sd);
+    struct pd_grad_scaler *s = pd_grad_scaler_create(NULL);
+    PT_CHECK(pd_backward(pd_grad_scaler_scale(s, loss_of((struct pd_tensor *[]){a, b}, 2, -1)), NULL, 0) == PD_OK);
+    pd_log_set_sink(log_sink, NULL);
+    PT_CHECK(pd_set_log_level("dispatch", 4) == PD_OK);
+    PT_CHECK(pd_profiler_begin() == PD_OK);
+    PT_CHECK(pd_anomaly_mode(1) == PD_OK);
+    PT_CHECK(pd_debug_set_callsites(1) == PD_OK);
+    PT_CHECK(pd_graph_capture_begin() == PD_OK);
+    PT_CHECK(pd_md5_begin("/dev/null", PD_MD5_BITWISE, 0) == PD_OK);
+    PT_CHECK(pd_grad_scaler_unscale(s, o) == PD_OK);
+    PT_CHECK(pd_optimizer_clip_grad_norm(o, 1e-3) > 0);
+    PT_CHECK(pd_grad_scaler_step(s, o) == 1);
+    PT_CHECK(pd_md5_end() == PD_OK);
+    struct pd_graph *g = pd_graph_capture_end();
+    PT_CHECK(g && pd_graph_num_nodes(g) > 0);
+    pd_graph_destroy(g);
+    pd_debug_set_callsites(0);
+    pd_anomaly_mode(0);
+    PT_CHECK(pd_profiler_end() == PD_OK);
+    pd_set_log_level("dispatch", 0);
+    pd_log_set_sink(NULL, NULL);
+    PT_CHECK(log_saw_update);
+    char *sum = pd_profiler_summary(0);
+    PT_CHECK(sum && strstr(sum, "adam_update") && strstr(sum, "amp_unscale") && strstr(sum, "grad_sumsq") &&
+             strstr(sum, "grad_scale"));
+    free(sum);
+    pd_grad_scaler_destroy(s);
+    pd_optimizer_destroy(o);
+    pd_state_dict_destroy(sd);
+    pd_scope_end();
+    recs_clear();
+}
+
 int main(void)
 {
     PT_CHECK(pdi_observer_add_ex(on_before, on_after, NULL) == PD_OK);
@@ -334,6 +391,7 @@ int main(void)
     test_clip();
     test_scaler();
     test_written_set();
+    test_debug_tools();
     pdi_observer_remove_ex(on_before, on_after, NULL);
     PT_CHECK(pd_live_tensors() == 0);
     PT_DONE();
