@@ -31,7 +31,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/cpu/unary_math.h"
 
 /* FP ops here never trap, so GCC may if-convert the clamps in exp_f32 and
@@ -463,7 +463,7 @@ static int cpu_softmax(const struct pdi_kcall *k)
 {
     struct pd_kview x = k->in[0], y = k->out[0];
     int log_out = k->op == PD_OP_log_softmax;
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->softmax.axis;
     if (x.ndim == 0) { /* one element: a row of length 1 */
         x.ndim = y.ndim = 1;
         x.shape[0] = y.shape[0] = 1;
@@ -567,13 +567,13 @@ static int cpu_norm(const struct pdi_kcall *k)
     if (rows * M == 0) return PD_OK;
     int64_t xs;
     void *copy;
-    if (norm_row_layout(&x, lead, rows * M, pdi_ops[k->op].name, &xs, &copy)) return PD_ERR_NOMEM;
+    if (norm_row_layout(&x, lead, rows * M, pdi_op_name(k->op), &xs, &copy)) return PD_ERR_NOMEM;
     enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
     struct norm_ctx c = {param_buf(has_w ? &k->in[1] : NULL, M, ct, 1),
                          param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->norm.eps, centre};
     int rc;
     if (!c.w || (has_b && !c.b)) {
-        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_ops[k->op].name);
+        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_op_name(k->op));
     } else {
         struct nn_rows R = {&x, y, rows, M, xs, 1, lead, -1, ct};
         rc = run_rows(&R, ct == PD_F64 ? norm_fn_f64 : norm_fn_f32, &c);
@@ -729,7 +729,7 @@ out:
 static int cpu_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
-    int64_t ignore = k->a->i[0], reduction = k->a->i[1];
+    int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
         N = lp->shape[0];
@@ -798,7 +798,7 @@ PDI_FOR(par, i, n, {
 static int cpu_one_hot(const struct pdi_kcall *k)
 {
     const struct pd_kview *ids = &k->in[0], *y = &k->out[0];
-    int64_t n = pdi_kview_numel(ids), C = k->a->i[0];
+    int64_t n = pdi_kview_numel(ids), C = k->a->one_hot.num_classes;
     size_t ies = pd_dtype_size(ids->dtype);
     int64_t *out = (int64_t *)y->data;
     memset(out, 0, sizeof *out * (size_t)(n * C));
