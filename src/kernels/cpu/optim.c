@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 /* ---- the fused update ------------------------------------------------------ */
 #define BLOCK 2048

@@ -6,7 +6,7 @@
  */
 #include <math.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 /* Element i of input s * n + j (plane s of param j) as float. */
 static float ld(const struct pdi_kcall *k, int s, int n, int j, int64_t i)
