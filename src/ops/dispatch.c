@@ -303,7 +303,10 @@ static int debug_after(struct pdi_call *c)
         const char *bw = pdi_backward_node_name();
         char nb[PDI_NAME_BUF];
         snprintf(nb, sizeof nb, "%s", pdi_call_name(c));
-        pdi_log("dispatch", 3, "%s%s%s%s%s", nb, bw ? " in " : "", bw ? bw : "", site ? " at " : "", site ? site : "");
+        char at[512];
+        pdi_attrs_format(c->op, &c->a, at, sizeof at); /* rms_norm(n_norm_axes=1, eps=1e-05, ...) */
+        pdi_log("dispatch", 3, "%s %s%s%s%s%s", nb, at, bw ? " in " : "", bw ? bw : "", site ? " at " : "",
+                site ? site : "");
         if (pdi_log_enabled("dispatch", 4)) {
             for (int i = 0; i < c->n_in; i++) {
                 char b[PDI_SHAPE_BUF], tn[PDI_NAME_BUF];
