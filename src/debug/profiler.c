@@ -137,7 +137,7 @@ static double numel(const struct pd_tensor *t) { return t ? (double)pdi_numel(t-
  * their bytes say more than a FLOP count would). */
 static double op_flops(const struct pdi_call *c)
 {
-    const struct pd_tensor *o = c->out[0];
+    const struct pd_tensor *o = c->n_out ? c->out[0] : NULL; /* ops may have no outputs (optimizer updates) */
     switch (c->op) {
     case PD_OP_matmul: {
         const struct pd_tensor *a = c->in[0];
