@@ -207,11 +207,13 @@ static void test_random_formulas(void)
                 pd_generator_set_state(g, seed0, o0);
                 uint64_t off = o0;
                 if (pd_dtype_is_float(dt)) {
-                    bad += !pt_same_bits(pd_uniform(sh, nd, -3, 5.5, dt, g), old_random(sh, nd, dt, seed0, off, R_UNIFORM, -3, 5.5));
+                    bad += !pt_same_bits(pd_uniform(sh, nd, -3, 5.5, dt, g),
+                                         old_random(sh, nd, dt, seed0, off, R_UNIFORM, -3, 5.5));
                     off += adv;
                     bad += !pt_same_bits(pd_rand(sh, nd, dt, g), old_random(sh, nd, dt, seed0, off, R_UNIFORM, 0, 1));
                     off += adv;
-                    bad += !pt_same_bits(pd_normal(sh, nd, 1.5, 0.2, dt, g), old_random(sh, nd, dt, seed0, off, R_NORMAL, 1.5, 0.2));
+                    bad += !pt_same_bits(pd_normal(sh, nd, 1.5, 0.2, dt, g),
+                                         old_random(sh, nd, dt, seed0, off, R_NORMAL, 1.5, 0.2));
                     off += adv;
                     bad += !pt_same_bits(pd_randn(sh, nd, dt, g), old_random(sh, nd, dt, seed0, off, R_NORMAL, 0, 1));
                     off += adv;
@@ -226,7 +228,8 @@ static void test_random_formulas(void)
                     }
                     n += 6;
                 } else if (dt != PD_BOOL) {
-                    bad += !pt_same_bits(pd_randint(sh, nd, -7, 1000, dt, g), old_random(sh, nd, dt, seed0, off, R_INT, -7, 1000));
+                    bad += !pt_same_bits(pd_randint(sh, nd, -7, 1000, dt, g),
+                                         old_random(sh, nd, dt, seed0, off, R_INT, -7, 1000));
                     off += adv;
                     double lo = (double)-(1LL << 60), hi = (double)((1LL << 61) + 12345);
                     bad += !pt_same_bits(pd_randint(sh, nd, -(1LL << 60), (1LL << 61) + 12345, dt, g),
@@ -326,7 +329,8 @@ static void test_replay(void)
         /* through the program format: attributes to JSON and back */
         cJSON *j = pdi_attrs_to_json(e->op, &e->a);
         struct pdi_attrs b;
-        if (j && pdi_attrs_from_json(e->op, j, &b) == PD_OK) same_json += pt_same_bits(redispatch(e->op, &b, e->in), e->out);
+        if (j && pdi_attrs_from_json(e->op, j, &b) == PD_OK)
+            same_json += pt_same_bits(redispatch(e->op, &b, e->in), e->out);
         cJSON_Delete(j);
         pdi_force_backend(PDI_BACKEND_REF);
         same_ref += pt_same_bits(redispatch(e->op, &e->a, e->in), e->out);
@@ -338,8 +342,9 @@ static void test_replay(void)
     /* the printed form names the counter */
     char buf[512];
     pdi_attrs_format(R.r[0].op, &R.r[0].a, buf, sizeof buf);
-    PT_CHECK(!strcmp(buf, "uniform(shape=[33, 65], slice=[], dtype=f32, seed=2024, offset=0, low=0, high=1)"));
-    if (strcmp(buf, "uniform(shape=[33, 65], slice=[], dtype=f32, seed=2024, offset=0, low=0, high=1)")) printf("%s\n", buf);
+    const char *want = "uniform(shape=[33, 65], slice=[], dtype=f32, seed=2024, offset=0, low=0, high=1)";
+    PT_CHECK(!strcmp(buf, want));
+    if (strcmp(buf, want)) printf("  got %s\n", buf);
     pdi_attrs_format(R.r[1].op, &R.r[1].a, buf, sizeof buf);
     PT_CHECK(strstr(buf, "offset=4292,") != NULL); /* 2 * 33 * 65 = 4290 words, 4-aligned */
     recorder_clear(&R);
@@ -391,7 +396,8 @@ static void test_slices(void)
                         for (int64_t c1 = c0; c1 <= 13; c1++) {
                             pd_scope_begin();
                             struct pd_tensor *blk = draw_block(op, &a, p, r0, r1, c0, c1);
-                            struct pd_tensor *want = pd_contiguous(pd_slice(pd_slice(full, 0, r0, r1, 1), 1, c0, c1, 1));
+                            struct pd_tensor *want =
+                                pd_contiguous(pd_slice(pd_slice(full, 0, r0, r1, 1), 1, c0, c1, 1));
                             if (!pt_same_bits(blk, want)) {
                                 if (bad < 5)
                                     printf("slice: %s [%lld:%lld, %lld:%lld] differs (%s)\n", pdi_ops[op].name,
@@ -505,7 +511,8 @@ static void test_messages(void)
     PT_ERR(pd_zeros(NULL, 2, PD_F32), "tensor: NULL shape with ndim 2");
     PT_ERR(pd_empty(sneg, 2, PD_F32), "tensor: negative dimension in shape [2, -1]");
     PT_ERR(pd_eye(-1, 3, PD_F32), "tensor: negative dimension in shape [-1, 3]");
-    PT_ERR(pd_full((int64_t[]){1 << 24, 1 << 24}, 2, 0, PD_F32), "tensor: shape [16777216, 16777216] has too many elements");
+    PT_ERR(pd_full((int64_t[]){1 << 24, 1 << 24}, 2, 0, PD_F32),
+           "tensor: shape [16777216, 16777216] has too many elements");
     PT_ERR(pd_uniform(s23, 2, 0, 1, PD_I32, NULL), "uniform: dtype must be floating, got int32");
     PT_ERR(pd_normal(s23, 2, 0, -1, PD_F32, NULL), "normal: std must be >= 0, got -1");
     PT_ERR(pd_normal(s23, 2, 0, 1, PD_I64, NULL), "normal: dtype must be floating, got int64");
@@ -523,7 +530,8 @@ static void test_messages(void)
     struct pdi_attrs a = {.arange = {.start = 0, .stop = 1, .step = 0, .dtype = PD_F32}};
     PT_CHECK(pdi_calln(PD_OP_arange, NULL, 0, &a) == NULL && strstr(pd_last_error(), ": arange: need finite"));
     a = (struct pdi_attrs){.uniform = {.shape = {1, {4}}, .dtype = PD_I32}};
-    PT_CHECK(pdi_calln(PD_OP_uniform, NULL, 0, &a) == NULL && strstr(pd_last_error(), "uniform: dtype int32 is not supported"));
+    PT_CHECK(pdi_calln(PD_OP_uniform, NULL, 0, &a) == NULL &&
+             strstr(pd_last_error(), "uniform: dtype int32 is not supported"));
     a = (struct pdi_attrs){.full = {.shape = {1, {-4}}, .dtype = PD_F32}};
     PT_CHECK(pdi_calln(PD_OP_full, NULL, 0, &a) == NULL && strstr(pd_last_error(), "tensor: negative dimension"));
     pd_clear_error();

@@ -83,10 +83,20 @@ int pdi_infer_eye(struct pdi_call *c)
     return set_meta(c, shape, 2, a->dtype);
 }
 
+/* copy_ and fill_ write into input 0: a call must say so. */
+static int check_inplace(const struct pdi_call *c)
+{
+    if (!c->inplace)
+        return pdi_errorf(PD_ERR_INVALID, "%s: writes into its input: dispatch it in place", pdi_ops[c->op].name);
+    return PD_OK;
+}
+
 /* copy_: src must already have dst's dtype and shape (pd_copy_ casts and
  * expands it). */
 int pdi_infer_copy_(struct pdi_call *c)
 {
+    int rc = check_inplace(c);
+    if (rc) return rc;
     const struct pd_tensor *d = c->in[0], *s = c->in[1];
     if (s->dtype != d->dtype || s->ndim != d->ndim || memcmp(s->shape, d->shape, sizeof(int64_t) * (size_t)d->ndim)) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
@@ -98,8 +108,24 @@ int pdi_infer_copy_(struct pdi_call *c)
     return PD_OK;
 }
 
+int pdi_infer_fill_(struct pdi_call *c)
+{
+    int rc = check_inplace(c);
+    if (rc) return rc;
+    pdi_meta_of(c->in[0], &c->meta[0]);
+    return PD_OK;
+}
+
 /* ---- wrappers --------------------------------------------------------- */
-static struct pd_tensor *create(enum pd_op op, const struct pdi_attrs *a) { return pdi_calln(op, NULL, 0, a); }
+/* Dispatch a creation call built in place (no attribute copy: creation ops
+ * are small and frequent, as the zeros of missing gradients are). */
+static struct pd_tensor *create(struct pdi_call *c)
+{
+    struct pd_tensor *out[1];
+    c->n_out = 1;
+    c->out = out;
+    return pdi_dispatch(c) ? NULL : out[0];
+}
 
 static void set_shape(struct pdi_ints *l, const int64_t *shape, int ndim)
 {
@@ -110,17 +136,17 @@ static void set_shape(struct pdi_ints *l, const int64_t *shape, int ndim)
 struct pd_tensor *pd_empty(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
     if (pdi_check_new(shape, ndim, dt)) return NULL;
-    struct pdi_attrs a = {.empty = {.dtype = dt}};
-    set_shape(&a.empty.shape, shape, ndim);
-    return create(PD_OP_empty, &a);
+    struct pdi_call c = {.op = PD_OP_empty, .a = {.empty = {.dtype = dt}}};
+    set_shape(&c.a.empty.shape, shape, ndim);
+    return create(&c);
 }
 
 struct pd_tensor *pd_full(const int64_t *shape, int ndim, double value, enum pd_dtype dt)
 {
     if (pdi_check_new(shape, ndim, dt)) return NULL;
-    struct pdi_attrs a = {.full = {.dtype = dt, .value = value}};
-    set_shape(&a.full.shape, shape, ndim);
-    return create(PD_OP_full, &a);
+    struct pdi_call c = {.op = PD_OP_full, .a = {.full = {.dtype = dt, .value = value}}};
+    set_shape(&c.a.full.shape, shape, ndim);
+    return create(&c);
 }
 
 struct pd_tensor *pd_zeros(const int64_t *shape, int ndim, enum pd_dtype dt) { return pd_full(shape, ndim, 0.0, dt); }
@@ -143,21 +169,23 @@ struct pd_tensor *pd_arange(double start, double stop, double step, enum pd_dtyp
     if (arange_check(start, stop, step)) return NULL;
     int64_t n = arange_len(start, stop, step);
     if (pdi_check_new(&n, 1, dt)) return NULL;
-    struct pdi_attrs a = {.arange = {.start = start, .stop = stop, .step = step, .dtype = dt}};
-    return create(PD_OP_arange, &a);
+    struct pdi_call c = {.op = PD_OP_arange,
+                         .a = {.arange = {.start = start, .stop = stop, .step = step, .dtype = dt}}};
+    return create(&c);
 }
 
 struct pd_tensor *pd_linspace(double start, double stop, int64_t num, enum pd_dtype dt)
 {
     if (linspace_check(num) || pdi_check_new(&num, 1, dt)) return NULL;
-    struct pdi_attrs a = {.linspace = {.start = start, .stop = stop, .num = num, .dtype = dt}};
-    return create(PD_OP_linspace, &a);
+    struct pdi_call c = {.op = PD_OP_linspace,
+                         .a = {.linspace = {.start = start, .stop = stop, .num = num, .dtype = dt}}};
+    return create(&c);
 }
 
 struct pd_tensor *pd_eye(int64_t n, int64_t m, enum pd_dtype dt)
 {
     int64_t shape[2] = {n, m < 0 ? n : m};
     if (pdi_check_new(shape, 2, dt)) return NULL;
-    struct pdi_attrs a = {.eye = {.n = n, .m = shape[1], .dtype = dt}};
-    return create(PD_OP_eye, &a);
+    struct pdi_call c = {.op = PD_OP_eye, .a = {.eye = {.n = n, .m = shape[1], .dtype = dt}}};
+    return create(&c);
 }

@@ -20,8 +20,9 @@ static int check_slice(const struct pdi_call *c, const struct pdi_ints *sl, cons
     const char *op = pdi_ops[c->op].name;
     if (sl->n == 0) return PD_OK;
     if (sl->n != 2 * ndim)
-        return pdi_errorf(PD_ERR_INVALID, "%s: slice has %lld values, expected 0 or %d (the whole shape, then the start)",
-                          op, (long long)sl->n, 2 * ndim);
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s: slice has %lld values, expected 0 or %d (the whole shape, then the start)", op,
+                          (long long)sl->n, 2 * ndim);
     double total = 1;
     for (int d = 0; d < ndim; d++) {
         int64_t whole = sl->v[d], start = sl->v[ndim + d];
@@ -40,7 +41,8 @@ int pdi_infer_random(struct pdi_call *c)
     const struct pdi_attrs_uniform *a = &c->a.uniform;
     const char *op = pdi_ops[c->op].name;
     if (a->shape.n > PD_MAX_DIMS)
-        return pdi_errorf(PD_ERR_INVALID, "%s: shape has %lld dims (at most %d)", op, (long long)a->shape.n, PD_MAX_DIMS);
+        return pdi_errorf(PD_ERR_INVALID, "%s: shape has %lld dims (at most %d)", op, (long long)a->shape.n,
+                          PD_MAX_DIMS);
     if (a->dtype < 0 || a->dtype >= PD_DTYPE_COUNT || !(pdi_ops[c->op].dtypes & (1u << a->dtype)))
         return pdi_errorf(PD_ERR_INVALID, "%s: dtype %s is not supported", op,
                           a->dtype >= 0 && a->dtype < PD_DTYPE_COUNT ? pd_dtype_name((enum pd_dtype)a->dtype) : "?");
@@ -99,7 +101,8 @@ static struct pd_tensor *draw(enum pd_op op, const int64_t *shape, int ndim, enu
 struct pd_tensor *pd_uniform(const int64_t *shape, int ndim, double lo, double hi, enum pd_dtype dt,
                              struct pd_generator *g)
 {
-    if (!pd_dtype_is_float(dt)) return pdi_error(PD_ERR_INVALID, "uniform: dtype must be floating, got %s", pd_dtype_name(dt));
+    if (!pd_dtype_is_float(dt))
+        return pdi_error(PD_ERR_INVALID, "uniform: dtype must be floating, got %s", pd_dtype_name(dt));
     struct pdi_attrs a = {.uniform = {.low = lo, .high = hi}};
     return draw(PD_OP_uniform, shape, ndim, dt, g, &a);
 }
@@ -112,7 +115,8 @@ struct pd_tensor *pd_rand(const int64_t *shape, int ndim, enum pd_dtype dt, stru
 struct pd_tensor *pd_normal(const int64_t *shape, int ndim, double mean, double std, enum pd_dtype dt,
                             struct pd_generator *g)
 {
-    if (!pd_dtype_is_float(dt)) return pdi_error(PD_ERR_INVALID, "normal: dtype must be floating, got %s", pd_dtype_name(dt));
+    if (!pd_dtype_is_float(dt))
+        return pdi_error(PD_ERR_INVALID, "normal: dtype must be floating, got %s", pd_dtype_name(dt));
     if (!(std >= 0)) return pdi_error(PD_ERR_INVALID, "normal: std must be >= 0, got %g", std);
     struct pdi_attrs a = {.normal = {.mean = mean, .std = std}};
     return draw(PD_OP_normal, shape, ndim, dt, g, &a);
@@ -126,8 +130,10 @@ struct pd_tensor *pd_randn(const int64_t *shape, int ndim, enum pd_dtype dt, str
 struct pd_tensor *pd_randint(const int64_t *shape, int ndim, int64_t lo, int64_t hi, enum pd_dtype dt,
                              struct pd_generator *g)
 {
-    if (hi <= lo) return pdi_error(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
-    if (pd_dtype_is_float(dt) || dt == PD_BOOL) return pdi_error(PD_ERR_INVALID, "randint: dtype must be an integer type, got %s", pd_dtype_name(dt));
+    if (hi <= lo)
+        return pdi_error(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
+    if (pd_dtype_is_float(dt) || dt == PD_BOOL)
+        return pdi_error(PD_ERR_INVALID, "randint: dtype must be an integer type, got %s", pd_dtype_name(dt));
     struct pdi_attrs a = {.randint = {.low = lo, .high = hi}};
     return draw(PD_OP_randint, shape, ndim, dt, g, &a);
 }
@@ -135,7 +141,8 @@ struct pd_tensor *pd_randint(const int64_t *shape, int ndim, int64_t lo, int64_t
 struct pd_tensor *pd_bernoulli(const struct pd_tensor *p, struct pd_generator *g)
 {
     if (!p) return NULL;
-    if (!pd_dtype_is_float(p->dtype)) return pdi_error(PD_ERR_INVALID, "bernoulli: p must be floating, got %s", pd_dtype_name(p->dtype));
+    if (!pd_dtype_is_float(p->dtype))
+        return pdi_error(PD_ERR_INVALID, "bernoulli: p must be floating, got %s", pd_dtype_name(p->dtype));
     struct pdi_attrs a = {.bernoulli = {.seed = 0}};
     take(g, pdi_numel(p->shape, p->ndim), &a.bernoulli.seed, &a.bernoulli.offset);
     return pdi_call1(PD_OP_bernoulli, (struct pd_tensor *)p, &a);

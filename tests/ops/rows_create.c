@@ -65,29 +65,39 @@ static struct pd_generator *gen(void)
     pd_generator_set_state(g, 4321, 1000);
     return g;
 }
-#define DRAW(expr)                             \
-    struct pd_generator *g = gen();            \
-    struct pd_tensor *r = expr;                \
-    pd_generator_destroy(g);                   \
-    return r;
-static struct pd_tensor *f_uniform_f32(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_uniform(s23, 2, -2, 3, PD_F32, g)) }
-static struct pd_tensor *f_uniform_bf16_big(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_rand(sbig, 2, PD_BF16, g)) }
-static struct pd_tensor *f_normal_f64(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_normal(s23, 2, 1, 0.5, PD_F64, g)) }
-static struct pd_tensor *f_normal_f32_big(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_randn(sbig, 2, PD_F32, g)) }
-static struct pd_tensor *f_normal_0d(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_randn(NULL, 0, PD_F16, g)) }
-static struct pd_tensor *f_randint_i64(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_randint(s23, 2, -5, 100, PD_I64, g)) }
-static struct pd_tensor *f_randint_u8_big(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_randint(sbig, 2, 0, 256, PD_U8, g)) }
-static struct pd_tensor *f_randint_empty(struct pd_tensor **in) { PDI_UNUSED(in); DRAW(pd_randint(s0, 3, 0, 3, PD_I32, g)) }
-static struct pd_tensor *f_bernoulli(struct pd_tensor **in) { DRAW(pd_bernoulli(in[0], g)) }
+#define DRAW(name, expr)                                        \
+    static struct pd_tensor *f_##name(struct pd_tensor **in)    \
+    {                                                           \
+        PDI_UNUSED(in);                                         \
+        struct pd_generator *g = gen();                         \
+        struct pd_tensor *r = expr;                             \
+        pd_generator_destroy(g);                                \
+        return r;                                               \
+    }
+DRAW(uniform_f32, pd_uniform(s23, 2, -2, 3, PD_F32, g))
+DRAW(uniform_bf16_big, pd_rand(sbig, 2, PD_BF16, g))
+DRAW(normal_f64, pd_normal(s23, 2, 1, 0.5, PD_F64, g))
+DRAW(normal_f32_big, pd_randn(sbig, 2, PD_F32, g))
+DRAW(normal_0d, pd_randn(NULL, 0, PD_F16, g))
+DRAW(randint_i64, pd_randint(s23, 2, -5, 100, PD_I64, g))
+DRAW(randint_u8_big, pd_randint(sbig, 2, 0, 256, PD_U8, g))
+DRAW(randint_empty, pd_randint(s0, 3, 0, 3, PD_I32, g))
+DRAW(bernoulli, pd_bernoulli(in[0], g))
 
 /* the [1:4, 7:2999] block of a [5, 3001] draw, through the slice attribute */
 static struct pd_tensor *sliced(enum pd_op op, struct pd_tensor *p)
 {
     struct pdi_attrs a = {0};
     struct pdi_ints sl = {4, {5, 3001, 1, 7}}, sh = {2, {3, 2992}};
-    if (op == PD_OP_uniform) a.uniform = (struct pdi_attrs_uniform){.shape = sh, .slice = sl, .dtype = PD_F32, .seed = 7, .offset = 4, .low = -1, .high = 1};
-    if (op == PD_OP_normal) a.normal = (struct pdi_attrs_normal){.shape = sh, .slice = sl, .dtype = PD_F64, .seed = 7, .offset = 4, .std = 2};
-    if (op == PD_OP_randint) a.randint = (struct pdi_attrs_randint){.shape = sh, .slice = sl, .dtype = PD_I64, .seed = 7, .offset = 4, .low = -9, .high = 9};
+    if (op == PD_OP_uniform)
+        a.uniform = (struct pdi_attrs_uniform){
+            .shape = sh, .slice = sl, .dtype = PD_F32, .seed = 7, .offset = 4, .low = -1, .high = 1};
+    if (op == PD_OP_normal)
+        a.normal =
+            (struct pdi_attrs_normal){.shape = sh, .slice = sl, .dtype = PD_F64, .seed = 7, .offset = 4, .std = 2};
+    if (op == PD_OP_randint)
+        a.randint = (struct pdi_attrs_randint){
+            .shape = sh, .slice = sl, .dtype = PD_I64, .seed = 7, .offset = 4, .low = -9, .high = 9};
     if (op == PD_OP_bernoulli) a.bernoulli = (struct pdi_attrs_bernoulli){.slice = sl, .seed = 7, .offset = 4};
     return p ? pdi_call1(op, p, &a) : pdi_calln(op, NULL, 0, &a);
 }

@@ -2,7 +2,6 @@
  * copy_ and fill_. full and fill_ store one converted value (memset for
  * +0.0) over the strided walk, split over threads for large outputs;
  * copy_ runs the CPU copy kernel (tiled transposes, memcpy runs). */
-#include <math.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -33,12 +32,23 @@ static void fill_run(char **p, const int64_t *st, int64_t n, void *ctx)
     }
 }
 
+#define FILL_CHUNK 65536
+
 static void fill_view(const struct pd_kview *y, double value)
 {
     struct fill_ctx f = {.es = pd_dtype_size(y->dtype)};
     pdi_store(f.one, y->dtype, value);
     f.zero = 1;
     for (size_t i = 0; i < f.es; i++) f.zero &= f.one[i] == 0;
+    if (pdi_kview_contiguous(y)) { /* one run (every creation output): no walk to plan */
+        int64_t n = pdi_kview_numel(y), es = (int64_t)f.es, nc = (n + FILL_CHUNK - 1) / FILL_CHUNK;
+        PDI_FOR(n >= PDI_PAR_GRAIN, c, nc, {
+            char *p = y->data + c * FILL_CHUNK * es;
+            int64_t len = n - c * FILL_CHUNK < FILL_CHUNK ? n - c * FILL_CHUNK : FILL_CHUNK;
+            fill_run(&p, &es, len, &f);
+        });
+        return;
+    }
     struct pd_kview v = *y;
     struct pd_kview *ops[1] = {&v};
     pdi_iter(1, ops, v.shape, v.ndim, fill_run, &f);
