@@ -26,7 +26,8 @@ static struct pd_tensor *old_full(const int64_t *shape, int ndim, double value, 
     int64_t n = pdi_numel(shape, ndim);
     size_t es = pd_dtype_size(dt);
     char *d = malloc((size_t)n * es + 8);
-    if (value == 0.0 && !signbit(value)) memset(d, 0, (size_t)n * es);
+    if (value == 0.0 && !signbit(value))
+        memset(d, 0, (size_t)n * es);
     else if (dt == PD_F32) {
         float v = (float)value;
         for (int64_t i = 0; i < n; i++) ((float *)d)[i] = v;
@@ -104,8 +105,10 @@ static struct pd_tensor *old_random(const int64_t *shape, int ndim, enum pd_dtyp
         }
         if (kind == R_INT && dt == PD_I64)
             ((int64_t *)d)[i] = (int64_t)a + (int64_t)((((uint64_t)w[2 * i] << 32) | w[2 * i + 1]) % (uint64_t)(b - a));
-        else if (dt == PD_F32) ((float *)d)[i] = (float)v;
-        else pdi_store(d + i * (int64_t)es, dt, v);
+        else if (dt == PD_F32)
+            ((float *)d)[i] = (float)v;
+        else
+            pdi_store(d + i * (int64_t)es, dt, v);
     }
     struct pd_tensor *t = pd_from_buffer(d, shape, ndim, dt);
     free(w);
@@ -139,8 +142,8 @@ static void test_creation_formulas(void)
     static const double values[] = {0.0, -0.0, 1.0, 3.7, -1e10, 1e300, NAN, -INFINITY, 0.1};
     struct {
         double start, stop, step;
-    } ar[] = {{0, 10, 1}, {0.1, 2.3, 0.07}, {5, -3.3, -0.3}, {5, 5, 1}, {5, 1, 1}, {-1, 1, -1}, {-3.1, 70000.2, 0.77},
-              {1e15, 1e15 + 7, 0.5}, {0, 1, 3}};
+    } ar[] = {{0, 10, 1},  {0.1, 2.3, 0.07},      {5, -3.3, -0.3},       {5, 5, 1}, {5, 1, 1},
+              {-1, 1, -1}, {-3.1, 70000.2, 0.77}, {1e15, 1e15 + 7, 0.5}, {0, 1, 3}};
     struct {
         double start, stop;
         int64_t num;
@@ -491,11 +494,11 @@ static void test_inplace_ops(void)
 }
 
 /* ---- messages ------------------------------------------------------------ */
-#define PT_ERR(expr, msg)                                                          \
-    do {                                                                           \
-        pd_clear_error();                                                          \
-        PT_CHECK((expr) == NULL && !strcmp(pd_last_error(), msg));                 \
-        if (strcmp(pd_last_error(), msg)) printf("  got \"%s\"\n", pd_last_error()); \
+#define PT_ERR(expr, msg)                                                                                              \
+    do {                                                                                                               \
+        pd_clear_error();                                                                                              \
+        PT_CHECK((expr) == NULL && !strcmp(pd_last_error(), msg));                                                     \
+        if (strcmp(pd_last_error(), msg)) printf("  got \"%s\"\n", pd_last_error());                                   \
     } while (0)
 
 static void test_messages(void)

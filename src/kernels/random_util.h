@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 /* Output rows (along the last dim) and where each starts in the whole draw.
  * Without a slice the output is one row of numel elements. */
@@ -96,8 +96,10 @@ static inline void pdi_rand_elem(enum pd_op op, const struct pdi_attrs *a, uint3
         }
         v = lo + (double)(r % (uint64_t)(hi - lo));
     }
-    if (dt == PD_F32) *(float *)dst = (float)v;
-    else pdi_store(dst, dt, v);
+    if (dt == PD_F32)
+        *(float *)dst = (float)v;
+    else
+        pdi_store(dst, dt, v);
 }
 
 /* bernoulli: u = (w + 0.5) / 2^32 in (0, 1), 1 where u < p. */

@@ -79,7 +79,7 @@ int pdi_infer_linspace(struct pdi_call *c)
 int pdi_infer_eye(struct pdi_call *c)
 {
     const struct pdi_attrs_eye *a = &c->a.eye;
-    int64_t shape[2] = {a->n, a->m < 0 ? a->n : a->m};
+    int64_t shape[2] = {a->n, a->m};
     return set_meta(c, shape, 2, a->dtype);
 }
 
@@ -153,10 +153,7 @@ struct pd_tensor *pd_zeros(const int64_t *shape, int ndim, enum pd_dtype dt) { r
 struct pd_tensor *pd_ones(const int64_t *shape, int ndim, enum pd_dtype dt) { return pd_full(shape, ndim, 1.0, dt); }
 struct pd_tensor *pd_scalar(double value, enum pd_dtype dt) { return pd_full(NULL, 0, value, dt); }
 
-struct pd_tensor *pd_empty_like(const struct pd_tensor *t)
-{
-    return t ? pd_empty(t->shape, t->ndim, t->dtype) : NULL;
-}
+struct pd_tensor *pd_empty_like(const struct pd_tensor *t) { return t ? pd_empty(t->shape, t->ndim, t->dtype) : NULL; }
 struct pd_tensor *pd_zeros_like(const struct pd_tensor *t) { return t ? pd_zeros(t->shape, t->ndim, t->dtype) : NULL; }
 struct pd_tensor *pd_ones_like(const struct pd_tensor *t) { return t ? pd_ones(t->shape, t->ndim, t->dtype) : NULL; }
 struct pd_tensor *pd_full_like(const struct pd_tensor *t, double v)

@@ -13,8 +13,12 @@
 
 #include "ops/harness.h"
 
-#define RF(name, expr) \
-    static struct pd_tensor *f_##name(struct pd_tensor **in) { PDI_UNUSED(in); return expr; }
+#define RF(name, expr)                                                                                                 \
+    static struct pd_tensor *f_##name(struct pd_tensor **in)                                                           \
+    {                                                                                                                  \
+        PDI_UNUSED(in);                                                                                                \
+        return expr;                                                                                                   \
+    }
 
 #define ONE (1u << PD_F32) /* no float inputs: run the row once */
 #define ALL (OPT_DT_ALLNUM | 1u << PD_BOOL)
@@ -65,14 +69,14 @@ static struct pd_generator *gen(void)
     pd_generator_set_state(g, 4321, 1000);
     return g;
 }
-#define DRAW(name, expr)                                        \
-    static struct pd_tensor *f_##name(struct pd_tensor **in)    \
-    {                                                           \
-        PDI_UNUSED(in);                                         \
-        struct pd_generator *g = gen();                         \
-        struct pd_tensor *r = expr;                             \
-        pd_generator_destroy(g);                                \
-        return r;                                               \
+#define DRAW(name, expr)                                                                                               \
+    static struct pd_tensor *f_##name(struct pd_tensor **in)                                                           \
+    {                                                                                                                  \
+        PDI_UNUSED(in);                                                                                                \
+        struct pd_generator *g = gen();                                                                                \
+        struct pd_tensor *r = expr;                                                                                    \
+        pd_generator_destroy(g);                                                                                       \
+        return r;                                                                                                      \
     }
 DRAW(uniform_f32, pd_uniform(s23, 2, -2, 3, PD_F32, g))
 DRAW(uniform_bf16_big, pd_rand(sbig, 2, PD_BF16, g))
@@ -170,8 +174,13 @@ static const struct opt_row rows[] = {
     {"randint/zero_size", PD_OP_randint, 0, {{0}}, f_randint_empty, ONE, .no_gradcheck = 1},
     {"randint/slice", PD_OP_randint, 0, {{0}}, f_randint_slice, ONE, .no_gradcheck = 1},
     {"bernoulli/plain", PD_OP_bernoulli, 1, {OPT_FR(0, 1, 4, 6)}, f_bernoulli, OPT_DT_FLOW, .no_gradcheck = 1},
-    {"bernoulli/transposed", PD_OP_bernoulli, 1, {{OPT_SHAPE(7, 5), .lo = 0, .hi = 1, .layout = OPT_TRANSPOSED}},
-     f_bernoulli, OPT_DT_FLOW, .no_gradcheck = 1},
+    {"bernoulli/transposed",
+     PD_OP_bernoulli,
+     1,
+     {{OPT_SHAPE(7, 5), .lo = 0, .hi = 1, .layout = OPT_TRANSPOSED}},
+     f_bernoulli,
+     OPT_DT_FLOW,
+     .no_gradcheck = 1},
     {"bernoulli/large", PD_OP_bernoulli, 1, {OPT_FR(0, 1, 70, 1001)}, f_bernoulli, OPT_DT_F, .no_gradcheck = 1},
     {"bernoulli/slice", PD_OP_bernoulli, 1, {OPT_FR(0, 1, 3, 2992)}, f_bernoulli_slice, OPT_DT_F, .no_gradcheck = 1},
     {"copy_/same_shape", PD_OP_copy_, 2, {OPT_F(3, 5), OPT_F(3, 5)}, f_copy, ALL, .no_gradcheck = 1},

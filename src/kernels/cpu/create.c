@@ -4,7 +4,7 @@
  * copy_ runs the CPU copy kernel (tiled transposes, memcpy runs). */
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static int cpu_empty(const struct pdi_kcall *k)
 {
@@ -15,7 +15,7 @@ static int cpu_empty(const struct pdi_kcall *k)
 struct fill_ctx {
     char one[8]; /* the value in the output dtype */
     size_t es;
-    int zero;    /* every byte of one is 0 */
+    int zero; /* every byte of one is 0 */
 };
 
 static void fill_run(char **p, const int64_t *st, int64_t n, void *ctx)
@@ -23,12 +23,32 @@ static void fill_run(char **p, const int64_t *st, int64_t n, void *ctx)
     const struct fill_ctx *f = ctx;
     char *d = p[0];
     int64_t s = st[0];
-    if (f->zero && s == (int64_t)f->es) { memset(d, 0, (size_t)n * f->es); return; }
+    if (f->zero && s == (int64_t)f->es) {
+        memset(d, 0, (size_t)n * f->es);
+        return;
+    }
     switch (f->es) {
-    case 8: { uint64_t v; memcpy(&v, f->one, 8); for (int64_t i = 0; i < n; i++) *(uint64_t *)(d + i * s) = v; break; }
-    case 4: { uint32_t v; memcpy(&v, f->one, 4); for (int64_t i = 0; i < n; i++) *(uint32_t *)(d + i * s) = v; break; }
-    case 2: { uint16_t v; memcpy(&v, f->one, 2); for (int64_t i = 0; i < n; i++) *(uint16_t *)(d + i * s) = v; break; }
-    default: for (int64_t i = 0; i < n; i++) d[i * s] = f->one[0]; break;
+    case 8: {
+        uint64_t v;
+        memcpy(&v, f->one, 8);
+        for (int64_t i = 0; i < n; i++) *(uint64_t *)(d + i * s) = v;
+        break;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, f->one, 4);
+        for (int64_t i = 0; i < n; i++) *(uint32_t *)(d + i * s) = v;
+        break;
+    }
+    case 2: {
+        uint16_t v;
+        memcpy(&v, f->one, 2);
+        for (int64_t i = 0; i < n; i++) *(uint16_t *)(d + i * s) = v;
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++) d[i * s] = f->one[0];
+        break;
     }
 }
 
@@ -109,11 +129,11 @@ static int cpu_copy_(const struct pdi_kcall *k)
 
 void pdi_register_cpu_create(void)
 {
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_empty, pdi_ops[PD_OP_empty].dtypes, cpu_empty);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_full, pdi_ops[PD_OP_full].dtypes, cpu_fill);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_arange, pdi_ops[PD_OP_arange].dtypes, cpu_arange);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_linspace, pdi_ops[PD_OP_linspace].dtypes, cpu_linspace);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_eye, pdi_ops[PD_OP_eye].dtypes, cpu_eye);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_copy_, pdi_ops[PD_OP_copy_].dtypes, cpu_copy_);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_fill_, pdi_ops[PD_OP_fill_].dtypes, cpu_fill);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_empty, PDI_DT_ALL, cpu_empty);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_full, PDI_DT_ALL, cpu_fill);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_arange, PDI_DT_ALL, cpu_arange);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_linspace, PDI_DT_ALL, cpu_linspace);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_eye, PDI_DT_ALL, cpu_eye);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_copy_, PDI_DT_ALL, cpu_copy_);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_fill_, PDI_DT_ALL, cpu_fill);
 }

@@ -62,8 +62,8 @@ static int cpu_bernoulli(const struct pdi_kcall *k)
 
 void pdi_register_cpu_random(void)
 {
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_uniform, pdi_ops[PD_OP_uniform].dtypes, cpu_random);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_normal, pdi_ops[PD_OP_normal].dtypes, cpu_random);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_randint, pdi_ops[PD_OP_randint].dtypes, cpu_random);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_bernoulli, pdi_ops[PD_OP_bernoulli].dtypes, cpu_bernoulli);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_uniform, PDI_DT_FLOATS, cpu_random);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_normal, PDI_DT_FLOATS, cpu_random);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_randint, PDI_DT_INTS, cpu_random);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_bernoulli, PDI_DT_FLOATS, cpu_bernoulli);
 }

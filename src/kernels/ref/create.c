@@ -2,7 +2,7 @@
  * writes copy_ and fill_: element by element through double. */
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static int ref_empty(const struct pdi_kcall *k)
 {
@@ -62,11 +62,11 @@ static int ref_copy_(const struct pdi_kcall *k)
 
 void pdi_register_ref_create(void)
 {
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_empty, pdi_ops[PD_OP_empty].dtypes, ref_empty);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_full, pdi_ops[PD_OP_full].dtypes, ref_fill);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_arange, pdi_ops[PD_OP_arange].dtypes, ref_arange);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_linspace, pdi_ops[PD_OP_linspace].dtypes, ref_linspace);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_eye, pdi_ops[PD_OP_eye].dtypes, ref_eye);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_copy_, pdi_ops[PD_OP_copy_].dtypes, ref_copy_);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_fill_, pdi_ops[PD_OP_fill_].dtypes, ref_fill);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_empty, PDI_DT_ALL, ref_empty);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_full, PDI_DT_ALL, ref_fill);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_arange, PDI_DT_ALL, ref_arange);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_linspace, PDI_DT_ALL, ref_linspace);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_eye, PDI_DT_ALL, ref_eye);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_copy_, PDI_DT_ALL, ref_copy_);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_fill_, PDI_DT_ALL, ref_fill);
 }

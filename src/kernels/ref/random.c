@@ -36,8 +36,8 @@ static int ref_bernoulli(const struct pdi_kcall *k)
 
 void pdi_register_ref_random(void)
 {
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_uniform, pdi_ops[PD_OP_uniform].dtypes, ref_random);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_normal, pdi_ops[PD_OP_normal].dtypes, ref_random);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_randint, pdi_ops[PD_OP_randint].dtypes, ref_random);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_bernoulli, pdi_ops[PD_OP_bernoulli].dtypes, ref_bernoulli);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_uniform, PDI_DT_FLOATS, ref_random);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_normal, PDI_DT_FLOATS, ref_random);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_randint, PDI_DT_INTS, ref_random);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_bernoulli, PDI_DT_FLOATS, ref_bernoulli);
 }
