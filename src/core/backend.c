@@ -105,8 +105,9 @@ static int check_def(const struct pdi_backend_def *def, int *fallback)
     if (!def) return pdi_errorf(PD_ERR_NULL, "pdi_backend_register: NULL backend");
     const char *name = def->name ? def->name : "(unnamed)";
     if (def->abi_version < 1 || def->abi_version > PDI_BACKEND_ABI)
-        return pdi_errorf(PD_ERR_INVALID, "pdi_backend_register: backend '%s' has abi_version %u; this library reads 1 to %d",
-                          name, (unsigned)def->abi_version, PDI_BACKEND_ABI);
+        return pdi_errorf(PD_ERR_INVALID,
+                          "pdi_backend_register: backend '%s' has abi_version %u; this library reads 1 to %d", name,
+                          (unsigned)def->abi_version, PDI_BACKEND_ABI);
     if (!def->name || !def->name[0])
         return pdi_errorf(PD_ERR_INVALID, "pdi_backend_register: a backend needs a name");
     if (!def->register_kernels)
@@ -118,12 +119,14 @@ static int check_def(const struct pdi_backend_def *def, int *fallback)
     }
     for (int b = 0; b < n_backends; b++) {
         if (strcmp(defs[b]->name, name) == 0)
-            return pdi_errorf(PD_ERR_INVALID, "pdi_backend_register: a backend named '%s' is registered (id %d)", name, b);
+            return pdi_errorf(PD_ERR_INVALID, "pdi_backend_register: a backend named '%s' is registered (id %d)", name,
+                              b);
         if (def->fallback && strcmp(defs[b]->name, def->fallback) == 0) *fallback = b;
     }
     if (def->fallback && *fallback < 0)
-        return pdi_errorf(PD_ERR_INVALID, "pdi_backend_register: backend '%s' falls back to '%s', which is not registered",
-                          name, def->fallback);
+        return pdi_errorf(PD_ERR_INVALID,
+                          "pdi_backend_register: backend '%s' falls back to '%s', which is not registered", name,
+                          def->fallback);
     if (n_backends == PDI_BACKEND_MAX)
         return pdi_errorf(PD_ERR_INVALID, "pdi_backend_register: too many backends (at most %d)", PDI_BACKEND_MAX);
     return PD_OK;

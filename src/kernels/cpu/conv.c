@@ -154,7 +154,7 @@ static int run_packed(const struct pdi_kcall *k, struct pdi_dnnl_entry *e, enum 
         const struct pd_kview *v = &k->in[i];
         void *p = v->data;
         if (v->dtype != cd || !pdi_kview_contiguous(v)) {
-            if (!(buf[i] = pdi_linalg_pack(v, cd, &pk[i]))) { rc = pd_last_status(); goto out; }
+            if (!(buf[i] = pdi_linalg_pack(k, v, cd, &pk[i]))) { rc = pd_last_status(); goto out; }
             p = buf[i];
         }
         args[n++] = (struct pdi_dnnl_arg){io->arg_in[i], io->md_in[i], 0, p};
@@ -162,16 +162,19 @@ static int run_packed(const struct pdi_kcall *k, struct pdi_dnnl_entry *e, enum 
     void *op = res->data;
     if (res->dtype != cd) {
         size_t bytes = (size_t)pdi_kview_numel(res) * pd_dtype_size(cd);
-        if (!(obuf = pdi_alloc(bytes))) { rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes)", bytes); goto out; }
+        if (!(obuf = pdi_kscratch(k, bytes))) {
+            rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
+            goto out;
+        }
         pdi_linalg_contig_view(res, cd, obuf, &ov);
         op = obuf;
     }
     args[n++] = (struct pdi_dnnl_arg){io->arg_out, io->md_out, 1, op};
-    rc = pdi_dnnl_run(e, n, args);
+    rc = pdi_dnnl_run(k, e, n, args);
     if (!rc && obuf) pdi_linalg_copy(res, &ov);
 out:
-    for (int i = 0; i < io->n_in; i++) pdi_linalg_unpack_free(buf[i], &pk[i]);
-    if (obuf) pdi_linalg_unpack_free(obuf, &ov);
+    for (int i = 0; i < io->n_in; i++) pdi_linalg_unpack_free(k, buf[i], &pk[i]);
+    if (obuf) pdi_linalg_unpack_free(k, obuf, &ov);
     return rc;
 }
 
@@ -343,16 +346,19 @@ static int cpu_max_route(const struct pdi_kcall *k, int scatter)
     const float *xf = (const float *)x->data, *gf = (const float *)g->data;
     float *rf = (float *)res->data;
     if (x->dtype != PD_F32 || !pdi_kview_contiguous(x)) {
-        if (!(bx = pdi_linalg_pack(x, PD_F32, &px))) return pd_last_status();
+        if (!(bx = pdi_linalg_pack(k, x, PD_F32, &px))) return pd_last_status();
         xf = bx;
     }
     if (g->dtype != PD_F32 || !pdi_kview_contiguous(g)) {
-        if (!(bg = pdi_linalg_pack(g, PD_F32, &pg))) { rc = pd_last_status(); goto out; }
+        if (!(bg = pdi_linalg_pack(k, g, PD_F32, &pg))) { rc = pd_last_status(); goto out; }
         gf = bg;
     }
     if (res->dtype != PD_F32) {
         size_t bytes = (size_t)pdi_kview_numel(res) * sizeof(float);
-        if (!(br = pdi_alloc(bytes))) { rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes)", bytes); goto out; }
+        if (!(br = pdi_kscratch(k, bytes))) {
+            rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
+            goto out;
+        }
         pdi_linalg_contig_view(res, PD_F32, br, &pr);
         rf = br;
     }
@@ -360,9 +366,9 @@ static int cpu_max_route(const struct pdi_kcall *k, int scatter)
     else max_route(xf, (float *)gf, rf, nc, hh, ww, oh, ow, &k->a->pool2d, 0);
     if (br) pdi_linalg_copy(res, &pr);
 out:
-    pdi_linalg_unpack_free(bx, &px);
-    pdi_linalg_unpack_free(bg, &pg);
-    pdi_linalg_unpack_free(br, &pr);
+    pdi_linalg_unpack_free(k, bx, &px);
+    pdi_linalg_unpack_free(k, bg, &pg);
+    pdi_linalg_unpack_free(k, br, &pr);
     return rc;
 }
 

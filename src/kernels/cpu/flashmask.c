@@ -41,9 +41,9 @@
  * Products: the register-tiled gemm of tile_gemm.h (16-wide with
  * AVX-512): panels and rows of S are padded to its vector (round_vw, LDS),
  * and the row helpers (max, exp, scale) sweep the same vectors. Ownership: every
- * buffer is allocated and freed inside a call (the O(S) ones through
- * pdi_alloc: counted in the memory stats, and their pages reused from call
- * to call); outputs are the dispatcher's tensors (written through their
+ * buffer is allocated and freed inside a call, from the call's allocator
+ * (pdi_kscratch: counted in the memory stats, and with the caching
+ * allocator their pages reused from call to call); outputs are the dispatcher's tensors (written through their
  * strides).
  */
 #include <math.h>
@@ -78,25 +78,28 @@ struct fm_mask {
     int32_t *col;                /* [Bm][Hm][Sk][4]: LTS, LTE, UTS, UTE */
     int32_t *mm;                 /* [Bm][Hm][nkt][8]: min, max of each of the four */
     size_t col_bytes, mm_bytes;
+    const struct pdi_kcall *kc;  /* whose allocator holds col and mm (NULL: the default) */
 };
 
 static void mask_free(struct fm_mask *m)
 {
-    pdi_free(m->col, m->col_bytes);
-    pdi_free(m->mm, m->mm_bytes);
+    pdi_kscratch_free(m->kc, m->col, m->col_bytes);
+    pdi_kscratch_free(m->kc, m->mm, m->mm_bytes);
 }
 
 /* idx: NULL or int32 [B, Hm, Sk, C] (validated by the caller). */
-static int mask_build(struct fm_mask *m, const struct pd_kview *idx, int causal, int64_t B, int64_t Sq, int64_t Sk)
+static int mask_build(struct fm_mask *m, const struct pdi_kcall *kc, const struct pd_kview *idx, int causal, int64_t B,
+                      int64_t Sq, int64_t Sk)
 {
+    m->kc = kc;
     m->Bm = idx ? B : 1;
     m->Hm = idx ? idx->shape[1] : 1;
     m->Sq = Sq, m->Sk = Sk, m->nkt = (Sk + BC - 1) / BC;
     int64_t nbh = m->Bm * m->Hm;
     m->col_bytes = sizeof *m->col * (size_t)(nbh * Sk * 4 + 1);
     m->mm_bytes = sizeof *m->mm * (size_t)(nbh * m->nkt * 8 + 1);
-    m->col = pdi_alloc(m->col_bytes);
-    m->mm = pdi_alloc(m->mm_bytes);
+    m->col = pdi_kscratch(kc, m->col_bytes);
+    m->mm = pdi_kscratch(kc, m->mm_bytes);
     if (!m->col || !m->mm) {
         mask_free(m);
         return pdi_errorf(PD_ERR_NOMEM, "flashmask: out of memory for the mask of %lld keys", (long long)Sk);
@@ -190,6 +193,7 @@ struct fm {
      * backward scaled Q [B][Hq][Sq][Dp], dO [..][Dvp], D_i and the lse with
      * -inf replaced by +inf [B][Hq][Sq], dQ partials [nch][B][Hq][Sq][Dp] */
     float *Ktp, *Vrp, *Qp, *dOp, *Drow, *lsep, *dQp;
+    const struct pdi_kcall *kc; /* scratch comes from its allocator (NULL: the default) */
 };
 
 static inline char *row_ptr(const struct pd_kview *t, int64_t b, int64_t i, int64_t h)
@@ -377,7 +381,7 @@ static int run_units(const char *op, const struct fm *g, int64_t n, size_t scrat
     if (par && n > 1 && pdi_num_threads() > 1) {
 #pragma omp parallel
         {
-            float *w = aligned_alloc(64, bytes);
+            float *w = pdi_kscratch(g->kc, bytes);
             int64_t c[3] = {0, 0, 0};
             if (!w) {
 #pragma omp atomic write
@@ -386,17 +390,17 @@ static int run_units(const char *op, const struct fm *g, int64_t n, size_t scrat
 #pragma omp for schedule(dynamic, 1)
             for (int64_t u = 0; u < n; u++)
                 if (w) fn(g, u, w, c);
-            free(w);
+            pdi_kscratch_free(g->kc, w, bytes);
             for (int t = 0; t < 3; t++) {
 #pragma omp atomic
                 cnt[t] += c[t];
             }
         }
     } else {
-        float *w = aligned_alloc(64, bytes);
+        float *w = pdi_kscratch(g->kc, bytes);
         if (!w) err = 1;
         for (int64_t u = 0; u < n && w; u++) fn(g, u, w, cnt);
-        free(w);
+        pdi_kscratch_free(g->kc, w, bytes);
     }
     return err ? pdi_errorf(PD_ERR_NOMEM, "%s: out of memory for %zu bytes of scratch per thread", op, bytes) : PD_OK;
 }
@@ -488,8 +492,8 @@ static int fwd_run(struct fm *g, int64_t *cnt)
     int64_t np = g->B * g->Hk * g->nkt;
     if (g->B * g->Hq * g->Sq == 0) return PD_OK;
     size_t kb = sizeof(float) * (size_t)(np * g->D * LDS + 1), vb = sizeof(float) * (size_t)(np * BC * g->Dvp + 1);
-    g->Ktp = pdi_alloc(kb);
-    g->Vrp = pdi_alloc(vb);
+    g->Ktp = pdi_kscratch(g->kc, kb);
+    g->Vrp = pdi_kscratch(g->kc, vb);
     int rc = PD_OK, par = worth_threads(g);
     if (!g->Ktp || !g->Vrp)
         rc = pdi_errorf(PD_ERR_NOMEM, "flashmask: out of memory for the packed keys and values (%lld tiles)",
@@ -497,7 +501,7 @@ static int fwd_run(struct fm *g, int64_t *cnt)
     if (!rc) rc = run_units("flashmask", g, np, (size_t)(BC * g->Dp + 16), pack_fwd_unit, par, cnt);
     if (!rc)
         rc = run_units("flashmask", g, g->B * g->Hq * g->nqt, fwd_scratch(g), fwd_unit, par, cnt);
-    pdi_free(g->Ktp, kb), pdi_free(g->Vrp, vb);
+    pdi_kscratch_free(g->kc, g->Ktp, kb), pdi_kscratch_free(g->kc, g->Vrp, vb);
     g->Ktp = g->Vrp = NULL;
     return rc;
 }
@@ -637,11 +641,11 @@ static int bwd_run(struct fm *g)
     g->nch = g->nch > 0 ? g->nch : 1;
     size_t qb = sizeof(float) * (size_t)(rows * g->Dp + 1), ob = sizeof(float) * (size_t)(rows * g->Dvp + 1);
     size_t rb = sizeof(float) * (size_t)(rows + 1), pb = sizeof(float) * (size_t)(g->nch * rows * g->Dp + 1);
-    g->Qp = pdi_alloc(qb);
-    g->dOp = pdi_alloc(ob);
-    g->Drow = pdi_alloc(rb);
-    g->lsep = pdi_alloc(rb);
-    g->dQp = pdi_alloc(pb);
+    g->Qp = pdi_kscratch(g->kc, qb);
+    g->dOp = pdi_kscratch(g->kc, ob);
+    g->Drow = pdi_kscratch(g->kc, rb);
+    g->lsep = pdi_kscratch(g->kc, rb);
+    g->dQp = pdi_kscratch(g->kc, pb);
     int rc = PD_OK, par = worth_threads(g);
     if (!g->Qp || !g->dOp || !g->Drow || !g->lsep || !g->dQp)
         rc = pdi_errorf(PD_ERR_NOMEM, "flashmask_backward: out of memory for %lld query rows x %lld chunks",
@@ -651,7 +655,9 @@ static int bwd_run(struct fm *g)
     if (!rc)
         rc = run_units("flashmask_backward", g, g->B * g->Hk * g->nch, bwd_scratch(g), bwd_unit, par, cnt);
     if (!rc) rc = run_units("flashmask_backward", g, g->B * g->Hq, (size_t)g->Dp + 16, dq_unit, par, cnt);
-    pdi_free(g->Qp, qb), pdi_free(g->dOp, ob), pdi_free(g->Drow, rb), pdi_free(g->lsep, rb), pdi_free(g->dQp, pb);
+    pdi_kscratch_free(g->kc, g->Qp, qb), pdi_kscratch_free(g->kc, g->dOp, ob);
+    pdi_kscratch_free(g->kc, g->Drow, rb), pdi_kscratch_free(g->kc, g->lsep, rb);
+    pdi_kscratch_free(g->kc, g->dQp, pb);
     g->Qp = g->dOp = g->Drow = g->lsep = g->dQp = NULL;
     return rc;
 }
@@ -685,7 +691,8 @@ static int fm_open(struct fm *g, struct fm_mask *m, const struct pdi_kcall *kc)
     g->thr = pdi_flashmask_keep_threshold(p);
     g->keep = (float)(1.0 / (1.0 - p));
     g->mask = m;
-    return mask_build(m, a->has_idx ? &kc->in[3] : NULL, a->causal != 0, g->B, g->Sq, g->Sk);
+    g->kc = kc;
+    return mask_build(m, kc, a->has_idx ? &kc->in[3] : NULL, a->causal != 0, g->B, g->Sq, g->Sk);
 }
 
 static int cpu_flashmask(const struct pdi_kcall *kc)
@@ -734,7 +741,7 @@ int pdi_flashmask_count_tiles(const struct pd_kview *idx, int causal, int64_t B,
                               struct pd_flashmask_tiles *out)
 {
     struct fm_mask m;
-    int rc = mask_build(&m, idx, causal != 0, B, Sq, Sk);
+    int rc = mask_build(&m, NULL, idx, causal != 0, B, Sq, Sk); /* host code: the default allocator */
     if (rc) return rc;
     /* Every query head of a mask head (and, without indices, every batch)
      * sees the same tiles. */

@@ -86,10 +86,12 @@ static void copy_view(const struct pd_kview *dst, const struct pd_kview *src)
 /* fn(ctx, r, scratch) for every row r, each thread with a scratch buffer of
  * its own; no OpenMP region when par is 0 (see PDI_FOR). */
 typedef void (*row_fn)(const void *ctx, int64_t r, char *scratch);
-static int rows_with_scratch(int64_t rows, int par, size_t bytes, row_fn fn, const void *ctx)
+static int rows_with_scratch(const struct pdi_kcall *k, int64_t rows, int par, size_t bytes, row_fn fn,
+                             const void *ctx)
 {
     int nt = par && rows > 1 ? pdi_num_threads() : 1;
-    char *buf = malloc(bytes * (size_t)nt + 1);
+    size_t all = bytes * (size_t)nt + 1;
+    char *buf = pdi_kscratch(k, all);
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes of scratch)", bytes * (size_t)nt);
     if (nt > 1) {
 #pragma omp parallel num_threads(nt)
@@ -105,7 +107,7 @@ static int rows_with_scratch(int64_t rows, int par, size_t bytes, row_fn fn, con
     } else {
         for (int64_t r = 0; r < rows; r++) fn(ctx, r, buf);
     }
-    free(buf);
+    pdi_kscratch_free(k, buf, all);
     return PD_OK;
 }
 
@@ -374,7 +376,8 @@ static int scatter_common(const struct pdi_kcall *k, const char *op, int add, in
         return PD_OK;
     }
     /* bf16/f16: sum into an f32 copy, round once at the end */
-    float *acc = malloc(sizeof *acc * (size_t)(n + 1));
+    size_t abytes = sizeof(float) * (size_t)(n + 1);
+    float *acc = pdi_kscratch(k, abytes);
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", op);
     const uint16_t *h = (const uint16_t *)y->data;
     if (y->dtype == PD_BF16)
@@ -389,7 +392,7 @@ static int scatter_common(const struct pdi_kcall *k, const char *op, int add, in
         for (int64_t i = 0; i < n; i++) o[i] = pd_f32_to_bf16(acc[i]);
     else
         for (int64_t i = 0; i < n; i++) o[i] = pd_f32_to_f16(acc[i]);
-    free(acc);
+    pdi_kscratch_free(k, acc, abytes);
     return PD_OK;
 }
 
@@ -436,10 +439,11 @@ static const char *row_ptr(const struct pd_kview *v, const struct rows *r, int64
 }
 
 /* Exclusive prefix sums of the nonzero count of each row of v (length
- * rows + 1; the last entry is the total). NULL when out of memory. */
-static int64_t *row_starts(const struct pd_kview *v, const struct rows *r)
+ * rows + 1; the last entry is the total): k's scratch, freed with
+ * row_starts_free. NULL when out of memory. */
+static int64_t *row_starts(const struct pdi_kcall *k, const struct pd_kview *v, const struct rows *r)
 {
-    int64_t *s = malloc(sizeof *s * (size_t)(r->n + 1));
+    int64_t *s = pdi_kscratch(k, sizeof *s * (size_t)(r->n + 1));
     if (!s) return NULL;
     size_t es = pd_dtype_size(v->dtype);
     int fl = pd_dtype_is_float(v->dtype);
@@ -454,6 +458,11 @@ static int64_t *row_starts(const struct pd_kview *v, const struct rows *r)
     return s;
 }
 
+static void row_starts_free(const struct pdi_kcall *k, int64_t *s, const struct rows *r)
+{
+    pdi_kscratch_free(k, s, sizeof *s * (size_t)(r->n + 1));
+}
+
 static int cpu_masked_select(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
@@ -462,10 +471,10 @@ static int cpu_masked_select(const struct pdi_kcall *k)
     struct rows rm, rx;
     rows_of(&m, &rm);
     rows_of(x, &rx);
-    int64_t *s = row_starts(&m, &rm);
+    int64_t *s = row_starts(k, &m, &rm);
     if (!s) return pdi_errorf(PD_ERR_NOMEM, "masked_select: out of memory");
     if (s[rm.n] != pdi_kview_numel(y)) {
-        free(s);
+        row_starts_free(k, s, &rm);
         return pdi_errorf(PD_ERR_STATE, "masked_select: the mask changed after the output was sized");
     }
     size_t es = pd_dtype_size(x->dtype);
@@ -475,7 +484,7 @@ static int cpu_masked_select(const struct pdi_kcall *k)
         for (int64_t j = 0; j < rx.w; j++)
             if (mp[j * rm.st]) { memcpy(dst, xp + j * rx.st, es); dst += es; }
     });
-    free(s);
+    row_starts_free(k, s, &rm);
     return PD_OK;
 }
 
@@ -487,11 +496,11 @@ static int cpu_masked_scatter(const struct pdi_kcall *k)
     struct rows rm, ry;
     rows_of(&m, &rm);
     rows_of(y, &ry);
-    int64_t *s = row_starts(&m, &rm);
+    int64_t *s = row_starts(k, &m, &rm);
     if (!s) return pdi_errorf(PD_ERR_NOMEM, "masked_scatter: out of memory");
     int64_t total = s[rm.n];
     if (total > pdi_kview_numel(src)) {
-        free(s);
+        row_starts_free(k, s, &rm);
         return pdi_errorf(PD_ERR_INVALID, "masked_scatter: src has %lld elements but the mask selects %lld",
                           (long long)pdi_kview_numel(src), (long long)total);
     }
@@ -509,7 +518,7 @@ static int cpu_masked_scatter(const struct pdi_kcall *k)
             c++;
         }
     });
-    free(s);
+    row_starts_free(k, s, &rm);
     return PD_OK;
 }
 
@@ -520,10 +529,10 @@ static int cpu_nonzero(const struct pdi_kcall *k)
     if (nd == 0) return PD_OK; /* [n, 0]: nothing to write */
     struct rows r;
     rows_of(x, &r);
-    int64_t *s = row_starts(x, &r);
+    int64_t *s = row_starts(k, x, &r);
     if (!s) return pdi_errorf(PD_ERR_NOMEM, "nonzero: out of memory");
     if (s[r.n] != y->shape[0]) {
-        free(s);
+        row_starts_free(k, s, &r);
         return pdi_errorf(PD_ERR_STATE, "nonzero: the input changed after the output was sized");
     }
     size_t es = pd_dtype_size(x->dtype);
@@ -543,7 +552,7 @@ static int cpu_nonzero(const struct pdi_kcall *k)
             c++;
         }
     });
-    free(s);
+    row_starts_free(k, s, &r);
     return PD_OK;
 }
 
@@ -695,7 +704,8 @@ static int cpu_pad_backward(const struct pdi_kcall *k)
     byte_strides(g, c.gbst);
     int64_t tot = 0;
     for (int d = 0; d < nd; d++) tot += y->shape[d] + 1 + g->shape[d];
-    int64_t *mem = malloc(sizeof *mem * (size_t)(tot + 1)), *p = mem;
+    size_t mbytes = sizeof(int64_t) * (size_t)(tot + 1);
+    int64_t *mem = pdi_kscratch(k, mbytes), *p = mem;
     if (!mem) return pdi_errorf(PD_ERR_NOMEM, "pad_backward: out of memory");
     for (int d = 0; d < nd; d++) {
         int64_t ny = y->shape[d], ng = g->shape[d], *st = p, *pre = p + ny + 1;
@@ -716,8 +726,8 @@ static int cpu_pad_backward(const struct pdi_kcall *k)
         for (int64_t i = ny; i > 0; i--) st[i] = st[i - 1];
         st[0] = 0;
     }
-    int rc = rows_with_scratch(n / c.W, n >= PDI_PAR_GRAIN, sizeof(double) * (size_t)(c.W + c.Wg), padbw_row, &c);
-    free(mem);
+    int rc = rows_with_scratch(k, n / c.W, n >= PDI_PAR_GRAIN, sizeof(double) * (size_t)(c.W + c.Wg), padbw_row, &c);
+    pdi_kscratch_free(k, mem, mbytes);
     return rc;
 }
 
@@ -994,7 +1004,7 @@ static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, 
     c.es = pd_dtype_size(x->dtype);
     c.isz = c.k32 ? sizeof(uint64_t) : c.is64 ? sizeof(struct item_l) : sizeof(struct item_d);
     int64_t rows = pdi_kview_numel(x) / c.n;
-    return rows_with_scratch(rows, rows * c.n >= 4096, c.isz * (size_t)(2 * c.n), sort_row, &c);
+    return rows_with_scratch(k, rows, rows * c.n >= 4096, c.isz * (size_t)(2 * c.n), sort_row, &c);
 }
 
 static int cpu_sort(const struct pdi_kcall *k)
@@ -1018,7 +1028,8 @@ static int cpu_unique(const struct pdi_kcall *k)
     if (n == 0) return PD_OK;
     int is64 = x->dtype == PD_I64, k32 = has_key32(x->dtype) && n < ((int64_t)1 << 32);
     size_t es = pd_dtype_size(x->dtype), isz = k32 ? sizeof(uint64_t) : is64 ? sizeof(struct item_l) : sizeof(struct item_d);
-    char *buf = malloc(isz * (size_t)(2 * n));
+    size_t bbytes = isz * (size_t)(2 * n);
+    char *buf = pdi_kscratch(k, bbytes);
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "unique: out of memory");
     struct rows r;
     rows_of(x, &r);
@@ -1062,7 +1073,7 @@ static int cpu_unique(const struct pdi_kcall *k)
         cnt[g]++;
         inv[first] = g;
     }
-    free(buf);
+    pdi_kscratch_free(k, buf, bbytes);
     if (g + 1 != u) return pdi_errorf(PD_ERR_STATE, "unique: the input changed after the output was sized");
     return PD_OK;
 }

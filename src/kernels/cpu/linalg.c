@@ -180,16 +180,16 @@ struct pdi_dnnl_entry *pdi_dnnl_get(const void *key, size_t klen, pdi_dnnl_build
 }
 
 /* Runs one primitive with a scratchpad of its own (scratch bytes, of pd). */
-static int exec1(dnnl_primitive_t prim, const_dnnl_primitive_desc_t pd, size_t scratch, dnnl_stream_t s, int n,
-                 dnnl_exec_arg_t *ex)
+static int exec1(const struct pdi_kcall *kc, dnnl_primitive_t prim, const_dnnl_primitive_desc_t pd, size_t scratch,
+                 dnnl_stream_t s, int n, dnnl_exec_arg_t *ex)
 {
     void *buf = NULL;
     int rc = PD_OK;
     if (scratch) {
         const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-        if (!(buf = pdi_alloc(scratch))) return pd_last_status();
+        if (!(buf = pdi_kscratch(kc, scratch))) return pd_last_status();
         if (dnnl_memory_create(&ex[n].memory, sp, engine, buf) != dnnl_success) {
-            pdi_free(buf, scratch);
+            pdi_kscratch_free(kc, buf, scratch);
             return pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap a scratchpad");
         }
         ex[n++].arg = DNNL_ARG_SCRATCHPAD;
@@ -198,12 +198,12 @@ static int exec1(dnnl_primitive_t prim, const_dnnl_primitive_desc_t pd, size_t s
         rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: primitive execution failed");
     if (buf) {
         dnnl_memory_destroy(ex[n - 1].memory);
-        pdi_free(buf, scratch);
+        pdi_kscratch_free(kc, buf, scratch);
     }
     return rc;
 }
 
-int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args)
+int pdi_dnnl_run(const struct pdi_kcall *kc, struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args)
 {
     dnnl_stream_t s = thread_stream();
     if (!s) return pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot create a stream");
@@ -225,7 +225,7 @@ int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *arg
         }
         /* the primitive's layout lives in a temporary */
         tmp_size[i] = dnnl_memory_desc_get_size(&e->imd[a->slot]);
-        if (!(tmp[i] = pdi_alloc(tmp_size[i] ? tmp_size[i] : 1))) { rc = pd_last_status(); break; }
+        if (!(tmp[i] = pdi_kscratch(kc, tmp_size[i] ? tmp_size[i] : 1))) { rc = pd_last_status(); break; }
         if (dnnl_memory_create(&ex[i].memory, &e->imd[a->slot], engine, tmp[i]) != dnnl_success ||
             dnnl_memory_create(&user[i], &e->md[a->slot], engine, a->ptr) != dnnl_success) {
             rc = pdi_errorf(PD_ERR_UNSUPPORTED, "oneDNN: cannot wrap argument %d", a->arg);
@@ -233,20 +233,20 @@ int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *arg
         }
         if (!a->output) {
             dnnl_exec_arg_t r[3] = {{DNNL_ARG_FROM, user[i]}, {DNNL_ARG_TO, ex[i].memory}};
-            rc = exec1(e->reorder[a->slot], e->reorder_pd[a->slot], e->reorder_scratch[a->slot], s, 2, r);
+            rc = exec1(kc, e->reorder[a->slot], e->reorder_pd[a->slot], e->reorder_scratch[a->slot], s, 2, r);
         }
     }
-    if (!rc) rc = exec1(e->prim, e->pd, e->scratch, s, n, ex);
+    if (!rc) rc = exec1(kc, e->prim, e->pd, e->scratch, s, n, ex);
     for (int i = 0; i < n && !rc; i++) {
         const struct pdi_dnnl_arg *a = &args[i];
         if (!a->output || !e->reorder[a->slot]) continue;
         dnnl_exec_arg_t r[3] = {{DNNL_ARG_FROM, ex[i].memory}, {DNNL_ARG_TO, user[i]}};
-        rc = exec1(e->reorder[a->slot], e->reorder_pd[a->slot], e->reorder_scratch[a->slot], s, 2, r);
+        rc = exec1(kc, e->reorder[a->slot], e->reorder_pd[a->slot], e->reorder_scratch[a->slot], s, 2, r);
     }
     for (int i = 0; i < m; i++) {
         if (ex[i].memory) dnnl_memory_destroy(ex[i].memory);
         if (user[i]) dnnl_memory_destroy(user[i]);
-        if (tmp[i]) pdi_free(tmp[i], tmp_size[i] ? tmp_size[i] : 1);
+        if (tmp[i]) pdi_kscratch_free(kc, tmp[i], tmp_size[i] ? tmp_size[i] : 1);
     }
     return rc;
 }
@@ -391,20 +391,22 @@ void pdi_linalg_contig_view(const struct pd_kview *like, enum pd_dtype dt, void 
     pdi_contiguous_strides(like->shape, like->ndim, out->strides);
 }
 
-void *pdi_linalg_pack(const struct pd_kview *v, enum pd_dtype dt, struct pd_kview *out)
+void *pdi_linalg_pack(const struct pdi_kcall *kc, const struct pd_kview *v, enum pd_dtype dt, struct pd_kview *out)
 {
     int64_t n = pdi_kview_numel(v);
     size_t bytes = (size_t)(n > 0 ? n : 1) * pd_dtype_size(dt);
-    void *buf = pdi_alloc(bytes);
+    void *buf = pdi_kscratch(kc, bytes);
     if (!buf) return pdi_error(PD_ERR_NOMEM, "out of memory (%zu bytes to pack an operand)", bytes);
     pdi_linalg_contig_view(v, dt, buf, out);
     pdi_linalg_copy(out, v);
     return buf;
 }
 
-void pdi_linalg_unpack_free(void *buf, const struct pd_kview *v)
+void pdi_linalg_unpack_free(const struct pdi_kcall *kc, void *buf, const struct pd_kview *v)
 {
-    if (buf) pdi_free(buf, (size_t)(pdi_kview_numel(v) > 0 ? pdi_kview_numel(v) : 1) * pd_dtype_size(v->dtype));
+    if (!buf) return; /* v is unset then */
+    int64_t n = pdi_kview_numel(v);
+    pdi_kscratch_free(kc, buf, (size_t)(n > 0 ? n : 1) * pd_dtype_size(v->dtype));
 }
 
 /* ---- matmul geometry ------------------------------------------------- */
@@ -497,16 +499,16 @@ static void gemm_choice(void)
  * pointers; nt: threads it may use (1 inside a parallel region). M <= 4
  * (decode) takes the GEMV kernel, M >= 64 the packed GEMM; the rest, and
  * builds without AVX2, dnnl_sgemm on the BLAS forms. */
-static int gemm1(const struct opnd *a, const struct opnd *b, const float *pa, const float *pb, float *y, int64_t m,
-                 int64_t n, int64_t k, int nt)
+static int gemm1(const struct pdi_kcall *kc, const struct opnd *a, const struct opnd *b, const float *pa,
+                 const float *pb, float *y, int64_t m, int64_t n, int64_t k, int nt)
 {
     int rc = 0;
     if (gemm_mode != GEMM_DNNL) {
-        if (m <= PDI_GEMV_MAX_M) rc = pdi_sgemv(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
+        if (m <= PDI_GEMV_MAX_M) rc = pdi_sgemv(kc, m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
         /* below 64 rows packing B~ (O(N K), a transposed weight scalar)
          * outweighs the product: dnnl_sgemm is faster there (prefill) */
         if (rc == 0 && m >= 64 && gemm_mode == GEMM_OWN)
-            rc = pdi_sgemm(m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
+            rc = pdi_sgemm(kc, m, n, k, pa, a->rs, a->cs, pb, b->rs, b->cs, y, n, nt);
         if (rc != 0) return rc < 0 ? rc : PD_OK;
     }
     int64_t lda = 0, ldb = 0;
@@ -519,7 +521,8 @@ static int gemm1(const struct opnd *a, const struct opnd *b, const float *pa, co
 
 /* y (contiguous f32 [batch..., M, N]) = op(a) op(b) for f32 operands in a
  * BLAS form (see prepare). */
-static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, const int64_t *bshape, int nb)
+static int sgemm_batched(const struct pdi_kcall *kc, const struct opnd *a, const struct opnd *b, float *y,
+                         const int64_t *bshape, int nb)
 {
     int64_t m = a->rows, k = a->cols, n = b->cols, lda = 0;
     char fa = blas_form(a, &lda);
@@ -545,7 +548,7 @@ static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, c
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t t = 0; t < batch; t++) {
             const float *at = pa + batch_offset(a->bst, bshape, nb, t), *bt = pb + batch_offset(b->bst, bshape, nb, t);
-            int r = gemm1(&af, b, at, bt, y + t * m * n, m, n, k, 1);
+            int r = gemm1(kc, &af, b, at, bt, y + t * m * n, m, n, k, 1);
             if (r) {
 #pragma omp critical(pd_linalg_rc)
                 rc = r;
@@ -558,7 +561,7 @@ static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, c
         for (int64_t t = 0; t < batch && !rc; t++) {
             const float *at = pa + (batch > 1 ? batch_offset(a->bst, bshape, nb, t) : 0);
             const float *bt = pb + (batch > 1 ? batch_offset(b->bst, bshape, nb, t) : 0);
-            rc = gemm1(&af, b, at, bt, y + t * m * n, m, n, k, nt);
+            rc = gemm1(kc, &af, b, at, bt, y + t * m * n, m, n, k, nt);
         }
     }
     return rc;
@@ -566,14 +569,14 @@ static int sgemm_batched(const struct opnd *a, const struct opnd *b, float *y, c
 
 /* Makes o describe v as an f32 operand in a BLAS form: v itself when it
  * already is one, else a packed f32 copy (*buf, to free). */
-static int prepare(const struct pd_kview *v, int trans, const struct pd_kview *y, struct opnd *o, void **buf,
-                   struct pd_kview *packed)
+static int prepare(const struct pdi_kcall *kc, const struct pd_kview *v, int trans, const struct pd_kview *y,
+                   struct opnd *o, void **buf, struct pd_kview *packed)
 {
     int64_t ld;
     *buf = NULL;
     opnd_of(v, trans, y, o);
     if (v->dtype == PD_F32 && blas_form(o, &ld)) return PD_OK;
-    if (!(*buf = pdi_linalg_pack(v, PD_F32, packed))) return pd_last_status();
+    if (!(*buf = pdi_linalg_pack(kc, v, PD_F32, packed))) return pd_last_status();
     opnd_of(packed, trans, y, o);
     return PD_OK;
 }
@@ -624,7 +627,8 @@ static void key_operand(struct mm_key *k, int i, const struct opnd *o, char form
 }
 
 /* 1: done; 0: not available (unimplemented here, take another path). */
-static int matmul_primitive(const struct opnd *a, const struct opnd *b, const struct pd_kview *y, int *rc)
+static int matmul_primitive(const struct pdi_kcall *kc, const struct opnd *a, const struct opnd *b,
+                            const struct pd_kview *y, int *rc)
 {
     int nb = y->ndim - 2;
     int64_t lda, ldb;
@@ -653,7 +657,7 @@ static int matmul_primitive(const struct opnd *a, const struct opnd *b, const st
         {DNNL_ARG_WEIGHTS, 1, 0, (void *)b->data},
         {DNNL_ARG_DST, 2, 1, y->data},
     };
-    *rc = pdi_dnnl_run(e, 3, args);
+    *rc = pdi_dnnl_run(kc, e, 3, args);
     pdi_dnnl_put(e);
     return 1;
 }
@@ -779,16 +783,19 @@ static int cpu_matmul(const struct pdi_kcall *kc)
         /* keep the operands in their dtype; pack only layouts without a BLAS form */
         int64_t ld;
         if (!blas_form(&a, &ld)) {
-            if (!(ba = pdi_linalg_pack(av, dt, &pa))) return pd_last_status();
+            if (!(ba = pdi_linalg_pack(kc, av, dt, &pa))) return pd_last_status();
             opnd_of(&pa, ta, y, &a);
         }
         if (!blas_form(&b, &ld)) {
-            if (!(bb = pdi_linalg_pack(bv, dt, &pb))) { pdi_linalg_unpack_free(ba, &pa); return pd_last_status(); }
+            if (!(bb = pdi_linalg_pack(kc, bv, dt, &pb))) {
+                pdi_linalg_unpack_free(kc, ba, &pa);
+                return pd_last_status();
+            }
             opnd_of(&pb, tb, y, &b);
         }
-        int done = matmul_primitive(&a, &b, y, &rc);
-        pdi_linalg_unpack_free(ba, &pa);
-        pdi_linalg_unpack_free(bb, &pb);
+        int done = matmul_primitive(kc, &a, &b, y, &rc);
+        pdi_linalg_unpack_free(kc, ba, &pa);
+        pdi_linalg_unpack_free(kc, bb, &pb);
         if (done) return rc;
         ba = bb = NULL;
         opnd_of(av, ta, y, &a);
@@ -797,19 +804,19 @@ static int cpu_matmul(const struct pdi_kcall *kc)
     /* f32 sgemm; other dtypes widened to f32 first */
     int widen = dt != PD_F32;
     float *out = widen ? NULL : (float *)y->data;
-    rc = prepare(av, ta, y, &a, &ba, &pa);
-    if (!rc) rc = prepare(bv, tb, y, &b, &bb, &pb);
-    if (!rc && widen && !(out = pdi_alloc((size_t)ny * sizeof(float))))
+    rc = prepare(kc, av, ta, y, &a, &ba, &pa);
+    if (!rc) rc = prepare(kc, bv, tb, y, &b, &bb, &pb);
+    if (!rc && widen && !(out = pdi_kscratch(kc, (size_t)ny * sizeof(float))))
         rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%lld floats)", (long long)ny);
-    if (!rc) rc = sgemm_batched(&a, &b, out, y->shape, nb);
+    if (!rc) rc = sgemm_batched(kc, &a, &b, out, y->shape, nb);
     if (!rc && widen) {
         struct pd_kview ov;
         pdi_linalg_contig_view(y, PD_F32, out, &ov);
         pdi_linalg_copy(y, &ov);
     }
-    if (widen && out) pdi_free(out, (size_t)ny * sizeof(float));
-    pdi_linalg_unpack_free(ba, &pa);
-    pdi_linalg_unpack_free(bb, &pb);
+    if (widen && out) pdi_kscratch_free(kc, out, (size_t)ny * sizeof(float));
+    pdi_linalg_unpack_free(kc, ba, &pa);
+    pdi_linalg_unpack_free(kc, bb, &pb);
     return rc;
 }
 

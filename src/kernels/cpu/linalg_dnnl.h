@@ -61,7 +61,7 @@ struct pdi_dnnl_arg {
 };
 /* Reorders inputs, executes on this thread's stream with a scratchpad of
  * its own, reorders outputs back; waits. */
-int pdi_dnnl_run(struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args);
+int pdi_dnnl_run(const struct pdi_kcall *kc, struct pdi_dnnl_entry *e, int n, const struct pdi_dnnl_arg *args);
 /* Attributes with the user scratchpad mode (destroy after use). */
 dnnl_primitive_attr_t pdi_dnnl_user_scratchpad(void);
 /* dnnl_data_type_undef for dtypes oneDNN does not take. */
@@ -71,22 +71,23 @@ dnnl_data_type_t pdi_dnnl_dt(enum pd_dtype dt);
 void pdi_linalg_copy(const struct pd_kview *dst, const struct pd_kview *src);
 /* out: a contiguous view of like's shape over buf, of dtype dt. */
 void pdi_linalg_contig_view(const struct pd_kview *like, enum pd_dtype dt, void *buf, struct pd_kview *out);
-/* A contiguous copy of v in dtype dt (pdi_alloc'd; NULL with an error);
- * out views it. Free with pdi_linalg_unpack_free(buf, out). */
-void *pdi_linalg_pack(const struct pd_kview *v, enum pd_dtype dt, struct pd_kview *out);
-void pdi_linalg_unpack_free(void *buf, const struct pd_kview *v); /* NULL buf: no-op */
+/* A contiguous copy of v in dtype dt (scratch of kc's allocator; NULL with
+ * an error); out views it. Free with pdi_linalg_unpack_free(kc, buf, out). */
+void *pdi_linalg_pack(const struct pdi_kcall *kc, const struct pd_kview *v, enum pd_dtype dt, struct pd_kview *out);
+void pdi_linalg_unpack_free(const struct pdi_kcall *kc, void *buf, const struct pd_kview *v); /* NULL buf: no-op */
 
 /* Hand-written AVX2/FMA f32 kernels (cpu/linalg_gemm.c). C[M, N] (row
  * stride ldc, unit columns) = op(A) op(B), beta = 0; op(A) element (i, q)
  * at a[i*ars + q*acs], op(B) element (q, j) at b[q*brs + j*bcs]; nt: most
- * threads to use (1 inside a parallel region). Return 1 when done, 0 when
+ * threads to use (1 inside a parallel region); packing buffers are scratch
+ * of kc's allocator. Return 1 when done, 0 when
  * not applicable (caller falls back to dnnl_sgemm), < 0 on error.
  * pdi_sgemv takes M <= PDI_GEMV_MAX_M and op(B) with a unit stride. */
 #define PDI_GEMV_MAX_M 4
-int pdi_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-              int64_t bcs, float *c, int64_t ldc, int nt);
-int pdi_sgemv(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-              int64_t bcs, float *c, int64_t ldc, int nt);
+int pdi_sgemm(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+              const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc, int nt);
+int pdi_sgemv(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+              const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc, int nt);
 
 /* Registers the convolution and pooling kernels (cpu/conv.c). */
 void pdi_register_cpu_conv(void);

@@ -23,8 +23,8 @@
  *
  * Both return 1 when they ran, 0 when they do not apply (no AVX2/FMA at
  * compile time, or a layout they do not take), and a negative status on
- * allocation failure. Buffers come from pdi_alloc and are freed before
- * return; nothing is kept between calls.
+ * allocation failure. Buffers are scratch of the call's allocator
+ * (pdi_kscratch) and are freed before return; nothing is kept between calls.
  */
 #include <string.h>
 #include <omp.h>
@@ -189,8 +189,8 @@ static void gemm_block(const float *a, int64_t ars, int64_t acs, const float *bp
     }
 }
 
-int pdi_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-              int64_t bcs, float *c, int64_t ldc, int nt)
+int pdi_sgemm(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+              const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc, int nt)
 {
     if (m <= 0 || n <= 0) return 1;
     if (k <= 0) {
@@ -212,7 +212,7 @@ int pdi_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int6
     int64_t per = (np + nt - 1) / nt;
     size_t bbytes = (size_t)(per * NR * kcw) * sizeof(float), abytes = (size_t)((MC + MR) * kcw) * sizeof(float);
     size_t tbytes = bbytes + abytes, all = tbytes * (size_t)nt;
-    char *pool = pdi_alloc(all);
+    char *pool = pdi_kscratch(kc, all);
     if (!pool) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes for GEMM packing)", all);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -229,7 +229,7 @@ int pdi_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int6
             }
         }
     }
-    pdi_free(pool, all);
+    pdi_kscratch_free(kc, pool, all);
     return 1;
 }
 
@@ -345,8 +345,8 @@ static void gemv_axpy(int64_t m, int64_t k, const float *x, const float *b, int6
     }
 }
 
-int pdi_sgemv(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-              int64_t bcs, float *c, int64_t ldc, int nt)
+int pdi_sgemv(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+              const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc, int nt)
 {
     if (m < 1 || m > PDI_GEMV_MAX_M || n <= 0 || k <= 0) return 0;
     int dot = brs == 1 || k == 1; /* op(B) columns are rows of W[N, K] */
@@ -355,7 +355,7 @@ int pdi_sgemv(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int6
     /* x: op(A) as m contiguous rows of k */
     float xs[PDI_GEMV_MAX_M * 1024], *x = xs;
     size_t xbytes = (size_t)(m * k) * sizeof(float);
-    if (m * k > (int64_t)(sizeof xs / sizeof xs[0]) && !(x = pdi_alloc(xbytes)))
+    if (m * k > (int64_t)(sizeof xs / sizeof xs[0]) && !(x = pdi_kscratch(kc, xbytes)))
         return pdi_errorf(PD_ERR_NOMEM, "out of memory (GEMV operand)");
     for (int64_t i = 0; i < m; i++)
         for (int64_t q = 0; q < k; q++) x[i * k + q] = a[i * ars + q * acs];
@@ -372,23 +372,23 @@ int pdi_sgemv(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int6
         else
             gemv_axpy(m, k, x, b, brs, c, ldc, j0, j1);
     }
-    if (x != xs) pdi_free(x, xbytes);
+    if (x != xs) pdi_kscratch_free(kc, x, xbytes);
     return 1;
 }
 
 #else /* no AVX2/FMA at compile time: cpu/linalg.c keeps dnnl_sgemm */
 
-int pdi_sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-              int64_t bcs, float *c, int64_t ldc, int nt)
+int pdi_sgemm(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+              const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc, int nt)
 {
-    (void)m, (void)n, (void)k, (void)a, (void)ars, (void)acs, (void)b, (void)brs, (void)bcs, (void)c, (void)ldc;
-    (void)nt;
+    (void)kc, (void)m, (void)n, (void)k, (void)a, (void)ars, (void)acs, (void)b, (void)brs, (void)bcs, (void)c;
+    (void)ldc, (void)nt;
     return 0;
 }
 
-int pdi_sgemv(int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-              int64_t bcs, float *c, int64_t ldc, int nt)
+int pdi_sgemv(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const float *a, int64_t ars, int64_t acs,
+              const float *b, int64_t brs, int64_t bcs, float *c, int64_t ldc, int nt)
 {
-    return pdi_sgemm(m, n, k, a, ars, acs, b, brs, bcs, c, ldc, nt);
+    return pdi_sgemm(kc, m, n, k, a, ars, acs, b, brs, bcs, c, ldc, nt);
 }
 #endif

@@ -289,7 +289,8 @@ struct nn_rows {
 /* Contiguous rows in the compute type; y may be x. */
 typedef void (*nn_row_fn)(const void *x, void *y, int64_t n, const void *ctx);
 
-static int run_rows(const struct nn_rows *R, nn_row_fn fn, const void *ctx)
+/* Row buffers are scratch of k's allocator. */
+static int run_rows(const struct pdi_kcall *k, const struct nn_rows *R, nn_row_fn fn, const void *ctx)
 {
     const struct pd_kview *x = R->x, *y = R->y;
     size_t ces = pd_dtype_size(R->ct), xes = pd_dtype_size(x->dtype), yes = pd_dtype_size(y->dtype);
@@ -298,9 +299,10 @@ static int run_rows(const struct nn_rows *R, nn_row_fn fn, const void *ctx)
     int direct = y->dtype == R->ct && R->ys == 1, x_direct = direct && x->dtype == R->ct && R->xs == 1;
     int failed = 0;
     int par = R->nrows > 1 && R->nrows * R->len >= NN_GRAIN;
+    size_t bbytes = ces * (size_t)R->len + 1;
 #pragma omp parallel if (par) reduction(| : failed)
     {
-        void *buf = direct ? NULL : malloc(ces * (size_t)R->len + 1);
+        void *buf = direct ? NULL : pdi_kscratch(k, bbytes);
         if (!direct && !buf) failed = 1;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < R->nrows; r++) {
@@ -316,7 +318,7 @@ static int run_rows(const struct nn_rows *R, nn_row_fn fn, const void *ctx)
             fn(row, row, R->len, ctx);
             if (!direct) store_row(row, R->ct, yp, R->ys, y->dtype, R->len);
         }
-        free(buf);
+        pdi_kscratch_free(k, buf, bbytes);
     }
     return failed ? pdi_errorf(PD_ERR_NOMEM, "out of memory (nn row buffer)") : PD_OK;
 }
@@ -481,7 +483,7 @@ static int cpu_softmax(const struct pdi_kcall *k)
     /* rows back to back in x, each computed in place in y (run_rows' direct path) */
     struct softmax_ctx c = {log_out, x.dtype == PD_F32 && y.dtype == PD_F32 && R.ys == 1 && inner == 1 &&
                                          pdi_kview_contiguous(&x)};
-    return run_rows(&R, R.ct == PD_F64 ? softmax_fn_f64 : softmax_fn_f32, &c);
+    return run_rows(k, &R, R.ct == PD_F64 ? softmax_fn_f64 : softmax_fn_f32, &c);
 }
 
 /* ---- layer_norm / rms_norm ------------------------------------------- */
@@ -503,12 +505,13 @@ static void norm_fn_f64(const void *x, void *y, int64_t n, const void *ctx)
     norm_row_f64(x, y, n, c->w, c->b, c->eps, c->centre);
 }
 
-/* A parameter (any strides) as a contiguous array of M values in ct;
- * ones (fill = 1) or NULL when absent. */
-static void *param_buf(const struct pd_kview *p, int64_t M, enum pd_dtype ct, int fill_ones)
+/* A parameter (any strides) as a contiguous array of M values in ct
+ * (param_bytes of k's scratch); ones (fill = 1) or NULL when absent. */
+static size_t param_bytes(int64_t M, enum pd_dtype ct) { return pd_dtype_size(ct) * (size_t)M + 1; }
+static void *param_buf(const struct pdi_kcall *k, const struct pd_kview *p, int64_t M, enum pd_dtype ct, int fill_ones)
 {
     if (!p && !fill_ones) return NULL;
-    void *buf = malloc(pd_dtype_size(ct) * (size_t)M + 1);
+    void *buf = pdi_kscratch(k, param_bytes(M, ct));
     if (!buf) return NULL;
     for (int64_t j = 0; j < M; j++) {
         double v = p ? pdi_load(pdi_kview_ptr(p, j), p->dtype) : 1.0;
@@ -526,8 +529,10 @@ static void copy_run(char **p, const int64_t *st, int64_t n, void *ctx)
 
 /* The trailing dims of x from `lead` on (size-1 dims aside) as one strided
  * run: returns its element stride, or makes *x a contiguous copy (stride 1;
- * *copy to be freed) when they do not form one. rows * M > 0. */
-static int norm_row_layout(struct pd_kview *x, int lead, int64_t n, const char *op, int64_t *stride, void **copy)
+ * *copy: n elements of k's scratch, to be freed) when they do not form one.
+ * rows * M > 0. */
+static int norm_row_layout(const struct pdi_kcall *k, struct pd_kview *x, int lead, int64_t n, const char *op,
+                           int64_t *stride, void **copy)
 {
     int64_t xs = 1, expect = 0;
     int merged = 1, first = 1;
@@ -542,7 +547,7 @@ static int norm_row_layout(struct pd_kview *x, int lead, int64_t n, const char *
     *stride = xs;
     if (merged) return PD_OK;
     size_t es = pd_dtype_size(x->dtype);
-    *copy = malloc(es * (size_t)n);
+    *copy = pdi_kscratch(k, es * (size_t)n);
     if (!*copy) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%s input copy)", op);
     struct pd_kview c = *x;
     c.data = *copy;
@@ -567,20 +572,20 @@ static int cpu_norm(const struct pdi_kcall *k)
     if (rows * M == 0) return PD_OK;
     int64_t xs;
     void *copy;
-    if (norm_row_layout(&x, lead, rows * M, pdi_op_name(k->op), &xs, &copy)) return PD_ERR_NOMEM;
+    if (norm_row_layout(k, &x, lead, rows * M, pdi_op_name(k->op), &xs, &copy)) return PD_ERR_NOMEM;
     enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
-    struct norm_ctx c = {param_buf(has_w ? &k->in[1] : NULL, M, ct, 1),
-                         param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->norm.eps, centre};
+    struct norm_ctx c = {param_buf(k, has_w ? &k->in[1] : NULL, M, ct, 1),
+                         param_buf(k, has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->norm.eps, centre};
     int rc;
     if (!c.w || (has_b && !c.b)) {
         rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_op_name(k->op));
     } else {
         struct nn_rows R = {&x, y, rows, M, xs, 1, lead, -1, ct};
-        rc = run_rows(&R, ct == PD_F64 ? norm_fn_f64 : norm_fn_f32, &c);
+        rc = run_rows(k, &R, ct == PD_F64 ? norm_fn_f64 : norm_fn_f32, &c);
     }
-    free((void *)c.w);
-    free((void *)c.b);
-    free(copy);
+    pdi_kscratch_free(k, (void *)c.w, param_bytes(M, ct));
+    pdi_kscratch_free(k, (void *)c.b, param_bytes(M, ct));
+    pdi_kscratch_free(k, copy, pd_dtype_size(x.dtype) * (size_t)(rows * M));
     return rc;
 }
 
@@ -602,6 +607,7 @@ struct nb_job {
     const void *w;            /* [M] in ct (ones when absent) */
     double eps;
     double *pw, *pb;          /* [chunks][M] partial dw / db, or NULL */
+    const struct pdi_kcall *k; /* row buffers are its scratch */
 };
 
 /* dst[j] += src[j] (src in ct), then src = 0. */
@@ -625,7 +631,8 @@ static int nb_chunks(const struct nb_job *J, int64_t c0, int64_t c1)
     size_t ces = pd_dtype_size(J->ct), xes = pd_dtype_size(J->x.dtype), yes = pd_dtype_size(J->dx->dtype);
     int xd = J->x.dtype == J->ct && J->xs == 1, gd = J->g.dtype == J->ct && J->gs == 1;
     int yd = J->dx->dtype == J->ct;
-    char *buf = malloc(ces * (size_t)M * 5 + 1); /* x, g, dx rows; dw, db accumulators */
+    size_t bbytes = ces * (size_t)M * 5 + 1;
+    char *buf = pdi_kscratch(J->k, bbytes); /* x, g, dx rows; dw, db accumulators */
     if (!buf) return 1;
     void *xb = buf, *gb = buf + ces * (size_t)M, *yb = buf + 2 * ces * (size_t)M;
     void *dwa = J->pw ? buf + 3 * ces * (size_t)M : NULL, *dba = J->pb ? buf + 4 * ces * (size_t)M : NULL;
@@ -646,7 +653,7 @@ static int nb_chunks(const struct nb_job *J, int64_t c0, int64_t c1)
             }
         }
     }
-    free(buf);
+    pdi_kscratch_free(J->k, buf, bbytes);
     return 0;
 }
 
@@ -663,7 +670,7 @@ static int cpu_norm_backward(const struct pdi_kcall *k)
 {
     const struct pdi_attrs_norm_backward *a = &k->a->norm_backward;
     int has_w = a->has_w != 0, has_b = a->has_b != 0;
-    struct nb_job J = {.x = k->in[0], .g = k->in[1], .dx = &k->out[0], .centre = a->centre != 0, .eps = a->eps};
+    struct nb_job J = {.x = k->in[0], .g = k->in[1], .dx = &k->out[0], .centre = a->centre != 0, .eps = a->eps, .k = k};
     J.lead = J.x.ndim - (int)a->n_norm_axes;
     J.M = pdi_numel(J.x.shape + J.lead, J.x.ndim - J.lead);
     J.rows = pdi_numel(J.x.shape, J.lead);
@@ -677,12 +684,14 @@ static int cpu_norm_backward(const struct pdi_kcall *k)
     nch = (J.rows + J.chunk - 1) / J.chunk;
     void *xcopy = NULL, *gcopy = NULL, *w = NULL;
     double *part = NULL;
+    size_t pbytes = 0;
     int rc = PD_OK;
-    if (J.rows > 0 && (norm_row_layout(&J.x, J.lead, J.rows * J.M, "norm_backward", &J.xs, &xcopy) ||
-                       norm_row_layout(&J.g, J.lead, J.rows * J.M, "norm_backward", &J.gs, &gcopy)))
+    if (J.rows > 0 && (norm_row_layout(k, &J.x, J.lead, J.rows * J.M, "norm_backward", &J.xs, &xcopy) ||
+                       norm_row_layout(k, &J.g, J.lead, J.rows * J.M, "norm_backward", &J.gs, &gcopy)))
         goto out_err;
-    w = param_buf(has_w ? &k->in[2] : NULL, J.M, J.ct, 1);
-    part = calloc((size_t)((has_w + has_b) * nch * J.M + J.M) + 1, sizeof *part); /* partials, then a total */
+    w = param_buf(k, has_w ? &k->in[2] : NULL, J.M, J.ct, 1);
+    pbytes = sizeof *part * (size_t)((has_w + has_b) * nch * J.M + J.M + 1);
+    part = pdi_kscratch_zero(k, pbytes); /* partials, then a total */
     if (!w || !part) {
         rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward)");
         goto out;
@@ -716,10 +725,10 @@ static int cpu_norm_backward(const struct pdi_kcall *k)
 out_err:
     rc = pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
 out:
-    free(part);
-    free(w);
-    free(gcopy);
-    free(xcopy);
+    pdi_kscratch_free(k, part, pbytes);
+    pdi_kscratch_free(k, w, param_bytes(J.M, J.ct));
+    pdi_kscratch_free(k, gcopy, pd_dtype_size(J.g.dtype) * (size_t)(J.rows * J.M));
+    pdi_kscratch_free(k, xcopy, pd_dtype_size(J.x.dtype) * (size_t)(J.rows * J.M));
     return rc;
 }
 
@@ -768,7 +777,8 @@ static int cpu_embedding(const struct pdi_kcall *k)
     const struct pd_kview *ids = &k->in[0], *w = &k->in[1], *y = &k->out[0];
     int64_t n = pdi_kview_numel(ids), V = w->shape[0], D = w->shape[1];
     size_t es = pd_dtype_size(w->dtype), ies = pd_dtype_size(ids->dtype);
-    int64_t *rows = malloc(sizeof *rows * (size_t)n + 1);
+    size_t rbytes = sizeof(int64_t) * (size_t)n + 1;
+    int64_t *rows = pdi_kscratch(k, rbytes);
     if (!rows) return pdi_errorf(PD_ERR_NOMEM, "out of memory (embedding)");
     int contig_ids = pdi_kview_contiguous(ids);
     for (int64_t i = 0; i < n; i++) {
@@ -776,7 +786,7 @@ static int cpu_embedding(const struct pdi_kcall *k)
         rows[i] = pdi_load_int(p, ids->dtype);
         if (rows[i] < 0 || rows[i] >= V) {
             int64_t bad = rows[i];
-            free(rows);
+            pdi_kscratch_free(k, rows, rbytes);
             return pdi_errorf(PD_ERR_INVALID, "embedding: id %lld at position %lld is out of range for a weight of "
                               "V = %lld rows (valid ids are 0..%lld)", (long long)bad, (long long)i, (long long)V,
                               (long long)V - 1);
@@ -790,7 +800,7 @@ PDI_FOR(par, i, n, {
         if (s1 == (int64_t)es) memcpy(dst, src, (size_t)D * es);
         else for (int64_t j = 0; j < D; j++) memcpy(dst + j * (int64_t)es, src + j * s1, es);
     });
-    free(rows);
+    pdi_kscratch_free(k, rows, rbytes);
     return PD_OK;
 }
 

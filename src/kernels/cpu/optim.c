@@ -224,12 +224,13 @@ static double block_sumsq(const void *data, enum pd_dtype dt, int64_t off, int64
 }
 
 /* Sum of squares of one contiguous tensor into *out; status. */
-static int tensor_sumsq(const struct pd_kview *v, double *out)
+static int tensor_sumsq(const struct pdi_kcall *k, const struct pd_kview *v, double *out)
 {
     int64_t n = pdi_kview_numel(v), nb = (n + SQ_BLOCK - 1) / SQ_BLOCK;
     const void *data = v->data;
     enum pd_dtype dt = v->dtype;
-    double small[64], *part = nb <= 64 ? small : malloc(sizeof *part * (size_t)nb);
+    size_t pbytes = sizeof(double) * (size_t)nb;
+    double small[64], *part = nb <= 64 ? small : pdi_kscratch(k, pbytes);
     if (!part) return pdi_errorf(PD_ERR_NOMEM, "sum of squares: out of memory");
     PDI_FOR(n >= PDI_PAR_GRAIN && pdi_num_threads() > 1, b, nb, {
         int64_t off = b * SQ_BLOCK;
@@ -237,7 +238,7 @@ static int tensor_sumsq(const struct pd_kview *v, double *out)
     });
     double total = 0;
     for (int64_t b = 0; b < nb; b++) total += part[b];
-    if (part != small) free(part);
+    if (part != small) pdi_kscratch_free(k, part, pbytes);
     *out = total;
     return PD_OK;
 }
@@ -247,7 +248,7 @@ static int cpu_grad_sumsq(const struct pdi_kcall *k)
     double total = 0;
     for (int i = 0; i < k->n_in; i++) {
         double s;
-        int rc = tensor_sumsq(&k->in[i], &s);
+        int rc = tensor_sumsq(k, &k->in[i], &s);
         if (rc) return rc;
         total += s;
     }
@@ -292,7 +293,7 @@ static int cpu_amp_unscale(const struct pdi_kcall *k)
     int found = 0;
     for (int i = 0; i < k->n_in && !found; i++) {
         double s;
-        int rc = tensor_sumsq(&k->in[i], &s);
+        int rc = tensor_sumsq(k, &k->in[i], &s);
         if (rc) return rc;
         found = !isfinite(s);
     }

@@ -96,24 +96,32 @@ static double row(const struct geom *g, int64_t b, int64_t h, int64_t i, double 
     return sum > 0 ? m + log(sum) : -INFINITY;
 }
 
-/* Scratch of one row: scores, dropout multipliers, Philox words, visibility. */
+/* Scratch of one row (of the call's allocator): scores, dropout
+ * multipliers, Philox words, visibility. */
 struct scratch {
     double *sc, *z;
     uint32_t *w;
     unsigned char *vis;
+    const struct pdi_kcall *k;
+    size_t n;
 };
 
-static int scratch_alloc(struct scratch *s, int64_t Sk, const char *op)
+static void scratch_free(struct scratch *s)
 {
-    size_t n = (size_t)Sk + 1;
-    s->sc = malloc(sizeof *s->sc * n), s->z = malloc(sizeof *s->z * n);
-    s->w = malloc(sizeof *s->w * n), s->vis = malloc(n);
-    if (s->sc && s->z && s->w && s->vis) return PD_OK;
-    free(s->sc), free(s->z), free(s->w), free(s->vis);
-    return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory for a row of %lld keys", op, (long long)Sk);
+    pdi_kscratch_free(s->k, s->sc, sizeof *s->sc * s->n), pdi_kscratch_free(s->k, s->z, sizeof *s->z * s->n);
+    pdi_kscratch_free(s->k, s->w, sizeof *s->w * s->n), pdi_kscratch_free(s->k, s->vis, s->n);
 }
 
-static void scratch_free(struct scratch *s) { free(s->sc), free(s->z), free(s->w), free(s->vis); }
+static int scratch_alloc(struct scratch *s, const struct pdi_kcall *k, int64_t Sk, const char *op)
+{
+    size_t n = (size_t)Sk + 1;
+    s->k = k, s->n = n;
+    s->sc = pdi_kscratch(k, sizeof *s->sc * n), s->z = pdi_kscratch(k, sizeof *s->z * n);
+    s->w = pdi_kscratch(k, sizeof *s->w * n), s->vis = pdi_kscratch(k, n);
+    if (s->sc && s->z && s->w && s->vis) return PD_OK;
+    scratch_free(s);
+    return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory for a row of %lld keys", op, (long long)Sk);
+}
 
 /* out_i = sum_j z_j p_j v_j with p_j = exp(s_j - lse_i) (0 for a masked key). */
 static int ref_flashmask(const struct pdi_kcall *kc)
@@ -122,7 +130,7 @@ static int ref_flashmask(const struct pdi_kcall *kc)
     geom_init(&g, kc);
     const struct pd_kview *o = &kc->out[0], *lse = &kc->out[1];
     struct scratch s;
-    if (scratch_alloc(&s, g.Sk, "flashmask")) return pd_last_status();
+    if (scratch_alloc(&s, kc, g.Sk, "flashmask")) return pd_last_status();
     for (int64_t b = 0; b < g.B; b++)
         for (int64_t h = 0; h < g.Hq; h++)
             for (int64_t i = 0; i < g.Sq; i++) {
@@ -150,11 +158,12 @@ static int ref_flashmask_backward(const struct pdi_kcall *kc)
     const struct pd_kview *o = &kc->in[3 + hi], *lse = &kc->in[4 + hi], *dout = &kc->in[5 + hi];
     const struct pd_kview *dqv = &kc->out[0], *dkv = &kc->out[1], *dvv = &kc->out[2];
     int64_t nq = pdi_kview_numel(dqv), nk = pdi_kview_numel(dkv), nv = pdi_kview_numel(dvv);
-    double *dq = calloc((size_t)nq + 1, sizeof *dq), *dk = calloc((size_t)nk + 1, sizeof *dk);
-    double *dv = calloc((size_t)nv + 1, sizeof *dv);
+    size_t bq = sizeof(double) * (size_t)(nq + 1), bk = sizeof(double) * (size_t)(nk + 1);
+    size_t bv = sizeof(double) * (size_t)(nv + 1);
+    double *dq = pdi_kscratch_zero(kc, bq), *dk = pdi_kscratch_zero(kc, bk), *dv = pdi_kscratch_zero(kc, bv);
     struct scratch s = {0};
-    if (!dq || !dk || !dv || scratch_alloc(&s, g.Sk, "flashmask_backward")) {
-        free(dq), free(dk), free(dv);
+    if (!dq || !dk || !dv || scratch_alloc(&s, kc, g.Sk, "flashmask_backward")) {
+        pdi_kscratch_free(kc, dq, bq), pdi_kscratch_free(kc, dk, bk), pdi_kscratch_free(kc, dv, bv);
         return dq && dk && dv ? pd_last_status() : pdi_errorf(PD_ERR_NOMEM, "flashmask_backward: out of memory");
     }
     for (int64_t b = 0; b < g.B; b++)
@@ -184,7 +193,7 @@ static int ref_flashmask_backward(const struct pdi_kcall *kc)
     for (int64_t x = 0; x < nq; x++) st(dqv, x, dq[x]);
     for (int64_t x = 0; x < nk; x++) st(dkv, x, dk[x]);
     for (int64_t x = 0; x < nv; x++) st(dvv, x, dv[x]);
-    free(dq), free(dk), free(dv);
+    pdi_kscratch_free(kc, dq, bq), pdi_kscratch_free(kc, dk, bk), pdi_kscratch_free(kc, dv, bv);
     scratch_free(&s);
     return PD_OK;
 }

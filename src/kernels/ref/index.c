@@ -101,7 +101,8 @@ static int scatter_common(const struct pdi_kcall *k, const char *op, int add, in
     int ax = (int)k->a->index_axis.axis;
     int64_t size = axis_size(x, ax), n = pdi_kview_numel(y), co[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
-    double *acc = add ? malloc(sizeof *acc * (size_t)(n + 1)) : NULL;
+    size_t abytes = sizeof(double) * (size_t)(n + 1);
+    double *acc = add ? pdi_kscratch(k, abytes) : NULL;
     if (add && !acc) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", op);
     for (int64_t i = 0; i < n; i++) {
         unravel(i, y->shape, y->ndim, co);
@@ -115,7 +116,7 @@ static int scatter_common(const struct pdi_kcall *k, const char *op, int add, in
         int64_t j[1] = {co[ax]};
         int64_t ix = ld_index(at(idx, index1d ? j : co), idx->dtype);
         if (ix < 0 || ix >= size) {
-            free(acc);
+            pdi_kscratch_free(k, acc, abytes);
             return bad_index(op, ix, ax, size);
         }
         const char *s = at(src, co);
@@ -127,7 +128,7 @@ static int scatter_common(const struct pdi_kcall *k, const char *op, int add, in
     }
     if (add) {
         for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, acc[i]);
-        free(acc);
+        pdi_kscratch_free(k, acc, abytes);
     }
     return PD_OK;
 }
@@ -253,7 +254,8 @@ static int ref_pad_backward(const struct pdi_kcall *k)
     int64_t before[PD_MAX_DIMS], co[PD_MAX_DIMS] = {0}, n = pdi_kview_numel(y), m = pdi_kview_numel(g);
     const struct pdi_attrs_pad_backward *a = &k->a->pad_backward;
     pdi_pads_before(a->pads.v, (int)a->pads.n, nd, before);
-    double *acc = calloc((size_t)(n + 1), sizeof *acc);
+    size_t abytes = sizeof(double) * (size_t)(n + 1);
+    double *acc = pdi_kscratch_zero(k, abytes);
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "pad_backward: out of memory");
     for (int64_t i = 0; i < m; i++) {
         unravel(i, g->shape, nd, co);
@@ -264,7 +266,7 @@ static int ref_pad_backward(const struct pdi_kcall *k)
         acc[off] += v;
     }
     for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, acc[i]);
-    free(acc);
+    pdi_kscratch_free(k, acc, abytes);
     return PD_OK;
 }
 
@@ -305,7 +307,8 @@ static int sort_rows(const struct pdi_kcall *k, int ax, int desc, int64_t kk)
     if (nd) rshape[ax] = 1;
     int64_t rows = n ? pdi_kview_numel(x) / n : 0;
     size_t es = pd_dtype_size(x->dtype);
-    int64_t *perm = malloc(sizeof *perm * (size_t)(n + 1));
+    size_t pbytes = sizeof(int64_t) * (size_t)(n + 1);
+    int64_t *perm = pdi_kscratch(k, pbytes);
     if (!perm) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_op_name(k->op));
     for (int64_t r = 0; r < rows; r++) {
         unravel(r, rshape, nd, co);
@@ -330,7 +333,7 @@ static int sort_rows(const struct pdi_kcall *k, int ax, int desc, int64_t kk)
             *(int64_t *)at(yi, co) = perm[j];
         }
     }
-    free(perm);
+    pdi_kscratch_free(k, perm, pbytes);
     return PD_OK;
 }
 
@@ -352,10 +355,11 @@ static int ref_unique(const struct pdi_kcall *k)
     const struct pd_kview *x = &k->in[0], *yv = &k->out[0], *yinv = &k->out[1], *yc = &k->out[2];
     int64_t n = pdi_kview_numel(x), u = 0, cap = pdi_kview_numel(yv);
     enum pd_dtype dt = x->dtype;
-    int64_t *first = malloc(sizeof *first * (size_t)(n + 1)), *cnt = malloc(sizeof *cnt * (size_t)(n + 1));
+    size_t bytes = sizeof(int64_t) * (size_t)(n + 1);
+    int64_t *first = pdi_kscratch(k, bytes), *cnt = pdi_kscratch(k, bytes);
     if (!first || !cnt) {
-        free(first);
-        free(cnt);
+        pdi_kscratch_free(k, first, bytes);
+        pdi_kscratch_free(k, cnt, bytes);
         return pdi_errorf(PD_ERR_NOMEM, "unique: out of memory");
     }
     /* distinct values by first occurrence, then an insertion sort of them */
@@ -396,8 +400,8 @@ static int ref_unique(const struct pdi_kcall *k)
         }
         *(int64_t *)pdi_kview_ptr(yinv, i) = g;
     }
-    free(first);
-    free(cnt);
+    pdi_kscratch_free(k, first, bytes);
+    pdi_kscratch_free(k, cnt, bytes);
     return rc;
 }
 

@@ -4,7 +4,8 @@
  * The oracle: element by element through pdi_kview_ptr (any strides), in
  * double, written for obviousness and never optimised. Shapes were checked
  * by the infer functions (src/ops/llm.c). Outputs are fresh and contiguous;
- * scratch is malloc'ed per call and freed before returning.
+ * scratch comes from the call's allocator (pdi_kscratch) and is freed
+ * before returning.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -129,10 +130,12 @@ static int ref_sdpa(const struct pdi_kcall *k)
     struct geom g;
     geom_init(&g, k);
     const struct pd_kview *o = &k->out[0], *lse = &k->out[1];
-    double *sc = malloc(sizeof *sc * (size_t)(g.S + 1)), *acc = malloc(sizeof *acc * (size_t)(g.Dv + 1));
-    unsigned char *vis = malloc((size_t)g.S + 1);
+    size_t bsc = sizeof(double) * (size_t)(g.S + 1), bacc = sizeof(double) * (size_t)(g.Dv + 1);
+    size_t bvis = (size_t)g.S + 1;
+    double *sc = pdi_kscratch(k, bsc), *acc = pdi_kscratch(k, bacc);
+    unsigned char *vis = pdi_kscratch(k, bvis);
     if (!sc || !acc || !vis) {
-        free(sc), free(acc), free(vis);
+        pdi_kscratch_free(k, sc, bsc), pdi_kscratch_free(k, acc, bacc), pdi_kscratch_free(k, vis, bvis);
         return pdi_errorf(PD_ERR_NOMEM, "sdpa: out of memory");
     }
     for (int64_t b = 0; b < g.B; b++)
@@ -155,7 +158,7 @@ static int ref_sdpa(const struct pdi_kcall *k)
                 for (int64_t d = 0; d < g.Dv; d++) st(o, idx4(o, b, h, t, d), sum > 0 ? acc[d] / sum : 0.0);
                 st(lse, (b * g.Hq + h) * g.T + t, sum > 0 ? m + log(sum) : -INFINITY);
             }
-    free(sc), free(acc), free(vis);
+    pdi_kscratch_free(k, sc, bsc), pdi_kscratch_free(k, acc, bacc), pdi_kscratch_free(k, vis, bvis);
     return PD_OK;
 }
 
@@ -170,10 +173,11 @@ static int ref_sdpa_backward(const struct pdi_kcall *k)
     const struct pd_kview *o = &k->in[3 + hm], *lse = &k->in[4 + hm], *dout = &k->in[5 + hm];
     const struct pd_kview *dqv = &k->out[0], *dkv = &k->out[1], *dvv = &k->out[2];
     int64_t nq = pdi_kview_numel(dqv), nk = pdi_kview_numel(dkv), nv = pdi_kview_numel(dvv);
-    double *dq = calloc((size_t)nq + 1, sizeof *dq), *dk = calloc((size_t)nk + 1, sizeof *dk);
-    double *dv = calloc((size_t)nv + 1, sizeof *dv);
+    size_t bq = sizeof(double) * (size_t)(nq + 1), bk = sizeof(double) * (size_t)(nk + 1);
+    size_t bv = sizeof(double) * (size_t)(nv + 1);
+    double *dq = pdi_kscratch_zero(k, bq), *dk = pdi_kscratch_zero(k, bk), *dv = pdi_kscratch_zero(k, bv);
     if (!dq || !dk || !dv) {
-        free(dq), free(dk), free(dv);
+        pdi_kscratch_free(k, dq, bq), pdi_kscratch_free(k, dk, bk), pdi_kscratch_free(k, dv, bv);
         return pdi_errorf(PD_ERR_NOMEM, "sdpa_backward: out of memory");
     }
     for (int64_t b = 0; b < g.B; b++)
@@ -203,7 +207,7 @@ static int ref_sdpa_backward(const struct pdi_kcall *k)
     for (int64_t i = 0; i < nq; i++) st(dqv, i, dq[i]);
     for (int64_t i = 0; i < nk; i++) st(dkv, i, dk[i]);
     for (int64_t i = 0; i < nv; i++) st(dvv, i, dv[i]);
-    free(dq), free(dk), free(dv);
+    pdi_kscratch_free(k, dq, bq), pdi_kscratch_free(k, dk, bk), pdi_kscratch_free(k, dv, bv);
     return PD_OK;
 }
 

@@ -143,7 +143,8 @@ static int ref_norm_backward(const struct pdi_kcall *k)
     int64_t M = 1;
     for (int d = x->ndim - (int)a->n_norm_axes; d < x->ndim; d++) M *= x->shape[d];
     int64_t rows = M ? pdi_kview_numel(x) / M : 0;
-    double *acc = calloc((size_t)(2 * M) + 1, sizeof *acc); /* dw sums, then db sums */
+    size_t abytes = sizeof(double) * (size_t)(2 * M + 1);
+    double *acc = pdi_kscratch_zero(k, abytes); /* dw sums, then db sums */
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "out of memory (norm_backward)");
     for (int64_t r = 0; r < rows; r++) {
         double mean, rstd, sgh = 0, sghx = 0;
@@ -169,7 +170,7 @@ static int ref_norm_backward(const struct pdi_kcall *k)
         if (dw) pdi_store(pdi_kview_ptr(dw, j), dw->dtype, acc[j]);
         if (db) pdi_store(pdi_kview_ptr(db, j), db->dtype, acc[M + j]);
     }
-    free(acc);
+    pdi_kscratch_free(k, acc, abytes);
     return PD_OK;
 }
 
