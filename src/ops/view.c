@@ -612,9 +612,9 @@ struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
     if (!inplace_check(dst, "copy_") || !src) return NULL;
     if (pd_is_grad_enabled() && src->requires_grad)
         return pdi_error(PD_ERR_INVALID, "copy_: src requires grad; copy under no_grad or use an out-of-place op");
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int rc = copy_into(dst, src);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return rc ? NULL : dst;
 }
 
