@@ -364,7 +364,7 @@ int pdi_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int
 int pdi_infer_same(struct pdi_call *c);      /* out = in[0]'s meta */
 int pdi_infer_broadcast(struct pdi_call *c); /* out = broadcast of inputs, dtype of in[0] */
 void pdi_meta_of(const struct pd_tensor *t, struct pdi_meta *m);
-/* Reduce axes from attrs v[0..nv-1] (empty = all) into a mask; validates. */
+/* A reduction's axes (c->a.reduce.axes, empty = all) into a mask; validates. */
 int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned *mask);
 
 /* ---- autograd internals ---------------------------------------------- */
@@ -458,14 +458,16 @@ static inline uint16_t pdi_f32_bf16(float f)
     return (v.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((v.u >> 16) | 0x40u) : r;
 }
 
-/* Reduction axes of attrs v[0..nv-1] as a bit mask (nv = 0: every axis);
- * assumes the axes were validated (pdi_axes_mask). */
+/* A reduction's axes (a->reduce.axes: every reduce set starts with them)
+ * as a bit mask (no axes: every axis); assumes the axes were validated
+ * (pdi_axes_mask). */
 static inline unsigned pdi_attrs_axes_mask(const struct pdi_attrs *a, int ndim)
 {
-    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
+    const struct pdi_ints *l = &a->reduce.axes;
+    if (l->n == 0) return ndim ? (1u << ndim) - 1 : 0;
     unsigned m = 0;
-    for (int i = 0; i < a->nv; i++) {
-        int ax = pdi_norm_axis((int)a->v[i], ndim);
+    for (int i = 0; i < l->n; i++) {
+        int ax = pdi_norm_axis((int)l->v[i], ndim);
         if (ax >= 0 && ndim > 0) m |= 1u << ax;
     }
     return m;
