@@ -193,13 +193,14 @@ void pdi_register_ref_binary(void)
         enum pd_op op;
         pdi_kernel_fn fn;
     } k[] = {
-        {PD_OP_add, ref_arith},          {PD_OP_sub, ref_arith},          {PD_OP_mul, ref_arith},
-        {PD_OP_div, ref_arith},          {PD_OP_pow, ref_arith},          {PD_OP_maximum, ref_arith},
-        {PD_OP_minimum, ref_arith},      {PD_OP_remainder, ref_arith},    {PD_OP_floor_divide, ref_arith},
-        {PD_OP_atan2, ref_arith},        {PD_OP_eq, ref_compare},         {PD_OP_ne, ref_compare},
-        {PD_OP_lt, ref_compare},         {PD_OP_le, ref_compare},         {PD_OP_gt, ref_compare},
-        {PD_OP_ge, ref_compare},         {PD_OP_logical_and, ref_logical}, {PD_OP_logical_or, ref_logical},
+        {PD_OP_add, ref_arith},       {PD_OP_sub, ref_arith},       {PD_OP_mul, ref_arith},
+        {PD_OP_div, ref_arith},       {PD_OP_pow, ref_arith},       {PD_OP_maximum, ref_arith},
+        {PD_OP_minimum, ref_arith},   {PD_OP_remainder, ref_arith}, {PD_OP_floor_divide, ref_arith},
+        {PD_OP_atan2, ref_arith},     {PD_OP_eq, ref_compare},      {PD_OP_ne, ref_compare},
+        {PD_OP_lt, ref_compare},      {PD_OP_le, ref_compare},      {PD_OP_gt, ref_compare},
+        {PD_OP_ge, ref_compare},      {PD_OP_logical_and, ref_logical}, {PD_OP_logical_or, ref_logical},
         {PD_OP_logical_xor, ref_logical}, {PD_OP_where, ref_where},
     };
-    for (size_t i = 0; i < PDI_COUNT_OF(k); i++) pdi_register_by_class(PDI_BACKEND_REF, k[i].op, k[i].fn, k[i].fn, k[i].fn);
+    for (size_t i = 0; i < PDI_COUNT_OF(k); i++)
+        pdi_register_by_class(PDI_BACKEND_REF, k[i].op, k[i].fn, k[i].fn, k[i].fn);
 }
