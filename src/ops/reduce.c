@@ -162,21 +162,29 @@ static void axes_0d(struct pdi_ints *l, const struct pd_tensor *x)
 }
 
 /* Calls op with its own attribute set: axes and keepdim, plus correction
- * for var/std and p for norm (ignored by the other reductions). */
+ * for var/std and p for norm (ignored by the other reductions). The fields
+ * are written through the op's own set. */
 static struct pd_tensor *reduce_call(enum pd_op op, struct pd_tensor *x, const int *axes, int n_axes, int keepdim,
                                      int64_t correction, double p)
 {
     if (!x) return NULL;
-    struct pdi_ints l = {0};
-    if (fill_axes(pdi_ops[op].name, &l, axes, n_axes)) return NULL;
-    axes_0d(&l, x);
-    int64_t keep = keepdim != 0;
     struct pdi_attrs a = {0};
+    struct pdi_ints *l;
+    int64_t *keep;
     switch (pdi_ops[op].attrs) {
-    case PDI_AS_reduce_var: a.reduce_var = (struct pdi_attrs_reduce_var){l, keep, correction}; break;
-    case PDI_AS_reduce_norm: a.reduce_norm = (struct pdi_attrs_reduce_norm){l, keep, p}; break;
-    default: a.reduce = (struct pdi_attrs_reduce){l, keep}; break;
+    case PDI_AS_reduce_var:
+        l = &a.reduce_var.axes, keep = &a.reduce_var.keepdim;
+        a.reduce_var.correction = correction;
+        break;
+    case PDI_AS_reduce_norm:
+        l = &a.reduce_norm.axes, keep = &a.reduce_norm.keepdim;
+        a.reduce_norm.p = p;
+        break;
+    default: l = &a.reduce.axes, keep = &a.reduce.keepdim; break;
     }
+    if (fill_axes(pdi_ops[op].name, l, axes, n_axes)) return NULL;
+    axes_0d(l, x);
+    *keep = keepdim != 0;
     return pdi_call1(op, x, &a);
 }
 
