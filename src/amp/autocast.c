@@ -1,4 +1,4 @@
-/* paddle.c — autocast: the dispatcher's stage 2 (DESIGN §1).
+/* paddle.c — autocast: the dispatcher's stage 2 (docs/design.md §1).
  *
  * The hook is installed in pdi_autocast_hook by the first pd_autocast_begin
  * and stays installed; while autocast is off on a thread it returns at the

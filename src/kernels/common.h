@@ -10,7 +10,7 @@
 #ifndef PD_KERNELS_COMMON_H
 #define PD_KERNELS_COMMON_H
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 #define PDI_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -20,7 +20,7 @@
 static inline void pdi_register_by_class(enum pdi_backend be, enum pd_op op, pdi_kernel_fn float_fn,
                                          pdi_kernel_fn int_fn, pdi_kernel_fn bool_fn)
 {
-    unsigned m = pdi_ops[op].dtypes;
+    unsigned m = pdi_op_dtypes(op);
     pdi_kernel_register_mask(be, op, m & PDI_DT_FLOATS, float_fn);
     pdi_kernel_register_mask(be, op, m & PDI_DT_INTS, int_fn);
     pdi_kernel_register_mask(be, op, m & (1u << PD_BOOL), bool_fn);
@@ -48,7 +48,7 @@ static const enum pd_op pdi_reduce_ops[] = {
  * unary ops besides cast whose class takes bool input. */
 static inline int pdi_unary_is_test(enum pd_op op)
 {
-    return op != PD_OP_cast && (pdi_ops[op].dtypes & (1u << PD_BOOL));
+    return op != PD_OP_cast && (pdi_op_dtypes(op) & (1u << PD_BOOL));
 }
 
 /* The reference formula of a unary op for one element, in double

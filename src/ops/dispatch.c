@@ -1,4 +1,4 @@
-/* paddle.c — the one dispatcher (DESIGN §1) and the op/kernel tables.
+/* paddle.c — the one dispatcher (docs/design.md §1) and the op/kernel tables.
  *
  * pdi_dispatch runs, in order: check + infer meta, autocast, distribute,
  * trace-or-run, record autograd, observe. Stages 2–4 are hooks that later
@@ -31,6 +31,9 @@ const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
 #undef AMP_FOLLOW
 #undef AMP_LOWER
 #undef AMP_F32
+
+const char *pdi_op_name(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].name : "?"; }
+unsigned pdi_op_dtypes(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].dtypes : 0u; }
 
 int pdi_spmd_by_kind(struct pdi_call *c, void *plan)
 {

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/common.h"
 
 struct geom {
