@@ -93,6 +93,20 @@ enum pd_op {
     PD_OP_COUNT
 };
 
+/* The ops of the unary and reduce families in table order (their rows of
+ * ops_unary.def and ops_reduce.def), for kernels registered family-wide
+ * (kernels/common.h: pdi_register_by_class). */
+#define PD_ATTRS(set, fields)
+#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) PD_OP_##name,
+static const enum pd_op pdi_unary_ops[] = {
+#include "ops/ops_unary.def"
+};
+static const enum pd_op pdi_reduce_ops[] = {
+#include "ops/ops_reduce.def"
+};
+#undef PD_OP
+#undef PD_ATTRS
+
 /* The op's name in the table ("matmul"). */
 const char *pdi_op_name(enum pd_op op);
 /* The op's dtype class (the table's dtypes column): mask of 1u << dtype. */

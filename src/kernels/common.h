@@ -26,24 +26,6 @@ static inline void pdi_register_by_class(enum pdi_backend be, enum pd_op op, pdi
     pdi_kernel_register_mask(be, op, m & (1u << PD_BOOL), bool_fn);
 }
 
-/* The ops of the unary family (every row of ops_unary.def). */
-static const enum pd_op pdi_unary_ops[] = {
-#define PD_ATTRS(set, fields)
-#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) PD_OP_##name,
-#include "ops/ops_unary.def"
-#undef PD_OP
-#undef PD_ATTRS
-};
-
-/* The ops of the reduce family (every row of ops_reduce.def). */
-static const enum pd_op pdi_reduce_ops[] = {
-#define PD_ATTRS(set, fields)
-#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) PD_OP_##name,
-#include "ops/ops_reduce.def"
-#undef PD_OP
-#undef PD_ATTRS
-};
-
 /* A bool-valued unary test (logical_not, isnan, isinf, isfinite): the only
  * unary ops besides cast whose class takes bool input. */
 static inline int pdi_unary_is_test(enum pd_op op)
