@@ -305,7 +305,7 @@ static void test_promotion_and_errors(void)
     PT_CHECK(pd_softplus(tf, 0, 20) == NULL);
     PT_CHECK(strstr(pd_last_error(), "beta") != NULL);
     PT_CHECK(pd_clip(tf, NAN, 1) == NULL);
-    struct pdi_attrs a = {.i = {42}};
+    struct pdi_attrs a = {.cast = {.dtype = 42}};
     PT_CHECK(pdi_call1(PD_OP_cast, tf, &a) == NULL);
     PT_CHECK(strstr(pd_last_error(), "dtype") != NULL);
     PT_CHECK(pd_exp(NULL) == NULL);

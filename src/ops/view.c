@@ -589,7 +589,7 @@ struct pd_tensor *pd_scale_(struct pd_tensor *a, double s)
     if (needs_rebase(a, NULL)) return rebase(a, pd_scale(pd_clone(a), s), "scale_");
     struct pd_tensor *in[1] = {a}, *out[1];
     struct pdi_call c = {.op = PD_OP_scale, .n_in = 1, .n_out = 1, .in = in, .out = out, .inplace = 1};
-    c.a.f[0] = s;
+    c.a.scale.s = s;
     return pdi_dispatch(&c) ? NULL : a;
 }
 
