@@ -358,8 +358,48 @@ static double step(struct run *r)
     return loss_v;
 }
 
+/* The registry itself: nesting, serials, untracked storages, unlinking
+ * after tracking ended. Runs first, while nothing else is tracked. */
+static void test_registry(void)
+{
+    int64_t shape[1] = {4};
+    PT_CHECK(pdi_storage_foreach(NULL, NULL) == 0);
+    struct pd_tensor *off = pdi_tensor_new(shape, 1, PD_F32);
+    uint64_t s0 = pdi_storage_serial_next();
+    pdi_storage_track_begin();
+    pdi_storage_track_begin(); /* nests */
+    struct pd_tensor *a = pdi_tensor_new(shape, 1, PD_F32), *b = pdi_tensor_new(shape, 1, PD_I64);
+    struct pd_tensor *va = pdi_tensor_alias(a, shape, a->strides, 1, 0); /* a view: no new storage */
+    pdi_storage_track_end();
+    struct pd_tensor *c = pdi_tensor_new(shape, 1, PD_F32); /* still on: one begin left */
+    pdi_storage_track_end();
+    struct pd_tensor *d = pdi_tensor_new(shape, 1, PD_F32); /* off */
+    PT_CHECK(off->st->serial == 0 && d->st->serial == 0);
+    PT_CHECK(a->st->serial == s0 && b->st->serial == s0 + 1 && c->st->serial == s0 + 2 && va->st == a->st);
+    struct collect cl = {0};
+    PT_CHECK(live_storages(&cl) == 3 && cl.st[0] == a->st && cl.st[1] == b->st && cl.st[2] == c->st);
+    pd_tensor_release(b);
+    PT_CHECK(live_storages(&cl) == 2 && cl.st[0] == a->st && cl.st[1] == c->st);
+    pd_tensor_release(a);
+    PT_CHECK(live_storages(&cl) == 2); /* the view keeps a's storage */
+    pd_tensor_release(va);
+    pd_tensor_release(c);
+    PT_CHECK(live_storages(&cl) == 0);
+    /* a recycled storage struct is tracked afresh, with a new serial */
+    pdi_storage_track_begin();
+    struct pd_tensor *e = pdi_tensor_new(shape, 1, PD_F32);
+    PT_CHECK(e->st->serial == s0 + 3 && pdi_storage_foreach(NULL, NULL) == 1);
+    pdi_storage_track_end();
+    pd_tensor_release(e);
+    pd_tensor_release(d);
+    pd_tensor_release(off);
+    PT_CHECK(pdi_storage_foreach(NULL, NULL) == 0);
+    free(cl.st);
+}
+
 int main(void)
 {
+    test_registry();
     pdi_storage_track_begin(); /* before anything is made: every storage is listed */
     PT_CHECK(pdi_observer_add_ex(before, after, NULL) == PD_OK);
 
