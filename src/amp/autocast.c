@@ -61,7 +61,7 @@ static int eligible(enum pd_dtype dt, enum pd_dtype target)
 
 static int autocast_hook(struct pdi_call *c)
 {
-    if (ac_dtype < 0 || c->inplace) return 0;
+    if (ac_dtype < 0 || c->inplace || c->n_writes) return 0; /* never write into casts */
     int p = policy[c->op];
     if (p == PD_AUTOCAST_FOLLOW) return 0;
     enum pd_dtype target = p == PD_AUTOCAST_LOWER ? (enum pd_dtype)ac_dtype : PD_F32;

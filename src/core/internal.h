@@ -74,6 +74,9 @@ struct pd_tensor {
 extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
+/* The checks of pdi_tensor_new without the allocation: PD_OK, or the
+ * status with its message ("tensor: negative dimension in shape [2, -1]"). */
+int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt);
 /* A new handle viewing base's storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
                                    int ndim, int64_t offset);
@@ -114,6 +117,13 @@ struct pdi_call {
     struct pdi_attrs a;
     struct pdi_meta *meta;        /* n_out entries, filled by infer */
     int inplace;                  /* write into in[0] (out[0] = in[0]) */
+    /* The written set: the op writes in[0..n_writes) in place (an op whose
+     * row has PDI_F_INPLACE orders its inputs so that those it writes come
+     * first). Set by the op's infer function; the dispatcher resets it
+     * before infer, makes it at least 1 for an .inplace call, and bumps the
+     * storage version of every written input once the kernel ran. Observers
+     * (before and after) read it here. */
+    int n_writes;
     /* debug identity, set by the dispatcher: "<dbg_scope>/<op>_<dbg_n>"
      * (pdi_call_name); dbg_site: the user's return address (call-site
      * capture on) or NULL (pdi_call_site). */
