@@ -14,12 +14,15 @@
  *     storage is compared with the bytes it should hold.
  * Reported, each with the storage's tensor name, size and the part of the
  * step: bytes that changed where no recorded op wrote them (since the last
- * recorded write), and storages that no op made. Storages freed during the
- * step are not compared at the end (those an op read are checked when read).
- * Storage granularity: the model's parameters share one arena storage.
+ * recorded write), and storages that no op made. A storage freed during the
+ * step is compared only when an op reads it; one that no op made is still
+ * found (serials are dense: a serial that no op made and no check saw was
+ * made around the dispatcher and freed unread). Storage granularity: the
+ * model's parameters share one arena storage.
  *
- * Last, the recorder checks itself: a write through pd_tensor_data and a
- * storage made with pdi_tensor_new must both be reported. */
+ * Last, the recorder checks itself: a write through pd_tensor_data, a
+ * storage made with pdi_tensor_new and one made and freed unread must all
+ * be reported. */
 #include <inttypes.h>
 #include <stdarg.h>
 
@@ -42,14 +45,14 @@ struct tname { /* a tensor's debug-name fields (formatted when reported) */
 };
 
 struct srec {
-    uint64_t hash;       /* the bytes it should hold */
+    uint64_t hash; /* the bytes it should hold */
     size_t nbytes;
-    int known;           /* hash is set: snapshot, or made/written by a recorded op */
-    int made_by_op;      /* during the recorded step */
-    int last_write;      /* op log index of its last recorded write, or -1 */
-    const char *label;   /* the test's name for it (interned), or NULL */
-    int n_params;        /* parameters viewing it (label_known) */
-    struct tname tn;     /* the first tensor an op showed on it */
+    int known;         /* hash is set: snapshot, or made/written by a recorded op */
+    int made_by_op;    /* during the recorded step */
+    int last_write;    /* op log index of its last recorded write, or -1 */
+    const char *label; /* the test's name for it (interned), or NULL */
+    int n_params;      /* parameters viewing it (label_known) */
+    struct tname tn;   /* the first tensor an op showed on it */
 };
 
 struct oplog { /* one recorded call */
@@ -57,6 +60,7 @@ struct oplog { /* one recorded call */
     uint32_t n;
     int16_t op;
     const char *phase;
+    uint64_t serial_next; /* the registry's next serial after the call */
 };
 
 static struct srec *recs;
@@ -69,6 +73,19 @@ static int n_reported;         /* violations found */
 static int expect_reports;     /* self-check: violations are expected, not failures */
 static int n_random_ops;       /* recorded ops flagged PDI_F_RANDOM */
 static int part_first_op;      /* ops[] index where the current part began */
+static struct part {           /* the parts of the step, in order */
+    const char *name;
+    uint64_t first_serial; /* the registry's next serial when it began */
+    int first_op;
+} parts[32];
+static int n_parts;
+
+static void part_begin(const char *name)
+{
+    phase = name;
+    part_first_op = n_ops;
+    if (n_parts < 32) parts[n_parts++] = (struct part){name, pdi_storage_serial_next(), n_ops};
+}
 
 static uint64_t fnv1a(const void *p, size_t n)
 {
@@ -87,7 +104,10 @@ static struct srec *rec_of(const struct pdi_storage *st)
         uint64_t nn = n_recs ? n_recs : 1024;
         while (nn <= st->serial) nn *= 2;
         struct srec *nr = realloc(recs, sizeof *nr * nn);
-        if (!nr) { printf("one path: out of memory\n"); exit(2); }
+        if (!nr) {
+            printf("one path: out of memory\n");
+            exit(2);
+        }
         memset(nr + n_recs, 0, sizeof *nr * (nn - n_recs));
         for (uint64_t i = n_recs; i < nn; i++) nr[i].last_write = -1;
         recs = nr;
@@ -102,7 +122,7 @@ static void see_tensor(const struct pd_tensor *t)
 {
     struct srec *r = rec_of(t->st);
     if (!r || (r->tn.set && (r->tn.user || r->tn.n))) return; /* keep the first op or user name */
-    if (r->tn.set && !t->dbg_user && !t->dbg_n) return;         /* "tensor_<id>" only while none is better */
+    if (r->tn.set && !t->dbg_user && !t->dbg_n) return;       /* "tensor_<id>" only while none is better */
     r->tn = (struct tname){t->dbg_scope, t->dbg_n, t->dbg_op, t->dbg_out, t->dbg_user, t->id, 1};
 }
 
@@ -140,9 +160,12 @@ static const char *rec_str(const struct srec *r, uint64_t serial, char *buf, siz
         t.id = r->tn.id;
         pdi_tensor_name_buf(&t, tn, sizeof tn);
     }
-    if (r->label && *tn && strcmp(r->label, tn)) snprintf(buf, n, "%s [%s] (%zu bytes)", r->label, tn, r->nbytes);
-    else if (r->label || *tn) snprintf(buf, n, "%s (%zu bytes)", r->label ? r->label : tn, r->nbytes);
-    else snprintf(buf, n, "unnamed storage #%" PRIu64 " (%zu bytes)", serial, r->nbytes);
+    if (r->label && *tn && strcmp(r->label, tn))
+        snprintf(buf, n, "%s [%s] (%zu bytes)", r->label, tn, r->nbytes);
+    else if (r->label || *tn)
+        snprintf(buf, n, "%s (%zu bytes)", r->label ? r->label : tn, r->nbytes);
+    else
+        snprintf(buf, n, "unnamed storage #%" PRIu64 " (%zu bytes)", serial, r->nbytes);
     return buf;
 }
 
@@ -185,8 +208,7 @@ static void check_storage(struct pdi_storage *st, const char *where)
     char nb[512], wb[PDI_NAME_BUF * 2], ob[PDI_NAME_BUF + 8];
     uint64_t h = st_hash(st);
     if (!r->known) {
-        report("made by no op: %s, %s (%s)", rec_str(r, st->serial, nb, sizeof nb), where,
-               last_op_str(ob, sizeof ob));
+        report("made by no op: %s, %s (%s)", rec_str(r, st->serial, nb, sizeof nb), where, last_op_str(ob, sizeof ob));
     } else if (h != r->hash) {
         report("bytes changed, no recorded op wrote them: %s, %s (%s; last recorded write: %s)",
                rec_str(r, st->serial, nb, sizeof nb), where, last_op_str(ob, sizeof ob), write_str(r, wb, sizeof wb));
@@ -198,7 +220,8 @@ static void check_storage(struct pdi_storage *st, const char *where)
 }
 
 /* ---- the observer ------------------------------------------------------ */
-static int n_written(const struct pdi_call *c) { return c->inplace ? 1 : 0; }
+/* The written set: in[0..n_writes), set by infer (at least 1 for .inplace). */
+static int n_written(const struct pdi_call *c) { return c->n_writes; }
 
 static void before(const struct pdi_call *c, uint64_t seq, void *ctx)
 {
@@ -219,8 +242,10 @@ static void wrote(struct pdi_storage *st, int made)
     if (!r) return;
     r->known = 1;
     r->hash = st_hash(st);
-    if (made) r->made_by_op = 1;
-    else r->last_write = n_ops - 1;
+    if (made)
+        r->made_by_op = 1;
+    else
+        r->last_write = n_ops - 1;
 }
 
 static void after(const struct pdi_call *c, uint64_t seq, void *ctx)
@@ -234,9 +259,12 @@ static void after(const struct pdi_call *c, uint64_t seq, void *ctx)
     if (n_ops == cap_ops) {
         cap_ops = cap_ops ? 2 * cap_ops : 4096;
         ops = realloc(ops, sizeof *ops * (size_t)cap_ops);
-        if (!ops) { printf("one path: out of memory\n"); exit(2); }
+        if (!ops) {
+            printf("one path: out of memory\n");
+            exit(2);
+        }
     }
-    ops[n_ops++] = (struct oplog){c->dbg_scope, c->dbg_n, (int16_t)c->op, phase};
+    ops[n_ops++] = (struct oplog){c->dbg_scope, c->dbg_n, (int16_t)c->op, phase, pdi_storage_serial_next()};
     if (pdi_ops[c->op].flags & PDI_F_RANDOM) n_random_ops++;
     if (view) return; /* an alias of in[0]: nothing written */
     for (int j = 0; j < c->n_out; j++)
@@ -269,7 +297,10 @@ static int64_t live_storages(struct collect *c)
         c->cap = c->n * 2;
         free(c->st);
         c->st = malloc(sizeof *c->st * (size_t)c->cap);
-        if (!c->st) { printf("one path: out of memory\n"); exit(2); }
+        if (!c->st) {
+            printf("one path: out of memory\n");
+            exit(2);
+        }
     }
 }
 
@@ -293,22 +324,50 @@ static void checkpoint(void)
     for (int64_t i = 0; i < n; i++) check_storage(live.st[i], "live at the end of this part");
 }
 
+/* Serials are dense: every storage made in [first, end) that no op made
+ * and no check saw was made around the dispatcher and freed unread. */
+static void unseen_storages(uint64_t first, uint64_t end)
+{
+    const char *saved = phase;
+    int k = 0, p = 0;
+    for (uint64_t s = first; s < end; s++) {
+        if (s < n_recs && (recs[s].made_by_op || recs[s].known)) continue;
+        while (k < n_ops && ops[k].serial_next <= s) k++;
+        while (p + 1 < n_parts && parts[p + 1].first_serial <= s) p++;
+        char ob[PDI_NAME_BUF], where[PDI_NAME_BUF + 16] = "no op recorded before it in this part";
+        if (k > parts[p].first_op) snprintf(where, sizeof where, "made after %s", op_str(&ops[k - 1], ob, sizeof ob));
+        phase = parts[p].name;
+        report("made by no op: storage #%" PRIu64 " (%s), freed before any op read it", s, where);
+    }
+    phase = saved;
+}
+
 /* ---- names for the storages the test knows ------------------------------- */
 static void label_known(struct pd_state_dict *params, struct pd_optimizer *opt)
 {
     int np = pd_state_dict_size(params);
-    for (int i = 0; i < np; i++) rec_of(pd_state_dict_tensor(params, i)->st)->n_params = 0;
-    for (int i = 0; i < np; i++) rec_of(pd_state_dict_tensor(params, i)->st)->n_params++;
+    for (int i = 0; i < np; i++) {
+        struct srec *r = rec_of(pd_state_dict_tensor(params, i)->st);
+        if (r) r->n_params = 0;
+    }
+    for (int i = 0; i < np; i++) {
+        struct srec *r = rec_of(pd_state_dict_tensor(params, i)->st);
+        if (r) r->n_params++;
+    }
     for (int i = 0; i < np; i++) {
         struct pd_tensor *p = pd_state_dict_tensor(params, i);
-        int shared = rec_of(p->st)->n_params;
-        if (shared > 1) label(p, "parameter arena (%d parameters)", shared);
-        else label(p, "param:%s", pd_state_dict_name(params, i));
+        struct srec *r = rec_of(p->st);
+        int shared = r ? r->n_params : 0;
+        if (shared > 1)
+            label(p, "parameter arena (%d parameters)", shared);
+        else
+            label(p, "param:%s", pd_state_dict_name(params, i));
         label(pd_tensor_grad(p), "grad of %s", pd_state_dict_name(params, i));
     }
     struct pd_state_dict *os = pd_state_dict_create();
     if (os && !pd_optimizer_state_dict(opt, os, "optim."))
-        for (int i = 0; i < pd_state_dict_size(os); i++) label(pd_state_dict_tensor(os, i), "%s", pd_state_dict_name(os, i));
+        for (int i = 0; i < pd_state_dict_size(os); i++)
+            label(pd_state_dict_tensor(os, i), "%s", pd_state_dict_name(os, i));
     pd_state_dict_destroy(os);
 }
 
@@ -322,15 +381,14 @@ struct run {
     double max_norm;
 };
 
-#define PART(name, stmt)                                    \
-    do {                                                    \
-        phase = name;                                       \
-        part_first_op = n_ops;                              \
-        stmt;                                               \
-        if (recording) {                                    \
-            label_known(r->params, r->opt);                 \
-            checkpoint();                                   \
-        }                                                   \
+#define PART(name, stmt)                                                                                               \
+    do {                                                                                                               \
+        if (recording) part_begin(name);                                                                               \
+        stmt;                                                                                                          \
+        if (recording) {                                                                                               \
+            label_known(r->params, r->opt);                                                                            \
+            checkpoint();                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 /* One step; returns the loss (NaN on failure). */
@@ -441,13 +499,30 @@ int main(void)
 
     label_known(r.params, r.opt);
     snapshot();
+    uint64_t first_serial = pdi_storage_serial_next();
     struct pd_tensor *arena = pd_state_dict_tensor(r.params, 0);
     uint64_t arena_before = st_hash(arena->st);
     recording = 1;
     double l1 = step(&r);
     recording = 0;
     PT_CHECK(isfinite(l1));
-    printf("one path: %d ops recorded in the step (%d random), %d reports\n", n_ops, n_random_ops, n_reported);
+    unseen_storages(first_serial, pdi_storage_serial_next());
+    printf("one path: %d ops recorded in the step (%d random), %d reports; by part:", n_ops, n_random_ops, n_reported);
+    for (int p = 0; p < n_parts; p++) {
+        int end = p + 1 < n_parts ? parts[p + 1].first_op : n_ops;
+        printf(" %s %d%s", parts[p].name, end - parts[p].first_op, p + 1 < n_parts ? "," : "\n");
+    }
+    /* The parts that change tensors did it through ops (zero_grad drops the
+     * gradients; the scaler's update and the scope's end touch no bytes). */
+    for (int p = 0; p < n_parts; p++) {
+        int end = p + 1 < n_parts ? parts[p + 1].first_op : n_ops;
+        int quiet = !strcmp(parts[p].name, "zero_grad") || !strcmp(parts[p].name, "scaler update") ||
+                    !strcmp(parts[p].name, "scope end");
+        if (!quiet && end == parts[p].first_op) {
+            pt_fails++;
+            printf("one path: [%s] recorded no op\n", parts[p].name);
+        }
+    }
     PT_CHECK(n_ops > 100);
     PT_CHECK(st_hash(arena->st) != arena_before); /* the step changed the parameters */
     if (!n_random_ops) {
@@ -460,15 +535,17 @@ int main(void)
     int before_self = n_reported;
     expect_reports = 1;
     recording = 1;
-    phase = "self-check";
-    part_first_op = n_ops;
+    part_begin("self-check");
     float *w = pd_tensor_data(arena);
     w[0] += 1.0f;
     struct pd_tensor *raw = pdi_tensor_new((int64_t[]){3}, 1, PD_F32);
     checkpoint();
+    uint64_t s_gone = pdi_storage_serial_next();
+    pd_tensor_release(pdi_tensor_new((int64_t[]){5}, 1, PD_F32));
+    unseen_storages(s_gone, pdi_storage_serial_next());
     recording = 0;
     expect_reports = 0;
-    PT_CHECK(n_reported - before_self == 2);
+    PT_CHECK(n_reported - before_self == 3);
     pd_tensor_release(raw);
 
     pdi_observer_remove_ex(before, after, NULL);
