@@ -2,7 +2,8 @@
  * changes is written by a dispatched op.
  *
  * A tiny Llama with dropout, AdamW, a gradient scaler and clipping by global
- * norm runs one warm-up step, then one step under a recorder:
+ * norm (in f32, then with the forward under f16 autocast, the scaler's real
+ * use) runs one warm-up step, then one step under a recorder:
  *   - the live-storage registry (pdi_storage_foreach) lists every storage;
  *     each one's bytes are hashed (FNV-1a) before the step;
  *   - a dispatch observer records every call: after the kernel, the hash of
@@ -67,13 +68,14 @@ static struct srec *recs;
 static uint64_t n_recs;
 static struct oplog *ops;
 static int n_ops, cap_ops;
-static int recording;          /* 1 during the measured step */
-static const char *phase = ""; /* the part of the step now running */
-static int n_reported;         /* violations found */
-static int expect_reports;     /* self-check: violations are expected, not failures */
-static int n_random_ops;       /* recorded ops flagged PDI_F_RANDOM */
-static int part_first_op;      /* ops[] index where the current part began */
-static struct part {           /* the parts of the step, in order */
+static int recording;              /* 1 during the measured step */
+static const char *phase = "";     /* the part of the step now running */
+static const char *case_name = ""; /* "f32", "f16 autocast" */
+static int n_reported;             /* violations found */
+static int expect_reports;         /* self-check: violations are expected, not failures */
+static int n_random_ops;           /* recorded ops flagged PDI_F_RANDOM */
+static int part_first_op;          /* ops[] index where the current part began */
+static struct part {               /* the parts of the step, in order */
     const char *name;
     uint64_t first_serial; /* the registry's next serial when it began */
     int first_op;
@@ -177,7 +179,7 @@ static void report(const char *fmt, ...)
     if (!expect_reports) pt_fails++;
     va_list ap;
     va_start(ap, fmt);
-    printf("one path%s: [%s] ", expect_reports ? " (self-check, expected)" : "", phase);
+    printf("one path (%s%s): [%s] ", case_name, expect_reports ? ", self-check: expected" : "", phase);
     vprintf(fmt, ap);
     va_end(ap);
     printf("\n");
@@ -379,6 +381,7 @@ struct run {
     struct pd_grad_scaler *scaler;
     struct pd_tensor *ids, *tgt;
     double max_norm;
+    int autocast; /* forward under pd_autocast_begin(autocast), or -1 */
 };
 
 #define PART(name, stmt)                                                                                               \
@@ -399,7 +402,9 @@ static double step(struct run *r)
     struct pd_tensor *loss = NULL, *scaled = NULL;
     pd_scope_begin();
     PART("zero_grad", pd_optimizer_zero_grad(r->opt));
+    int ac = r->autocast >= 0 ? pd_autocast_begin((enum pd_dtype)r->autocast) : -1;
     PART("forward", loss = pd_llama_loss(r->m, r->ids, r->tgt));
+    if (r->autocast >= 0) pd_autocast_end(ac);
     PART("scale", scaled = pd_grad_scaler_scale(r->scaler, loss));
     PART("backward", rc = pd_backward(scaled, NULL, 0));
     PT_CHECK(loss && scaled && rc == PD_OK);
@@ -455,18 +460,19 @@ static void test_registry(void)
     free(cl.st);
 }
 
-int main(void)
+/* One case: a fresh model, a warm-up step, the recorded step, its checks
+ * (and the recorder's self-check when self_check). */
+static void run_case(const char *name, int autocast, int self_check)
 {
-    test_registry();
-    pdi_storage_track_begin(); /* before anything is made: every storage is listed */
-    PT_CHECK(pdi_observer_add_ex(before, after, NULL) == PD_OK);
-
+    case_name = name;
+    n_ops = n_parts = n_random_ops = n_reported = 0;
     struct pd_llama_config cfg = pt_tiny_llama_config();
     cfg.dropout = 0.25;
     struct run r = {0};
+    r.autocast = autocast;
     r.m = pd_llama_create(&cfg, 7);
     PT_CHECK(r.m != NULL);
-    if (!r.m) PT_DONE();
+    if (!r.m) return;
     pd_llama_train(r.m, 1);
     r.params = pd_llama_state_dict(r.m);
     PT_CHECK(pd_debug_name_params(r.params) == PD_OK);
@@ -507,7 +513,8 @@ int main(void)
     recording = 0;
     PT_CHECK(isfinite(l1));
     unseen_storages(first_serial, pdi_storage_serial_next());
-    printf("one path: %d ops recorded in the step (%d random), %d reports; by part:", n_ops, n_random_ops, n_reported);
+    printf("one path (%s): %d ops recorded in the step (%d random), %d reports; by part:", name, n_ops, n_random_ops,
+           n_reported);
     for (int p = 0; p < n_parts; p++) {
         int end = p + 1 < n_parts ? parts[p + 1].first_op : n_ops;
         printf(" %s %d%s", parts[p].name, end - parts[p].first_op, p + 1 < n_parts ? "," : "\n");
@@ -520,40 +527,51 @@ int main(void)
                     !strcmp(parts[p].name, "scope end");
         if (!quiet && end == parts[p].first_op) {
             pt_fails++;
-            printf("one path: [%s] recorded no op\n", parts[p].name);
+            printf("one path (%s): [%s] recorded no op\n", name, parts[p].name);
         }
     }
     PT_CHECK(n_ops > 100);
     PT_CHECK(st_hash(arena->st) != arena_before); /* the step changed the parameters */
     if (!n_random_ops) {
         pt_fails++;
-        printf("one path: no random op was recorded: dropout drew its mask around the dispatcher\n");
+        printf("one path (%s): no random op was recorded: dropout drew its mask around the dispatcher\n", name);
     }
 
-    /* Self-check: a write through the host pointer and a storage made
-     * around the dispatcher are both reported. */
-    int before_self = n_reported;
-    expect_reports = 1;
-    recording = 1;
-    part_begin("self-check");
-    float *w = pd_tensor_data(arena);
-    w[0] += 1.0f;
-    struct pd_tensor *raw = pdi_tensor_new((int64_t[]){3}, 1, PD_F32);
-    checkpoint();
-    uint64_t s_gone = pdi_storage_serial_next();
-    pd_tensor_release(pdi_tensor_new((int64_t[]){5}, 1, PD_F32));
-    unseen_storages(s_gone, pdi_storage_serial_next());
-    recording = 0;
-    expect_reports = 0;
-    PT_CHECK(n_reported - before_self == 3);
-    pd_tensor_release(raw);
+    if (self_check) {
+        /* A write through the host pointer, a storage made around the
+         * dispatcher and one made and freed unread are all reported. */
+        int before_self = n_reported;
+        expect_reports = 1;
+        recording = 1;
+        part_begin("self-check");
+        float *w = pd_tensor_data(arena);
+        w[0] += 1.0f;
+        struct pd_tensor *raw = pdi_tensor_new((int64_t[]){3}, 1, PD_F32);
+        checkpoint();
+        uint64_t s_gone = pdi_storage_serial_next();
+        pd_tensor_release(pdi_tensor_new((int64_t[]){5}, 1, PD_F32));
+        unseen_storages(s_gone, pdi_storage_serial_next());
+        recording = 0;
+        expect_reports = 0;
+        PT_CHECK(n_reported - before_self == 3);
+        pd_tensor_release(raw);
+    }
 
-    pdi_observer_remove_ex(before, after, NULL);
     pd_grad_scaler_destroy(r.scaler);
     pd_optimizer_destroy(r.opt);
     pd_llama_destroy(r.m);
     pd_tensor_release(r.ids);
     pd_tensor_release(r.tgt);
+}
+
+int main(void)
+{
+    test_registry();
+    pdi_storage_track_begin(); /* before anything is made: every storage is listed */
+    PT_CHECK(pdi_observer_add_ex(before, after, NULL) == PD_OK);
+    run_case("f32", -1, 1);
+    run_case("f16 autocast", PD_F16, 0); /* the scaler's real use: casts are ops too */
+    pdi_observer_remove_ex(before, after, NULL);
     pdi_storage_track_end();
     PT_CHECK(pdi_storage_foreach(NULL, NULL) == 0); /* everything freed left the registry */
     free(live.st);
