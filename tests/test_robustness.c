@@ -88,7 +88,7 @@ int main(int argc, char **argv)
     for (int op = 0; op < PD_OP_COUNT; op++) {
         const struct pdi_opdef *d = &pdi_ops[op];
         for (int trial = 0; trial < 400; trial++) {
-            pd_scope_begin();
+            int scope_tok = pd_scope_begin();
             int n_in = d->n_in >= 0 ? d->n_in : (int)rnd(1, 4);
             int n_out = d->n_out >= 0 ? d->n_out : 1;
             struct pd_tensor *in[8], *out[4];
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
                 struct pdi_call c2 = c;
                 PT_CHECK(pdi_dispatch(&c2) != 0);
             }
-            pd_scope_end();
+            pd_scope_end(scope_tok);
         }
     }
     printf("%d calls, %d succeeded, %d rejected\n", calls, ok, calls - ok);
