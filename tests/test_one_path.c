@@ -400,7 +400,7 @@ static double step(struct run *r)
     double loss_v = NAN, gnorm = NAN;
     int stepped = -1, rc = PD_OK;
     struct pd_tensor *loss = NULL, *scaled = NULL;
-    pd_scope_begin();
+    int scope = pd_scope_begin();
     PART("zero_grad", pd_optimizer_zero_grad(r->opt));
     int ac = r->autocast >= 0 ? pd_autocast_begin((enum pd_dtype)r->autocast) : -1;
     PART("forward", loss = pd_llama_loss(r->m, r->ids, r->tgt));
@@ -417,7 +417,8 @@ static double step(struct run *r)
     PART("scaler update", rc = pd_grad_scaler_update(r->scaler));
     PT_CHECK(rc == PD_OK);
     loss_v = loss ? pd_item(loss) : NAN;
-    PART("scope end", pd_scope_end());
+    PART("scope end", rc = pd_scope_end(scope));
+    PT_CHECK(scope >= 0 && rc == PD_OK);
     return loss_v;
 }
 
