@@ -71,9 +71,6 @@ void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int 
 /* Typed per-op attribute sets generated from the op table (core/attrs.h). */
 #include "core/attrs.h"
 
-/* ---- attributes ------------------------------------------------------ */
-/* Typed per-op attribute sets generated from the op table (core/attrs.h). */
-#include "core/attrs.h"
 
 /* ---- ops, flags and dtype classes ------------------------------------ */
 enum pdi_kind {
