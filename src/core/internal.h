@@ -30,6 +30,10 @@ struct pdi_storage {
     size_t nbytes;
     uint64_t version; /* bumped by every in-place write; checked on saved tensors */
     int external;     /* data not ours to free */
+    /* live-storage registry (pdi_storage_track_begin): serial > 0 while
+     * linked; 0 for a storage made with tracking off. */
+    uint64_t serial;
+    struct pdi_storage *live_prev, *live_next;
 };
 
 struct pdi_node;
@@ -78,6 +82,22 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
                                    int ndim, int64_t offset);
 /* Register t in the innermost scope (if any); returns t. */
 struct pd_tensor *pdi_scope_add(struct pd_tensor *t);
+
+/* Live-storage registry, for checkers that must see every tensor's bytes
+ * (tests/test_one_path.c). While tracking is on (begin/end nest, any
+ * thread), every storage made is linked into one process-wide list and
+ * given a serial number (1, 2, ...; never reused, unlike the storage
+ * structs, which free lists recycle); it leaves the list when freed, even
+ * after tracking ended. Storages made with tracking off are never listed.
+ * Off, it costs one predictable branch where a storage is made or freed. */
+void pdi_storage_track_begin(void);
+void pdi_storage_track_end(void);
+/* The serial the next tracked storage will get. */
+uint64_t pdi_storage_serial_next(void);
+typedef void (*pdi_storage_fn)(struct pdi_storage *st, void *ctx);
+/* Calls fn on every listed storage, oldest first, under the registry's
+ * lock: fn must not make or free storages. Returns how many. */
+int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx);
 
 /* ---- the op table ---------------------------------------------------- */
 struct pdi_meta {

@@ -8,6 +8,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,59 @@ static void fl_put(struct freelist *fl, void *p)
     fl->n++;
 }
 
+/* ---- live-storage registry ------------------------------------------- */
+/* A circular list through a sentinel, under one lock that only tracked
+ * storages take (the registry is a debugging aid; eager mode never pays
+ * for it beyond the tests of track_on and st->serial). */
+static int track_on;
+static uint64_t next_serial = 1;
+static struct pdi_storage live_head = {.live_prev = &live_head, .live_next = &live_head};
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void pdi_storage_track_begin(void) { __atomic_add_fetch(&track_on, 1, __ATOMIC_RELAXED); }
+void pdi_storage_track_end(void)
+{
+    if (__atomic_sub_fetch(&track_on, 1, __ATOMIC_RELAXED) < 0) __atomic_store_n(&track_on, 0, __ATOMIC_RELAXED);
+}
+
+uint64_t pdi_storage_serial_next(void)
+{
+    pthread_mutex_lock(&live_mu);
+    uint64_t s = next_serial;
+    pthread_mutex_unlock(&live_mu);
+    return s;
+}
+
+static void storage_link(struct pdi_storage *st)
+{
+    pthread_mutex_lock(&live_mu);
+    st->serial = next_serial++;
+    st->live_prev = live_head.live_prev;
+    st->live_next = &live_head;
+    live_head.live_prev->live_next = st;
+    live_head.live_prev = st;
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void storage_unlink(struct pdi_storage *st)
+{
+    pthread_mutex_lock(&live_mu);
+    st->live_prev->live_next = st->live_next;
+    st->live_next->live_prev = st->live_prev;
+    st->serial = 0;
+    pthread_mutex_unlock(&live_mu);
+}
+
+int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx)
+{
+    int64_t n = 0;
+    pthread_mutex_lock(&live_mu);
+    for (struct pdi_storage *st = live_head.live_next; st != &live_head; st = st->live_next, n++)
+        if (fn) fn(st, ctx);
+    pthread_mutex_unlock(&live_mu);
+    return n;
+}
+
 static struct pd_tensor *tensor_shell(void)
 {
     struct pd_tensor *t = fl_get(&free_tensors, sizeof *t);
@@ -123,6 +177,7 @@ struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype d
     st->refcount = 1;
     struct pd_tensor *t = tensor_shell();
     if (!t) { pdi_free(st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
+    if (__builtin_expect(__atomic_load_n(&track_on, __ATOMIC_RELAXED) != 0, 0)) storage_link(st);
     t->st = st;
     t->dtype = dt;
     t->ndim = ndim;
@@ -151,6 +206,7 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
+    if (__builtin_expect(st->serial != 0, 0)) storage_unlink(st);
     if (!st->external) pdi_free(st->data, st->nbytes);
     fl_put(&free_storages, st);
 }
