@@ -103,7 +103,10 @@ static int check_shape(const int64_t *shape, int ndim)
     return PD_OK;
 }
 
-struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
+/* A meta storage has nbytes but no data: its bytes are counted in the meta
+ * statistics instead of the allocator's. */
+static inline __attribute__((always_inline)) struct pd_tensor *tensor_new(const int64_t *shape, int ndim,
+                                                                          enum pd_dtype dt, int meta)
 {
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
     if (check_shape(shape, ndim)) return NULL;
@@ -111,17 +114,33 @@ struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype d
     if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
     int64_t n = pdi_numel(shape, ndim);
     st->nbytes = (size_t)n * pd_dtype_size(dt);
-    st->data = pdi_alloc(st->nbytes);
-    if (!st->data) { fl_put(&free_storages, st); return NULL; }
+    if (!meta) {
+        st->data = pdi_alloc(st->nbytes);
+        if (!st->data) { fl_put(&free_storages, st); return NULL; }
+    }
     st->refcount = 1;
     struct pd_tensor *t = tensor_shell();
-    if (!t) { pdi_free(st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
+    if (!t) { if (!meta) pdi_free(st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
+    if (meta) {
+        st->meta = 1;
+        pdi_meta_account((int64_t)st->nbytes);
+    }
     t->st = st;
     t->dtype = dt;
     t->ndim = ndim;
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     pdi_contiguous_strides(shape, ndim, t->strides);
     return t;
+}
+
+struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    return tensor_new(shape, ndim, dt, 0);
+}
+
+struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    return tensor_new(shape, ndim, dt, 1);
 }
 
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
@@ -144,7 +163,8 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
-    if (!st->external) pdi_free(st->data, st->nbytes);
+    if (st->meta) pdi_meta_account(-(int64_t)st->nbytes);
+    else if (!st->external) pdi_free(st->data, st->nbytes);
     fl_put(&free_storages, st);
 }
 
@@ -260,7 +280,7 @@ int pd_tensor_shares_storage(const struct pd_tensor *a, const struct pd_tensor *
 }
 void *pd_tensor_data(const struct pd_tensor *t)
 {
-    return t ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
+    return t ? pdi_host_access(t, PDI_HOST_READ | PDI_HOST_WRITE, "tensor_data") : NULL;
 }
 
 int pd_tensor_is_contiguous(const struct pd_tensor *t)
@@ -275,9 +295,11 @@ int pd_tensor_is_contiguous(const struct pd_tensor *t)
     return 1;
 }
 
+/* For kernels (through the dispatcher): no host event. A meta tensor's view
+ * has data NULL. */
 void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v)
 {
-    v->data = pd_tensor_data(t);
+    v->data = t->st->data ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
     v->dtype = t->dtype;
     v->ndim = t->ndim;
     memcpy(v->shape, t->shape, sizeof v->shape);
@@ -406,6 +428,7 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 {
     if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
+    if (!pdi_host_read(t, "to_buffer")) return pd_last_status();
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);
@@ -421,12 +444,13 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 double pd_item(const struct pd_tensor *t)
 {
     if (!t || pd_tensor_numel(t) == 0) return NAN;
-    return pdi_load(pd_tensor_data(t), t->dtype);
+    const void *p = pdi_host_read(t, "item");
+    return p ? pdi_load(p, t->dtype) : NAN;
 }
 
 double pd_get(const struct pd_tensor *t, const int64_t *index)
 {
-    if (!t) return NAN;
+    if (!t || !pdi_host_read(t, "get")) return NAN;
     int64_t off = t->offset;
     for (int d = 0; d < t->ndim; d++) {
         if (index[d] < 0 || index[d] >= t->shape[d]) return NAN;
@@ -497,7 +521,9 @@ char *pd_tensor_to_string(const struct pd_tensor *t)
     if (!t) { sb_printf(&b, "tensor(NULL)"); return b.s; }
     char sh[PDI_SHAPE_BUF];
     sb_printf(&b, "tensor(");
-    print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
+    if (t->st->meta) sb_printf(&b, "<meta>"); /* no data to show, and no error: shapes are what it has */
+    else if (!pdi_host_read(t, "print")) sb_printf(&b, "<unreadable>");
+    else print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
     sb_printf(&b, ", shape=%s, dtype=%s%s)", pdi_shape_str(t->shape, t->ndim, sh, sizeof sh), pd_dtype_name(t->dtype),
               t->requires_grad ? ", requires_grad" : (t->grad_fn ? ", grad_fn" : ""));
     return b.s;

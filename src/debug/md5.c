@@ -154,6 +154,7 @@ int pd_md5_tensor(const struct pd_tensor *t, enum pd_md5_mode mode, int decimals
     if ((unsigned)mode >= PD_MD5_MODE_COUNT) return pdi_errorf(PD_ERR_INVALID, "pd_md5_tensor: invalid mode %d", (int)mode);
     if (mode == PD_MD5_ROUNDED && (decimals < 0 || decimals > 17))
         return pdi_errorf(PD_ERR_INVALID, "pd_md5_tensor: decimals must be in [0, 17], got %d", decimals);
+    if (!pdi_host_read(t, "md5_tensor")) return pd_last_status();
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);

@@ -535,6 +535,7 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
                          (long long)num_classes);
     if (num_classes == -1) {
         /* Inferred from the data (a host read, as in torch). */
+        if (!pdi_host_read(ids, "one_hot(num_classes=-1)")) return NULL;
         struct pd_kview v;
         pdi_kview_of(ids, &v);
         int64_t n = pdi_kview_numel(&v), mx = -1;
