@@ -212,6 +212,7 @@ struct pdi_call {
     struct pdi_attrs a;
     struct pdi_meta *meta;        /* n_out entries, filled by infer */
     int inplace;                  /* write into in[0] (out[0] = in[0]) */
+    int before_seen;              /* the `before` observers ran (set by the dispatcher) */
     /* debug identity, set by the dispatcher: "<dbg_scope>/<op>_<dbg_n>"
      * (pdi_call_name); dbg_site: the user's return address (call-site
      * capture on) or NULL (pdi_call_site). */
@@ -355,7 +356,8 @@ static inline int pdi_grad_enabled(void) { return !pdi_modes.grad_off; }
  *     released what it made;
  *   - never record autograd nor call observers: the dispatcher does both
  *     for the user's call afterwards, whichever executor ran it (observers'
- *     `before` callbacks run after a plugged executor's run returns);
+ *     `before` callbacks run after a plugged executor's run returns, or
+ *     inside it if it delegated the call to pdi_exec_eager.run);
  *   - it may dispatch other calls (e.g. the local ops of a sharded call),
  *     switching modes around them with tokens.
  * The struct is versioned as sqlite's VFS: slots after `run` are optional

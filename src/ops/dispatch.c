@@ -135,8 +135,9 @@ void pdi_observer_remove_ex(pdi_observer_fn before, pdi_observer_fn after, void 
 
 void pdi_observer_remove(pdi_observer_fn fn, void *ctx) { pdi_observer_remove_ex(NULL, fn, ctx); }
 
-static void observe_before(const struct pdi_call *c)
+static void observe_before(struct pdi_call *c)
 {
+    c->before_seen = 1;
     for (int i = 0; i < n_observers; i++)
         if (observers[i].before) observers[i].before(c, op_seq + 1, observers[i].ctx);
 }
@@ -312,12 +313,13 @@ static int eager_run(struct pdi_call *c, void *ctx)
 const struct pdi_executor pdi_exec_eager = {PDI_EXECUTOR_ABI, "eager", eager_run, NULL, NULL};
 
 /* Stage 4 through a plugged executor: the `before` observers see its call
- * once it made the outputs. */
+ * once it made the outputs, unless it ran the eager executor on it (which
+ * calls them between allocation and kernel). */
 static int run_plugged(struct pdi_call *c)
 {
     int rc = pdi_modes.exec->run(c, pdi_modes.exec_ctx);
     if (rc) return rc;
-    if (__builtin_expect(n_before != 0, 0)) observe_before(c);
+    if (__builtin_expect(n_before != 0, 0) && !c->before_seen) observe_before(c);
     return PD_OK;
 }
 
