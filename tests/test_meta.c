@@ -291,7 +291,7 @@ static void drop_data(struct pd_tensor *t)
     if (st->meta) return;
     pdi_free(st->data, st->nbytes);
     st->data = NULL;
-    st->meta = 1;
+    st->meta = st->external = 1; /* as pdi_tensor_new_meta's */
     pdi_meta_account((int64_t)st->nbytes);
 }
 

@@ -103,10 +103,7 @@ static int check_shape(const int64_t *shape, int ndim)
     return PD_OK;
 }
 
-/* A meta storage has nbytes but no data: its bytes are counted in the meta
- * statistics instead of the allocator's. */
-static inline __attribute__((always_inline)) struct pd_tensor *tensor_new(const int64_t *shape, int ndim,
-                                                                          enum pd_dtype dt, int meta)
+struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
     if (check_shape(shape, ndim)) return NULL;
@@ -114,17 +111,11 @@ static inline __attribute__((always_inline)) struct pd_tensor *tensor_new(const 
     if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
     int64_t n = pdi_numel(shape, ndim);
     st->nbytes = (size_t)n * pd_dtype_size(dt);
-    if (!meta) {
-        st->data = pdi_alloc(st->nbytes);
-        if (!st->data) { fl_put(&free_storages, st); return NULL; }
-    }
+    st->data = pdi_alloc(st->nbytes);
+    if (!st->data) { fl_put(&free_storages, st); return NULL; }
     st->refcount = 1;
     struct pd_tensor *t = tensor_shell();
-    if (!t) { if (!meta) pdi_free(st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
-    if (meta) {
-        st->meta = 1;
-        pdi_meta_account((int64_t)st->nbytes);
-    }
+    if (!t) { pdi_free(st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
     t->st = st;
     t->dtype = dt;
     t->ndim = ndim;
@@ -133,14 +124,27 @@ static inline __attribute__((always_inline)) struct pd_tensor *tensor_new(const 
     return t;
 }
 
-struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
-{
-    return tensor_new(shape, ndim, dt, 0);
-}
-
+/* A meta storage has a size but no data; it is marked external too, so that
+ * releasing a storage tests one flag on the common path. Its bytes are
+ * counted in the meta statistics instead of the allocator's. */
 struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
-    return tensor_new(shape, ndim, dt, 1);
+    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
+    if (check_shape(shape, ndim)) return NULL;
+    struct pdi_storage *st = fl_get(&free_storages, sizeof *st);
+    if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
+    struct pd_tensor *t = tensor_shell();
+    if (!t) { fl_put(&free_storages, st); return NULL; }
+    st->nbytes = (size_t)pdi_numel(shape, ndim) * pd_dtype_size(dt);
+    st->refcount = 1;
+    st->external = st->meta = 1;
+    pdi_meta_account((int64_t)st->nbytes);
+    t->st = st;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    pdi_contiguous_strides(shape, ndim, t->strides);
+    return t;
 }
 
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
@@ -163,8 +167,8 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
-    if (st->meta) pdi_meta_account(-(int64_t)st->nbytes);
-    else if (!st->external) pdi_free(st->data, st->nbytes);
+    if (!st->external) pdi_free(st->data, st->nbytes);
+    else if (st->meta) pdi_meta_account(-(int64_t)st->nbytes);
     fl_put(&free_storages, st);
 }
 

@@ -245,8 +245,9 @@ static int meta_operand(const struct pdi_call *c, int i)
                       "kernel on it (run the op under pd_meta_begin, or give it real tensors)", pdi_ops[c->op].name, i);
 }
 
-/* Stage 4, the eager executor: allocate the outputs and run the kernel. */
-static int run(struct pdi_call *c)
+/* Stage 4, the eager executor: allocate the outputs and run the kernel.
+ * Inlined into dispatch (the fast path) and wrapped as pdi_exec_eager. */
+static inline __attribute__((always_inline)) int run(struct pdi_call *c)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
     if (d->kind == PDI_KIND_VIEW) { /* no kernel: a view of a meta tensor is meta */
