@@ -285,6 +285,7 @@ struct pd_tensor *pd_flashmask_to_dense(struct pd_tensor *idx, int causal, int64
     if (!t) return NULL;
     uint8_t *y = pd_tensor_data(t);
     const int32_t *base = (const int32_t *)pd_tensor_data(idx);
+    if (!y || !base) return NULL; /* meta: no data to fill */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hm; h++)
             for (int64_t j = 0; j < Sk; j++) {
