@@ -4,6 +4,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
+# CI (CI=true) builds with -Werror; a person's build only warns.
+WERROR ?= $(if $(CI),ON,OFF)
 
 .PHONY: all deps build run test test-asan bench install clean
 
@@ -13,7 +15,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 $(BUILD)/Makefile:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DPD_WERROR=$(WERROR)
 
 build: $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)

@@ -1,6 +1,6 @@
 /* FlashMask mask builders, the dense converter and the reference kernels:
- * every builder against the lists of Paddle's docstring (specs/flashmask.md
- * section 2) value for value; every family's dense mask against a
+ * every builder against the lists of the examples in PaddlePaddle's
+ * flashmask_attention docstring, value for value; every family's dense mask against a
  * definition written as "who sees whom" (padding included: its rows see
  * nothing, its columns are seen by nobody); random eviction's invariants;
  * the argument errors; to_dense on heads and Sq != Sk; the f64 kernels

@@ -317,7 +317,8 @@ static struct pd_tensor *f_nonzero(struct pd_tensor **in) { return pd_nonzero(in
 static struct pd_tensor *f_reflect(struct pd_tensor **in) { return pd_pad(in[0], (const int64_t[]){3, 2, 1, 4}, 4, PD_PAD_REFLECT, 0); }
 static struct pd_tensor *f_padbw(struct pd_tensor **in)
 {
-    struct pdi_attrs a = {.i = {PD_PAD_REPLICATE, 4}, .v = {3, 2, 1, 4, 300, 200}, .nv = 6};
+    struct pdi_attrs a = {.pad_backward = {.pads = {4, {3, 2, 1, 4}}, .mode = PD_PAD_REPLICATE,
+                                           .input_shape = {2, {300, 200}}}};
     return pdi_call1(PD_OP_pad_backward, in[0], &a);
 }
 static struct pd_tensor *f_tril(struct pd_tensor **in) { return pd_tril(in[0], 3); }

@@ -40,7 +40,18 @@ static struct pd_tensor *random_tensor(void)
     return t;
 }
 
-static void random_attrs(struct pdi_attrs *a)
+/* The typed fields draw from their own stream, so that the legacy slots
+ * (and every input) see the same values as before the sets existed. */
+static uint64_t typed_state = 0x2545f4914f6cdd1dull;
+static int64_t trnd(int64_t lo, int64_t hi)
+{
+    typed_state ^= typed_state << 13;
+    typed_state ^= typed_state >> 7;
+    typed_state ^= typed_state << 17;
+    return lo + (int64_t)(typed_state % (uint64_t)(hi - lo + 1));
+}
+
+static void random_attrs(enum pd_op op, struct pdi_attrs *a)
 {
     memset(a, 0, sizeof *a);
     for (int i = 0; i < 8; i++) a->i[i] = rnd(-3, 5);
@@ -48,11 +59,31 @@ static void random_attrs(struct pdi_attrs *a)
     for (int i = 0; i < 4; i++) a->f[i] = (double)rnd(-4, 4) * 0.5;
     a->nv = (int)(rnd(0, 9) == 0 ? rnd(7, PDI_MAX_ATTR_INTS) : rnd(0, 6));
     for (int i = 0; i < a->nv; i++) a->v[i] = rnd(-4, 6);
+    /* the op's typed set: integers small (the first sometimes large), lists
+     * short (sometimes long), flags and dtypes sometimes out of range */
+    int n;
+    const struct pdi_attr_desc *d = pdi_op_attrs(op, &n);
+    for (int k = 0; k < n; k++) {
+        char *f = (char *)a + d[k].offset;
+        switch (d[k].type) {
+        case PDI_AT_F64: *(double *)f = (double)trnd(-4, 4) * 0.5; break;
+        case PDI_AT_INTS: {
+            struct pdi_ints *l = (struct pdi_ints *)f;
+            l->n = trnd(0, 9) == 0 ? trnd(7, PDI_MAX_ATTR_INTS) : trnd(0, 6);
+            for (int64_t i = 0; i < l->n; i++) l->v[i] = trnd(-4, 6);
+            break;
+        }
+        default: *(int64_t *)f = k == 0 && trnd(0, 4) == 0 ? trnd(-100000, 100000) : trnd(-3, 5); break;
+        }
+    }
 }
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) rng_state = strtoull(argv[1], NULL, 0) | 1; /* another seed */
+    if (argc > 1) { /* another seed */
+        rng_state = strtoull(argv[1], NULL, 0) | 1;
+        typed_state = (rng_state * 0x9e3779b97f4a7c15ull) | 1;
+    }
     int calls = 0, ok = 0;
     for (int op = 0; op < PD_OP_COUNT; op++) {
         const struct pdi_opdef *d = &pdi_ops[op];
@@ -67,7 +98,7 @@ int main(int argc, char **argv)
                 for (int i = 1; i < n_in; i++)
                     if (in[0] && rnd(0, 1)) in[i] = pd_cast(pd_ones_like(in[0]), pd_tensor_dtype(in[i] ? in[i] : in[0]));
             struct pdi_call c = {.op = (enum pd_op)op, .n_in = n_in, .n_out = n_out, .in = in, .out = out};
-            random_attrs(&c.a);
+            random_attrs((enum pd_op)op, &c.a);
             pd_clear_error();
             int rc = pdi_dispatch(&c);
             calls++;

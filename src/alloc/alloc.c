@@ -8,7 +8,7 @@
  * this every large output is a fresh mmap that page-faults on first touch
  * (measured: 88 ms for an add of 16M floats whose kernel takes 12 ms).
  * The cache is capped (PD_ALLOC_CACHE_MB, default 4096); pd_memory_empty_cache
- * returns it to the system. This is the default allocator of DESIGN §3; the
+ * returns it to the system. This is the default allocator of docs/design.md §3; the
  * VMM allocator will implement the same two functions and statistics.
  *
  * Thread-safe: one mutex, taken once per alloc and once per free; every

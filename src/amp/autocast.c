@@ -1,4 +1,4 @@
-/* paddle.c — autocast: the dispatcher's stage 2 (DESIGN §1).
+/* paddle.c — autocast: the dispatcher's stage 2 (docs/design.md §1).
  *
  * Autocast is a per-thread mode (core/modes.c): pd_autocast_begin pushes the
  * dtype on the thread's mode stack and the dispatcher calls

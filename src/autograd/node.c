@@ -129,6 +129,10 @@ int pdi_autograd_record(struct pdi_call *c)
     size_t sz = sizeof(struct pdi_node) + (sizeof(struct pdi_edge) + sizeof(struct pd_tensor *) + sizeof(uint64_t) +
                                            sizeof(struct pdi_meta)) * (size_t)ni +
                 (sizeof(struct pd_tensor *) * 2 + sizeof(struct pdi_meta) + sizeof(struct pdi_hook *) + 1) * (size_t)no;
+    /* Tensors release their grad_fn through this pointer: core/ does not
+     * call up into autograd/. Every node is made here, so it is set before
+     * any tensor holds one. */
+    __atomic_store_n(&pdi_tensor_grad_fn_release, pdi_node_release, __ATOMIC_RELAXED);
     struct pdi_node *n = calloc(1, sizeof *n);
     char *mem = calloc(1, sz);
     if (!n || !mem) { free(n); free(mem); return pdi_errorf(PD_ERR_NOMEM, "out of memory (grad node)"); }

@@ -14,6 +14,7 @@
 #include "core/internal.h"
 
 static int64_t live_tensors;
+void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 static uint64_t next_id;
 
 int64_t pd_live_tensors(void) { return __atomic_load_n(&live_tensors, __ATOMIC_RELAXED); }
@@ -183,7 +184,7 @@ void pd_tensor_release(struct pd_tensor *t)
     if (t->retains_grad && t->grad_fn && t->grad_fn->retained) t->grad_fn->retained[t->out_nr] = NULL;
     storage_release(t->st);
     pd_tensor_release(t->grad);
-    if (t->grad_fn) pdi_node_release(t->grad_fn);
+    if (t->grad_fn) pdi_tensor_grad_fn_release(t->grad_fn);
     for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
     __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
     fl_put(&free_tensors, t);

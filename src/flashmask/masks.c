@@ -1,5 +1,6 @@
 /* paddle.c — FlashMask mask builders and the dense converter
- * (include/pd/flashmask.h; recipes from specs/flashmask.md section 2).
+ * (include/pd/flashmask.h). The recipes follow the examples of PaddlePaddle's
+ * flashmask_attention docstring; docs/flashmask.md draws each mask.
  *
  * Each builder fills the C values of every key column j of one [1, 1, S, C]
  * int32 tensor and validates its arguments first (a NULL return with a

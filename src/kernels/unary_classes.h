@@ -3,7 +3,7 @@
 #ifndef PD_KERNELS_UNARY_CLASSES_H
 #define PD_KERNELS_UNARY_CLASSES_H
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 /* Floats only (integer inputs are promoted by the public wrappers). */
 static const enum pd_op pdi_unary_float_only[] = {

@@ -1,4 +1,4 @@
-/* paddle.c — the one dispatcher (DESIGN §1) and the op/kernel tables.
+/* paddle.c — the one dispatcher (docs/design.md §1) and the op/kernel tables.
  *
  * pdi_dispatch runs, in order: check + infer meta, autocast, (distribute),
  * execute, record autograd, observe. Autocast and the executor are
@@ -35,6 +35,8 @@ const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
 #undef AMP_FOLLOW
 #undef AMP_LOWER
 #undef AMP_F32
+
+const char *pdi_op_name(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].name : "?"; }
 
 int pdi_spmd_by_kind(struct pdi_call *c, void *plan)
 {

@@ -40,15 +40,15 @@ static int check_index_dtype(const char *op, const struct pd_tensor *idx)
     return PD_OK;
 }
 
-/* Normalise the axis in c->a.i[slot] against ndim (a 0-d tensor accepts
- * axis 0 and -1, like PyTorch). */
-static int norm_axis_attr(struct pdi_call *c, int slot, int ndim)
+/* Normalise the axis attribute *axis of c (a field of c->a) against ndim
+ * (a 0-d tensor accepts axis 0 and -1, like PyTorch). */
+static int norm_axis_attr(const struct pdi_call *c, int64_t *axis, int ndim)
 {
-    int64_t ax = c->a.i[slot], n = ndim ? ndim : 1;
+    int64_t ax = *axis, n = ndim ? ndim : 1;
     if (ax < -n || ax >= n)
         return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
                           (long long)ax, ndim);
-    c->a.i[slot] = ax < 0 ? ax + n : ax;
+    *axis = ax < 0 ? ax + n : ax;
     return PD_OK;
 }
 
@@ -135,8 +135,8 @@ int pdi_infer_gather(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "gather: index %s must have as many dims as x %s",
                           pdi_shape_str(idx->shape, idx->ndim, b0, sizeof b0),
                           pdi_shape_str(x->shape, x->ndim, b1, sizeof b1));
-    if (norm_axis_attr(c, 0, x->ndim)) return PD_ERR_INVALID;
-    int ax = (int)c->a.i[0];
+    if (norm_axis_attr(c, &c->a.index_axis.axis, x->ndim)) return PD_ERR_INVALID;
+    int ax = (int)c->a.index_axis.axis;
     for (int d = 0; d < x->ndim; d++)
         if (d != ax && idx->shape[d] > x->shape[d])
             return pdi_errorf(PD_ERR_INVALID, "gather: index %s is larger than x %s in dim %d (only axis %d may be larger)",
@@ -155,9 +155,9 @@ int pdi_infer_index_select(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "index_select: index must be 1-d, got %s",
                           pdi_shape_str(idx->shape, idx->ndim, b0, sizeof b0));
     if (x->ndim == 0) return pdi_errorf(PD_ERR_INVALID, "index_select: x must have at least one dim, got a 0-d tensor");
-    if (norm_axis_attr(c, 0, x->ndim)) return PD_ERR_INVALID;
+    if (norm_axis_attr(c, &c->a.index_axis.axis, x->ndim)) return PD_ERR_INVALID;
     set_meta(&c->meta[0], x->dtype, x->shape, x->ndim);
-    c->meta[0].shape[c->a.i[0]] = pd_tensor_numel(idx);
+    c->meta[0].shape[c->a.index_axis.axis] = pd_tensor_numel(idx);
     return PD_OK;
 }
 
@@ -177,8 +177,8 @@ int pdi_infer_scatter(struct pdi_call *c)
                           pdi_shape_str(x->shape, x->ndim, b0, sizeof b0),
                           pdi_shape_str(idx->shape, idx->ndim, b1, sizeof b1),
                           pdi_shape_str(src->shape, src->ndim, b2, sizeof b2));
-    if (norm_axis_attr(c, 0, x->ndim)) return PD_ERR_INVALID;
-    int ax = (int)c->a.i[0];
+    if (norm_axis_attr(c, &c->a.index_axis.axis, x->ndim)) return PD_ERR_INVALID;
+    int ax = (int)c->a.index_axis.axis;
     for (int d = 0; d < x->ndim; d++)
         if (idx->shape[d] > src->shape[d] || (d != ax && idx->shape[d] > x->shape[d]))
             return pdi_errorf(PD_ERR_INVALID,
@@ -203,8 +203,8 @@ int pdi_infer_index_add(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "index_add: src dtype %s differs from x dtype %s", pd_dtype_name(src->dtype),
                           pd_dtype_name(x->dtype));
     if (x->ndim == 0) return pdi_errorf(PD_ERR_INVALID, "index_add: x must have at least one dim, got a 0-d tensor");
-    if (norm_axis_attr(c, 0, x->ndim)) return PD_ERR_INVALID;
-    int ax = (int)c->a.i[0];
+    if (norm_axis_attr(c, &c->a.index_axis.axis, x->ndim)) return PD_ERR_INVALID;
+    int ax = (int)c->a.index_axis.axis;
     int ok = src->ndim == x->ndim;
     for (int d = 0; ok && d < x->ndim; d++)
         ok = src->shape[d] == (d == ax ? pd_tensor_numel(idx) : x->shape[d]);
@@ -319,8 +319,8 @@ int pdi_infer_unique(struct pdi_call *c)
 int pdi_infer_sort(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
-    if (norm_axis_attr(c, 0, x->ndim)) return PD_ERR_INVALID;
-    c->a.i[1] = c->a.i[1] != 0;
+    if (norm_axis_attr(c, &c->a.sort.axis, x->ndim)) return PD_ERR_INVALID;
+    c->a.sort.descending = c->a.sort.descending != 0;
     set_meta(&c->meta[0], x->dtype, x->shape, x->ndim);
     set_meta(&c->meta[1], PD_I64, x->shape, x->ndim);
     return PD_OK;
@@ -329,14 +329,14 @@ int pdi_infer_sort(struct pdi_call *c)
 int pdi_infer_topk(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
-    if (norm_axis_attr(c, 1, x->ndim)) return PD_ERR_INVALID;
-    int ax = (int)c->a.i[1];
-    int64_t n = x->ndim ? x->shape[ax] : 1, k = c->a.i[0];
+    if (norm_axis_attr(c, &c->a.topk.axis, x->ndim)) return PD_ERR_INVALID;
+    int ax = (int)c->a.topk.axis;
+    int64_t n = x->ndim ? x->shape[ax] : 1, k = c->a.topk.k;
     if (k < 0 || k > n)
         return pdi_errorf(PD_ERR_INVALID, "topk: k = %lld out of range [0, %lld] for axis %d", (long long)k,
                           (long long)n, ax);
     if (x->ndim == 0 && k != 1) return pdi_errorf(PD_ERR_INVALID, "topk: k must be 1 for a 0-d tensor, got %lld", (long long)k);
-    c->a.i[2] = c->a.i[2] != 0;
+    c->a.topk.largest = c->a.topk.largest != 0;
     set_meta(&c->meta[0], x->dtype, x->shape, x->ndim);
     if (x->ndim) c->meta[0].shape[ax] = k;
     set_meta(&c->meta[1], PD_I64, c->meta[0].shape, x->ndim);
@@ -377,7 +377,7 @@ int pdi_vjp_gather(struct pdi_node *n, struct pd_tensor *const *g, struct pd_ten
     if (!pdi_node_needs(n, 0)) return PD_OK;
     struct pd_tensor *idx = pdi_node_in(n, 1);
     if (!idx) return pd_last_status();
-    SET_GIN(0, pd_scatter_add(zeros_of(&n->in_meta[0]), (int)n->a.i[0], idx, g[0]));
+    SET_GIN(0, pd_scatter_add(zeros_of(&n->in_meta[0]), (int)n->a.index_axis.axis, idx, g[0]));
     return PD_OK;
 }
 
@@ -386,7 +386,7 @@ int pdi_vjp_index_select(struct pdi_node *n, struct pd_tensor *const *g, struct 
     if (!pdi_node_needs(n, 0)) return PD_OK;
     struct pd_tensor *idx = pdi_node_in(n, 1);
     if (!idx) return pd_last_status();
-    SET_GIN(0, pd_index_add(zeros_of(&n->in_meta[0]), (int)n->a.i[0], idx, g[0]));
+    SET_GIN(0, pd_index_add(zeros_of(&n->in_meta[0]), (int)n->a.index_axis.axis, idx, g[0]));
     return PD_OK;
 }
 
@@ -394,7 +394,7 @@ int pdi_vjp_index_select(struct pdi_node *n, struct pd_tensor *const *g, struct 
 static int scatter_src_grad(struct pdi_node *n, struct pd_tensor *g, struct pd_tensor *idx, struct pd_tensor **gin)
 {
     if (!pdi_node_needs(n, 2)) return PD_OK;
-    SET_GIN(2, pad_to(pd_gather(g, (int)n->a.i[0], idx), &n->in_meta[2]));
+    SET_GIN(2, pad_to(pd_gather(g, (int)n->a.index_axis.axis, idx), &n->in_meta[2]));
     return PD_OK;
 }
 
@@ -405,7 +405,7 @@ int pdi_vjp_scatter(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     if (pdi_node_needs(n, 0)) {
         /* the overwritten positions of x get no gradient */
         struct pd_tensor *z = pd_zeros(idx->shape, idx->ndim, g[0]->dtype);
-        SET_GIN(0, pd_scatter(g[0], (int)n->a.i[0], idx, z));
+        SET_GIN(0, pd_scatter(g[0], (int)n->a.index_axis.axis, idx, z));
     }
     return scatter_src_grad(n, g[0], idx, gin);
 }
@@ -425,7 +425,7 @@ int pdi_vjp_index_add(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     if (!pdi_node_needs(n, 2)) return PD_OK;
     struct pd_tensor *idx = pdi_node_in(n, 1);
     if (!idx) return pd_last_status();
-    SET_GIN(2, pd_index_select(g[0], (int)n->a.i[0], idx));
+    SET_GIN(2, pd_index_select(g[0], (int)n->a.index_axis.axis, idx));
     return PD_OK;
 }
 
@@ -466,12 +466,12 @@ static int sorted_grad(struct pdi_node *n, struct pd_tensor *g, int axis, struct
 
 int pdi_vjp_topk(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    return sorted_grad(n, g[0], (int)n->a.i[1], gin);
+    return sorted_grad(n, g[0], (int)n->a.topk.axis, gin);
 }
 
 int pdi_vjp_sort(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    return sorted_grad(n, g[0], (int)n->a.i[0], gin);
+    return sorted_grad(n, g[0], (int)n->a.sort.axis, gin);
 }
 
 /* ---- public wrappers ------------------------------------------------- */
@@ -482,19 +482,19 @@ static struct pd_tensor *call_xis(enum pd_op op, struct pd_tensor *x, int axis, 
     if (!x || !index || !src) return NULL;
     if (src->dtype != x->dtype) src = pd_cast(src, x->dtype);
     struct pd_tensor *in[3] = {x, index, src};
-    struct pdi_attrs a = {.i = {axis}};
+    struct pdi_attrs a = {.index_axis = {.axis = axis}};
     return pdi_calln(op, in, 3, &a);
 }
 
 struct pd_tensor *pd_gather(struct pd_tensor *x, int axis, struct pd_tensor *index)
 {
-    struct pdi_attrs a = {.i = {axis}};
+    struct pdi_attrs a = {.index_axis = {.axis = axis}};
     return pdi_call2(PD_OP_gather, x, index, &a);
 }
 
 struct pd_tensor *pd_index_select(struct pd_tensor *x, int axis, struct pd_tensor *index)
 {
-    struct pdi_attrs a = {.i = {axis}};
+    struct pdi_attrs a = {.index_axis = {.axis = axis}};
     return pdi_call2(PD_OP_index_select, x, index, &a);
 }
 
@@ -584,7 +584,7 @@ struct pd_tensor *pd_topk(struct pd_tensor *x, int64_t k, int axis, int largest,
 {
     if (indices) *indices = NULL;
     if (!x) return NULL;
-    struct pdi_attrs a = {.i = {k, axis, largest}};
+    struct pdi_attrs a = {.topk = {.k = k, .axis = axis, .largest = largest}};
     struct pd_tensor *out[2];
     if (call_multi(PD_OP_topk, x, &a, out, 2)) return NULL;
     if (indices) *indices = out[1];
@@ -596,7 +596,7 @@ struct pd_tensor *pd_sort(struct pd_tensor *x, int axis, int descending, struct 
 {
     if (indices) *indices = NULL;
     if (!x) return NULL;
-    struct pdi_attrs a = {.i = {axis, descending}};
+    struct pdi_attrs a = {.sort = {.axis = axis, .descending = descending}};
     struct pd_tensor *out[2];
     if (call_multi(PD_OP_sort, x, &a, out, 2)) return NULL;
     if (indices) *indices = out[1];

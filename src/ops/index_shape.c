@@ -27,11 +27,11 @@ int pdi_infer_concat(struct pdi_call *c)
     if (c->n_in < 1) return pdi_errorf(PD_ERR_INVALID, "concat: needs at least one input");
     const struct pd_tensor *x0 = c->in[0];
     if (x0->ndim == 0) return pdi_errorf(PD_ERR_INVALID, "concat: 0-d tensors cannot be concatenated");
-    int64_t ax = c->a.i[0];
+    int64_t ax = c->a.concat.axis;
     if (ax < -x0->ndim || ax >= x0->ndim)
         return pdi_errorf(PD_ERR_INVALID, "concat: axis %lld out of range for %d-d tensors", (long long)ax, x0->ndim);
     if (ax < 0) ax += x0->ndim;
-    c->a.i[0] = ax;
+    c->a.concat.axis = ax;
     int64_t total = 0;
     for (int i = 0; i < c->n_in; i++) {
         const struct pd_tensor *t = c->in[i];
@@ -52,33 +52,35 @@ int pdi_infer_concat(struct pdi_call *c)
     return PD_OK;
 }
 
-/* Axes in v; writes the mask of normalised axes into i0 for the kernels. */
+/* Writes the mask of normalised axes into the set's mask for the kernels. */
 int pdi_infer_flip(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
+    const struct pdi_ints *axes = &c->a.flip.axes;
     unsigned mask = 0;
-    if (c->a.nv > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "flip: %d axes for a %d-d tensor", c->a.nv, x->ndim);
-    for (int i = 0; i < c->a.nv; i++) {
-        int ax = pdi_norm_axis((int)c->a.v[i], x->ndim);
-        if (ax < 0 || c->a.v[i] != (int)c->a.v[i])
-            return pdi_errorf(PD_ERR_INVALID, "flip: axis %lld out of range for a %d-d tensor", (long long)c->a.v[i],
+    if (axes->n > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "flip: %lld axes for a %d-d tensor", (long long)axes->n, x->ndim);
+    for (int i = 0; i < axes->n; i++) {
+        int ax = pdi_norm_axis((int)axes->v[i], x->ndim);
+        if (ax < 0 || axes->v[i] != (int)axes->v[i])
+            return pdi_errorf(PD_ERR_INVALID, "flip: axis %lld out of range for a %d-d tensor", (long long)axes->v[i],
                               x->ndim);
         if (mask & (1u << ax)) return pdi_errorf(PD_ERR_INVALID, "flip: axis %d repeated", ax);
         mask |= 1u << ax;
     }
-    c->a.i[0] = x->ndim ? mask : 0;
+    c->a.flip.mask = x->ndim ? mask : 0;
     pdi_meta_of(x, &c->meta[0]);
     return PD_OK;
 }
 
 /* Validates pads (torch order) for a tensor of `shape`; writes the padded
  * shape into out. */
-static int check_pads(const char *op, const int64_t *pads, int np, int64_t mode, const int64_t *shape, int nd,
+static int check_pads(const char *op, const int64_t *pads, int64_t np, int64_t mode, const int64_t *shape, int nd,
                       int64_t *out)
 {
     if (np < 0 || np % 2 || np > 2 * nd)
-        return pdi_errorf(PD_ERR_INVALID, "%s: %d pad values for a %d-d tensor; expected an even number up to %d", op,
-                          np, nd, 2 * nd);
+        return pdi_errorf(PD_ERR_INVALID, "%s: %lld pad values for a %d-d tensor; expected an even number up to %d", op,
+                          (long long)np, nd, 2 * nd);
     if (mode < 0 || mode >= PD_PAD_MODE_COUNT)
         return pdi_errorf(PD_ERR_INVALID, "%s: mode %lld is not constant (0), reflect (1) or replicate (2)", op,
                           (long long)mode);
@@ -108,24 +110,28 @@ int pdi_infer_pad(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    if (check_pads("pad", c->a.v, c->a.nv, c->a.i[0], x->shape, x->ndim, m->shape)) return PD_ERR_INVALID;
+    const struct pdi_attrs_pad *a = &c->a.pad;
+    if (check_pads("pad", a->pads.v, a->pads.n, a->mode, x->shape, x->ndim, m->shape)) return PD_ERR_INVALID;
     m->dtype = x->dtype;
     m->ndim = x->ndim;
     return PD_OK;
 }
 
-/* in: the gradient of a pad (padded shape); v = pads, then the input shape. */
+/* in: the gradient of a pad (padded shape); pads and the input shape in the set. */
 int pdi_infer_pad_backward(struct pdi_call *c)
 {
     const struct pd_tensor *g = c->in[0];
-    int np = (int)c->a.i[1], nd = g->ndim;
+    const struct pdi_attrs_pad_backward *a = &c->a.pad_backward;
+    int64_t np = a->pads.n;
+    int nd = g->ndim;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-    if (np < 0 || np > 2 * nd || c->a.nv != np + nd)
-        return pdi_errorf(PD_ERR_INVALID, "pad_backward: expected %d pads and the %d-d input shape in v, got %d values",
-                          np, nd, c->a.nv);
-    const int64_t *shape = c->a.v + np;
+    if (np < 0 || np > 2 * nd || a->input_shape.n != nd)
+        return pdi_errorf(PD_ERR_INVALID,
+                          "pad_backward: expected up to %d pads and the %d-d input shape, got %lld pads and %lld dims",
+                          2 * nd, nd, (long long)np, (long long)a->input_shape.n);
+    const int64_t *shape = a->input_shape.v;
     int64_t padded[PD_MAX_DIMS];
-    if (check_pads("pad_backward", c->a.v, np, c->a.i[0], shape, nd, padded)) return PD_ERR_INVALID;
+    if (check_pads("pad_backward", a->pads.v, np, a->mode, shape, nd, padded)) return PD_ERR_INVALID;
     if (nd && memcmp(padded, g->shape, sizeof(int64_t) * (size_t)nd))
         return pdi_errorf(PD_ERR_INVALID, "pad_backward: gradient %s does not match the padded input shape %s",
                           pdi_shape_str(g->shape, nd, b0, sizeof b0), pdi_shape_str(padded, nd, b1, sizeof b1));
@@ -150,7 +156,7 @@ int pdi_infer_tri(struct pdi_call *c)
 /* ---- VJP rules ------------------------------------------------------- */
 int pdi_vjp_concat(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    int ax = (int)n->a.i[0];
+    int ax = (int)n->a.concat.axis;
     int64_t off = 0;
     for (int i = 0; i < n->n_in; i++) {
         int64_t len = n->in_meta[i].shape[ax];
@@ -172,29 +178,29 @@ int pdi_vjp_flip(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 int pdi_vjp_pad(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     const struct pdi_meta *m = &n->in_meta[0];
-    int np = n->a.nv, nd = m->ndim;
-    if (n->a.i[0] == PD_PAD_CONSTANT) {
+    const struct pdi_attrs_pad *pa = &n->a.pad;
+    int np = (int)pa->pads.n, nd = m->ndim;
+    if (pa->mode == PD_PAD_CONSTANT) {
         int crop = 0;
-        for (int p = 0; p < np; p++) crop |= n->a.v[p] < 0;
+        for (int p = 0; p < np; p++) crop |= pa->pads.v[p] < 0;
         if (crop) {
             /* some pad removed elements: their gradient is 0, so pad back */
             int64_t neg[2 * PD_MAX_DIMS];
-            for (int p = 0; p < np; p++) neg[p] = -n->a.v[p];
+            for (int p = 0; p < np; p++) neg[p] = -pa->pads.v[p];
             gin[0] = pd_pad(g[0], neg, np, PD_PAD_CONSTANT, 0.0);
         } else {
             struct pd_tensor *t = g[0];
             for (int p = 0; p < np / 2 && t; p++) {
                 int d = nd - 1 - p;
-                int64_t b = n->a.v[2 * p];
-                if (b || n->a.v[2 * p + 1]) t = pd_slice(t, d, b, b + m->shape[d], 1);
+                int64_t b = pa->pads.v[2 * p];
+                if (b || pa->pads.v[2 * p + 1]) t = pd_slice(t, d, b, b + m->shape[d], 1);
             }
             gin[0] = t;
         }
     } else {
-        struct pdi_attrs a = {.i = {n->a.i[0], np}};
-        memcpy(a.v, n->a.v, sizeof(int64_t) * (size_t)np);
-        memcpy(a.v + np, m->shape, sizeof(int64_t) * (size_t)nd);
-        a.nv = np + nd;
+        struct pdi_attrs a = {.pad_backward = {.pads = pa->pads, .mode = pa->mode}};
+        a.pad_backward.input_shape.n = nd;
+        memcpy(a.pad_backward.input_shape.v, m->shape, sizeof(int64_t) * (size_t)nd);
         gin[0] = pdi_call1(PD_OP_pad_backward, g[0], &a);
     }
     return gin[0] ? PD_OK : pd_last_status();
@@ -202,23 +208,20 @@ int pdi_vjp_pad(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
 
 int pdi_vjp_pad_backward(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    int np = (int)n->a.i[1];
-    struct pdi_attrs a = {.i = {n->a.i[0]}};
-    memcpy(a.v, n->a.v, sizeof(int64_t) * (size_t)np);
-    a.nv = np;
+    struct pdi_attrs a = {.pad = {.pads = n->a.pad_backward.pads, .mode = n->a.pad_backward.mode}};
     gin[0] = pdi_call1(PD_OP_pad, g[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
 
 int pdi_vjp_tril(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    gin[0] = pd_tril(g[0], n->a.i[0]);
+    gin[0] = pd_tril(g[0], n->a.tri.diagonal);
     return gin[0] ? PD_OK : pd_last_status();
 }
 
 int pdi_vjp_triu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    gin[0] = pd_triu(g[0], n->a.i[0]);
+    gin[0] = pd_triu(g[0], n->a.tri.diagonal);
     return gin[0] ? PD_OK : pd_last_status();
 }
 
@@ -247,7 +250,7 @@ struct pd_tensor *pd_concat(struct pd_tensor *const *xs, int n, int axis)
     }
     struct pd_tensor *r = NULL;
     if (m > 0 && in[m - 1]) {
-        struct pdi_attrs a = {.i = {axis}};
+        struct pdi_attrs a = {.concat = {.axis = axis}};
         r = pdi_calln(PD_OP_concat, in, m, &a);
     }
     if (in != small) free(in);
@@ -434,9 +437,8 @@ struct pd_tensor *pd_flip(struct pd_tensor *x, const int *axes, int n_axes)
     if (!x) return NULL;
     if (n_axes < 0 || n_axes > PD_MAX_DIMS || (n_axes && !axes))
         return pdi_error(PD_ERR_INVALID, "flip: %d axes for a %d-d tensor", n_axes, x->ndim);
-    struct pdi_attrs a = {0};
-    for (int i = 0; i < n_axes; i++) a.v[i] = axes[i];
-    a.nv = n_axes;
+    struct pdi_attrs a = {.flip = {.axes = {.n = n_axes}}};
+    for (int i = 0; i < n_axes; i++) a.flip.axes.v[i] = axes[i];
     return pdi_call1(PD_OP_flip, x, &a);
 }
 
@@ -445,20 +447,19 @@ struct pd_tensor *pd_pad(struct pd_tensor *x, const int64_t *pads, int n_pads, e
     if (!x) return NULL;
     if (n_pads < 0 || n_pads > 2 * PD_MAX_DIMS || (n_pads && !pads))
         return pdi_error(PD_ERR_INVALID, "pad: %d pad values for a %d-d tensor", n_pads, x->ndim);
-    struct pdi_attrs a = {.i = {mode}, .f = {value}};
-    memcpy(a.v, pads, sizeof(int64_t) * (size_t)n_pads);
-    a.nv = n_pads;
+    struct pdi_attrs a = {.pad = {.pads = {.n = n_pads}, .mode = mode, .value = value}};
+    if (n_pads) memcpy(a.pad.pads.v, pads, sizeof(int64_t) * (size_t)n_pads);
     return pdi_call1(PD_OP_pad, x, &a);
 }
 
 struct pd_tensor *pd_tril(struct pd_tensor *x, int64_t diagonal)
 {
-    struct pdi_attrs a = {.i = {diagonal}};
+    struct pdi_attrs a = {.tri = {.diagonal = diagonal}};
     return pdi_call1(PD_OP_tril, x, &a);
 }
 
 struct pd_tensor *pd_triu(struct pd_tensor *x, int64_t diagonal)
 {
-    struct pdi_attrs a = {.i = {diagonal}};
+    struct pdi_attrs a = {.tri = {.diagonal = diagonal}};
     return pdi_call1(PD_OP_triu, x, &a);
 }

@@ -91,6 +91,16 @@ static inline struct pd_tensor *opt_attention_backward(enum pd_op op, struct pd_
     return pd_concat(flat, 3, 0);
 }
 
+/* Random input per spec, seeded by (seed, k) (main.c). */
+struct pd_tensor *opt_make_input(const struct opt_in *s, enum pd_dtype dt, uint64_t seed, int k);
+/* The decomposition check of one row (decomp.c): -1 when the row's op has
+ * no decomposition, else 0 (pass) or 1 (fail, printed). */
+int opt_check_decomp(const struct opt_row *r, uint64_t seed, int with_grad);
+/* The op table's own consistency (table.c): dtype classes against the
+ * registered kernels, the composites that must have a decomposition, and
+ * that every decomposition was checked on some row. Returns failures. */
+int opt_check_table(const unsigned char *decomp_checked);
+
 /* Declarations of each family's row table. */
 #define OPT_FAMILY(name) int opt_rows_##name(const struct opt_row **rows);
 #include "ops/rows.def"

@@ -31,6 +31,7 @@ static const struct family families[] = {
 
 static int verbose, no_grad;
 static int n_pass, n_fail, n_skip;
+static unsigned char decomp_checked[PD_OP_COUNT];
 
 static uint64_t hash_str(const char *s)
 {
@@ -41,7 +42,7 @@ static uint64_t hash_str(const char *s)
 
 /* Random input per spec (inputs are leaves, not in any scope's way: they
  * live in the row's scope). */
-static struct pd_tensor *make_input(const struct opt_in *s, enum pd_dtype dt, uint64_t seed, int k)
+struct pd_tensor *opt_make_input(const struct opt_in *s, enum pd_dtype dt, uint64_t seed, int k)
 {
     enum pd_dtype d = s->kind == OPT_INDEX ? PD_I64 : s->kind == OPT_BOOL ? PD_BOOL : s->kind == OPT_FIXED ? s->dtype : dt;
     int64_t shape[PD_MAX_DIMS];
@@ -119,7 +120,7 @@ static int run_forward(const struct opt_row *r, enum pd_dtype dt, uint64_t seed)
     int fail = 0;
     pd_scope_begin();
     struct pd_tensor *in[OPT_MAX_IN];
-    for (int k = 0; k < r->n_in; k++) in[k] = make_input(&r->in[k], dt, seed, k);
+    for (int k = 0; k < r->n_in; k++) in[k] = opt_make_input(&r->in[k], dt, seed, k);
     pdi_force_backend(-1);
     struct pd_tensor *a = r->fn(in);
     if (!a) {
@@ -166,7 +167,7 @@ static int run_gradcheck(const struct opt_row *r, uint64_t seed)
     struct pd_tensor *in[OPT_MAX_IN], *gin[OPT_MAX_IN], *g[OPT_MAX_IN];
     int n_g = 0, which[OPT_MAX_IN];
     for (int k = 0; k < r->n_in; k++) {
-        in[k] = make_input(&r->in[k], PD_F64, seed, k);
+        in[k] = opt_make_input(&r->in[k], PD_F64, seed, k);
         if (r->in[k].kind == OPT_FLOAT && !r->in[k].no_grad && pd_tensor_numel(in[k]) > 0) {
             /* a leaf sharing the input's storage (views stay views) */
             struct pd_tensor *leaf = pd_detach(in[k]);
@@ -244,6 +245,14 @@ static void run_row(const struct opt_row *r)
         else n_pass++;
         if (verbose && !f) printf("ok   %s [%s]\n", r->name, pd_dtype_name((enum pd_dtype)d));
     }
+    pd_clear_error();
+    int fd = opt_check_decomp(r, seed, !no_grad);
+    if (fd >= 0) {
+        decomp_checked[r->op] = 1;
+        if (fd) n_fail++;
+        else n_pass++;
+        if (verbose && !fd) printf("ok   %s [decomposition]\n", r->name);
+    }
     if (r->no_gradcheck || no_grad || !(mask & (1u << PD_F64))) return;
     pd_clear_error();
     int f = run_gradcheck(r, seed);
@@ -302,6 +311,11 @@ int main(int argc, char **argv)
     }
     if (uncovered) n_fail++;
     else n_pass++;
+    if (!only_family && !only_row && !only_op) {
+        int bad = opt_check_table(decomp_checked);
+        if (bad) n_fail++;
+        else n_pass++;
+    }
     printf("test_backend_ops: %d rows, %d ops in the table, %d without a row\n", n_rows, PD_OP_COUNT, uncovered);
     printf("%d passed, %d failed, %d skipped\n", n_pass, n_fail, n_skip);
     return n_fail ? 1 : 0;

@@ -118,12 +118,14 @@ static struct pd_tensor *f_pad_zero(struct pd_tensor **in)
 /* gradients of pads of a [3, 5] (reflect) and a [4, 2] (replicate) input */
 static struct pd_tensor *f_padbw_reflect(struct pd_tensor **in)
 {
-    struct pdi_attrs a = {.i = {PD_PAD_REFLECT, 4}, .v = {2, 1, 1, 1, 3, 5}, .nv = 6};
+    struct pdi_attrs a = {.pad_backward = {.pads = {4, {2, 1, 1, 1}}, .mode = PD_PAD_REFLECT,
+                                           .input_shape = {2, {3, 5}}}};
     return pdi_call1(PD_OP_pad_backward, in[0], &a);
 }
 static struct pd_tensor *f_padbw_replicate(struct pd_tensor **in)
 {
-    struct pdi_attrs a = {.i = {PD_PAD_REPLICATE, 4}, .v = {3, 0, 1, 1, 4, 2}, .nv = 6};
+    struct pdi_attrs a = {.pad_backward = {.pads = {4, {3, 0, 1, 1}}, .mode = PD_PAD_REPLICATE,
+                                           .input_shape = {2, {4, 2}}}};
     return pdi_call1(PD_OP_pad_backward, in[0], &a);
 }
 static struct pd_tensor *f_tril_0(struct pd_tensor **in) { return pd_tril(in[0], 0); }

@@ -26,7 +26,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 typedef pdi_iter_fn run_fn; /* a run of pdi_iter */
 
@@ -261,7 +261,7 @@ static int cpu_binary(const struct pdi_kcall *k)
     struct pd_kview y = k->out[0], a = k->in[0], b = k->in[1];
     enum pd_dtype dt = a.dtype;
     run_fn fn = runs[k->op][dt];
-    if (!fn) return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no CPU kernel for %s", pdi_ops[k->op].name, pd_dtype_name(dt));
+    if (!fn) return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no CPU kernel for %s", pdi_op_name(k->op), pd_dtype_name(dt));
     struct f16_ctx hc = {fn, y.dtype == PD_F16};
     void *ctx = NULL;
     if (dt == PD_F16 && !is_logical(k->op)) {

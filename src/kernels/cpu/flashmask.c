@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/cpu/flashmask.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/unary_math.h"

@@ -23,7 +23,7 @@
 #include <omp.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/index_util.h"
 
 /* ---- helpers --------------------------------------------------------- */
@@ -288,7 +288,7 @@ static void walk_init(struct walk *w, const int64_t *shape, int nd, int axis, in
 static int cpu_gather(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *idx = &k->in[1], *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->index_axis.axis;
     int64_t size = x->ndim ? x->shape[ax] : 1;
     if (check_index("gather", idx, size, ax)) return PD_ERR_INVALID;
     struct walk w;
@@ -306,7 +306,7 @@ static int cpu_gather(const struct pdi_kcall *k)
 static int cpu_index_select(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *idx = &k->in[1], *y = &k->out[0];
-    int ax = (int)k->a->i[0], nd = x->ndim, is32 = idx->dtype == PD_I32;
+    int ax = (int)k->a->index_axis.axis, nd = x->ndim, is32 = idx->dtype == PD_I32;
     int64_t size = x->shape[ax];
     if (check_index("index_select", idx, size, ax)) return PD_ERR_INVALID;
     int64_t n = pdi_kview_numel(y), len = pdi_kview_numel(idx), inner = 1, ist = idx->ndim ? idx->strides[0] : 0;
@@ -346,7 +346,7 @@ static int cpu_index_select(const struct pdi_kcall *k)
 static int scatter_common(const struct pdi_kcall *k, const char *op, int add, int index1d)
 {
     const struct pd_kview *x = &k->in[0], *idx = &k->in[1], *src = &k->in[2], *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->index_axis.axis;
     int64_t size = x->ndim ? x->shape[ax] : 1, n = pdi_kview_numel(y);
     if (check_index(op, idx, size, ax)) return PD_ERR_INVALID;
     copy_view(y, x);
@@ -551,7 +551,7 @@ static int cpu_nonzero(const struct pdi_kcall *k)
 static int cpu_concat(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->concat.axis;
     int64_t off = 0, es = (int64_t)pd_dtype_size(y->dtype);
     for (int t = 0; t < k->n_in; t++) {
         struct pd_kview dst = *y;
@@ -566,7 +566,7 @@ static int cpu_concat(const struct pdi_kcall *k)
 static int cpu_flip(const struct pdi_kcall *k)
 {
     struct pd_kview s = k->in[0];
-    unsigned mask = (unsigned)k->a->i[0];
+    unsigned mask = (unsigned)k->a->flip.mask;
     int64_t es = (int64_t)pd_dtype_size(s.dtype);
     if (pdi_kview_numel(&s) == 0) return PD_OK;
     for (int d = 0; d < s.ndim; d++) {
@@ -582,13 +582,14 @@ static int cpu_pad(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
-    int64_t mode = k->a->i[0], n = pdi_kview_numel(y), before[PD_MAX_DIMS], xbst[PD_MAX_DIMS] = {0};
+    const struct pdi_attrs_pad *a = &k->a->pad;
+    int64_t mode = a->mode, n = pdi_kview_numel(y), before[PD_MAX_DIMS], xbst[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
     char fill[8];
-    pdi_store(fill, y->dtype, k->a->f[0]);
+    pdi_store(fill, y->dtype, a->value);
     if (n == 0) return PD_OK;
     if (nd == 0) { memcpy(y->data, x->data, es); return PD_OK; }
-    pdi_pads_before(k->a->v, k->a->nv, nd, before);
+    pdi_pads_before(a->pads.v, (int)a->pads.n, nd, before);
     byte_strides(x, xbst);
     int64_t W = y->shape[nd - 1], rows = n / W, nl = x->shape[nd - 1], bl = before[nd - 1], sl = xbst[nd - 1];
     /* the middle of each row copies a run of x; the edges map element by element */
@@ -685,11 +686,12 @@ static int cpu_pad_backward(const struct pdi_kcall *k)
 {
     const struct pd_kview *g = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
-    int64_t mode = k->a->i[0], n = pdi_kview_numel(y), before[PD_MAX_DIMS];
+    const struct pdi_attrs_pad_backward *a = &k->a->pad_backward;
+    int64_t mode = a->mode, n = pdi_kview_numel(y), before[PD_MAX_DIMS];
     if (n == 0) return PD_OK;
     if (nd == 0) { copy_view(y, g); return PD_OK; }
     struct padbw c = {.g = g, .y = y, .nd = nd, .W = y->shape[nd - 1], .Wg = g->shape[nd - 1]};
-    pdi_pads_before(k->a->v, (int)k->a->i[1], nd, before);
+    pdi_pads_before(a->pads.v, (int)a->pads.n, nd, before);
     byte_strides(g, c.gbst);
     int64_t tot = 0;
     for (int d = 0; d < nd; d++) tot += y->shape[d] + 1 + g->shape[d];
@@ -725,7 +727,7 @@ static int tri_common(const struct pdi_kcall *k, int lower)
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     struct rows r;
     rows_of(x, &r);
-    int64_t R = x->shape[x->ndim - 2], C = r.w, diag = k->a->i[0];
+    int64_t R = x->shape[x->ndim - 2], C = r.w, diag = k->a->tri.diagonal;
     size_t es = pd_dtype_size(y->dtype);
     PDI_FOR(r.n * r.w >= PDI_PAR_GRAIN, i, r.n, {
         int64_t row = i % R, lim = row + diag;
@@ -998,11 +1000,15 @@ static int sort_common(const struct pdi_kcall *k, int ax, int desc, int64_t kk, 
 static int cpu_sort(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0];
-    int ax = (int)k->a->i[0];
-    return sort_common(k, ax, (int)k->a->i[1], x->ndim ? x->shape[ax] : 1, 0);
+    int ax = (int)k->a->sort.axis;
+    return sort_common(k, ax, (int)k->a->sort.descending, x->ndim ? x->shape[ax] : 1, 0);
 }
 
-static int cpu_topk(const struct pdi_kcall *k) { return sort_common(k, (int)k->a->i[1], (int)k->a->i[2], k->a->i[0], 1); }
+static int cpu_topk(const struct pdi_kcall *k)
+{
+    const struct pdi_attrs_topk *a = &k->a->topk;
+    return sort_common(k, (int)a->axis, (int)a->largest, a->k, 1);
+}
 
 /* Sort (key, flat position) pairs of the whole tensor, then one scan. */
 static int cpu_unique(const struct pdi_kcall *k)

@@ -12,7 +12,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 #define PDI_DNNL_KEY_MAX 512
 #define PDI_DNNL_MAX_ARGS 8

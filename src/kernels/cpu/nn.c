@@ -31,7 +31,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/cpu/unary_math.h"
 
 /* FP ops here never trap, so GCC may if-convert the clamps in exp_f32 and
@@ -567,13 +567,13 @@ static int cpu_norm(const struct pdi_kcall *k)
     if (rows * M == 0) return PD_OK;
     int64_t xs;
     void *copy;
-    if (norm_row_layout(&x, lead, rows * M, pdi_ops[k->op].name, &xs, &copy)) return PD_ERR_NOMEM;
+    if (norm_row_layout(&x, lead, rows * M, pdi_op_name(k->op), &xs, &copy)) return PD_ERR_NOMEM;
     enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
     struct norm_ctx c = {param_buf(has_w ? &k->in[1] : NULL, M, ct, 1),
                          param_buf(has_b ? &k->in[1 + has_w] : NULL, M, ct, 0), k->a->norm.eps, centre};
     int rc;
     if (!c.w || (has_b && !c.b)) {
-        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_ops[k->op].name);
+        rc = pdi_errorf(PD_ERR_NOMEM, "out of memory (%s parameters)", pdi_op_name(k->op));
     } else {
         struct nn_rows R = {&x, y, rows, M, xs, 1, lead, -1, ct};
         rc = run_rows(&R, ct == PD_F64 ? norm_fn_f64 : norm_fn_f32, &c);

@@ -35,7 +35,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 #define CHUNK 4096  /* elements per inner-path partial (and per stack buffer) */
 #define COLS 4096   /* kept-run width per outer-path task */
@@ -545,7 +545,7 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
     int64_t nout = g.nout;
     double nred = (double)g.nred;
     double *res = malloc(sizeof *res * (size_t)(nout ? 3 * nout : 1));
-    if (!res) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[k->op].name);
+    if (!res) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_op_name(k->op));
     double *tmp = res + nout;
     int rc = PD_OK;
     switch (k->op) {
@@ -587,7 +587,7 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
         for (int64_t o = 0; o < nout; o++) res[o] = isinf(mx[o]) ? mx[o] : log(res[o]) + tmp[o];
         break;
     }
-    default: rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no CPU float kernel", pdi_ops[k->op].name);
+    default: rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no CPU float kernel", pdi_op_name(k->op));
     }
     if (!rc) store_all(y, res, nout);
     free(res);

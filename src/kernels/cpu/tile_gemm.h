@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 /* 8 floats whatever the ISA: the sdpa decode path's dot products. */
 typedef float v8 __attribute__((vector_size(32)));

@@ -29,7 +29,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/unary_classes.h"
 #include "kernels/cpu/unary_math.h"
 

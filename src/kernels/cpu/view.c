@@ -2,7 +2,7 @@
  * behind contiguous/clone/copy_) with memcpy on contiguous runs. */
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static void copy_run(char **p, const int64_t *st, int64_t n, void *ctx)
 {

@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static int is_float(enum pd_dtype dt) { return pd_dtype_is_float(dt); }
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "flashmask/masks.h"
 #include "ops/flashmask.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 #include "kernels/index_util.h"
 
 static void unravel(int64_t i, const int64_t *shape, int nd, int64_t *co)
@@ -62,7 +62,7 @@ static int64_t axis_size(const struct pd_kview *x, int ax) { return x->ndim ? x-
 static int ref_gather(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *idx = &k->in[1], *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->index_axis.axis;
     int64_t size = axis_size(x, ax), n = pdi_kview_numel(y), co[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
     for (int64_t i = 0; i < n; i++) {
@@ -78,7 +78,7 @@ static int ref_gather(const struct pdi_kcall *k)
 static int ref_index_select(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *idx = &k->in[1], *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->index_axis.axis;
     int64_t size = x->shape[ax], n = pdi_kview_numel(y), co[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
     for (int64_t i = 0; i < n; i++) {
@@ -98,7 +98,7 @@ static int ref_index_select(const struct pdi_kcall *k)
 static int scatter_common(const struct pdi_kcall *k, const char *op, int add, int index1d)
 {
     const struct pd_kview *x = &k->in[0], *idx = &k->in[1], *src = &k->in[2], *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->index_axis.axis;
     int64_t size = axis_size(x, ax), n = pdi_kview_numel(y), co[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
     double *acc = add ? malloc(sizeof *acc * (size_t)(n + 1)) : NULL;
@@ -187,7 +187,7 @@ static int ref_nonzero(const struct pdi_kcall *k)
 static int ref_concat(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->concat.axis;
     size_t es = pd_dtype_size(y->dtype);
     int64_t off = 0, co[PD_MAX_DIMS] = {0};
     for (int t = 0; t < k->n_in; t++) {
@@ -207,7 +207,7 @@ static int ref_concat(const struct pdi_kcall *k)
 static int ref_flip(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
-    unsigned mask = (unsigned)k->a->i[0];
+    unsigned mask = (unsigned)k->a->flip.mask;
     int64_t n = pdi_kview_numel(y), co[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
     for (int64_t i = 0; i < n; i++) {
@@ -234,12 +234,13 @@ static int ref_pad(const struct pdi_kcall *k)
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
     int64_t before[PD_MAX_DIMS], co[PD_MAX_DIMS] = {0}, n = pdi_kview_numel(y);
-    pdi_pads_before(k->a->v, k->a->nv, nd, before);
+    const struct pdi_attrs_pad *a = &k->a->pad;
+    pdi_pads_before(a->pads.v, (int)a->pads.n, nd, before);
     size_t es = pd_dtype_size(y->dtype);
     for (int64_t i = 0; i < n; i++) {
         unravel(i, y->shape, nd, co);
-        if (pad_map(co, before, x->shape, nd, k->a->i[0])) memcpy(pdi_kview_ptr(y, i), at(x, co), es);
-        else pdi_store(pdi_kview_ptr(y, i), y->dtype, k->a->f[0]);
+        if (pad_map(co, before, x->shape, nd, a->mode)) memcpy(pdi_kview_ptr(y, i), at(x, co), es);
+        else pdi_store(pdi_kview_ptr(y, i), y->dtype, a->value);
     }
     return PD_OK;
 }
@@ -250,13 +251,14 @@ static int ref_pad_backward(const struct pdi_kcall *k)
     const struct pd_kview *g = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
     int64_t before[PD_MAX_DIMS], co[PD_MAX_DIMS] = {0}, n = pdi_kview_numel(y), m = pdi_kview_numel(g);
-    pdi_pads_before(k->a->v, (int)k->a->i[1], nd, before);
+    const struct pdi_attrs_pad_backward *a = &k->a->pad_backward;
+    pdi_pads_before(a->pads.v, (int)a->pads.n, nd, before);
     double *acc = calloc((size_t)(n + 1), sizeof *acc);
     if (!acc) return pdi_errorf(PD_ERR_NOMEM, "pad_backward: out of memory");
     for (int64_t i = 0; i < m; i++) {
         unravel(i, g->shape, nd, co);
         double v = pdi_load(at(g, co), g->dtype);
-        if (!pad_map(co, before, y->shape, nd, k->a->i[0])) continue;
+        if (!pad_map(co, before, y->shape, nd, a->mode)) continue;
         int64_t off = 0;
         for (int d = 0; d < nd; d++) off += co[d] * y->strides[d];
         acc[off] += v;
@@ -270,7 +272,7 @@ static int tri_common(const struct pdi_kcall *k, int lower)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int nd = y->ndim;
-    int64_t n = pdi_kview_numel(y), diag = k->a->i[0], co[PD_MAX_DIMS] = {0};
+    int64_t n = pdi_kview_numel(y), diag = k->a->tri.diagonal, co[PD_MAX_DIMS] = {0};
     size_t es = pd_dtype_size(y->dtype);
     for (int64_t i = 0; i < n; i++) {
         unravel(i, y->shape, nd, co);
@@ -304,7 +306,7 @@ static int sort_rows(const struct pdi_kcall *k, int ax, int desc, int64_t kk)
     int64_t rows = n ? pdi_kview_numel(x) / n : 0;
     size_t es = pd_dtype_size(x->dtype);
     int64_t *perm = malloc(sizeof *perm * (size_t)(n + 1));
-    if (!perm) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[k->op].name);
+    if (!perm) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_op_name(k->op));
     for (int64_t r = 0; r < rows; r++) {
         unravel(r, rshape, nd, co);
         for (int64_t i = 0; i < n; i++) {
@@ -335,11 +337,15 @@ static int sort_rows(const struct pdi_kcall *k, int ax, int desc, int64_t kk)
 static int ref_sort(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0];
-    int ax = (int)k->a->i[0];
-    return sort_rows(k, ax, (int)k->a->i[1], axis_size(x, ax));
+    int ax = (int)k->a->sort.axis;
+    return sort_rows(k, ax, (int)k->a->sort.descending, axis_size(x, ax));
 }
 
-static int ref_topk(const struct pdi_kcall *k) { return sort_rows(k, (int)k->a->i[1], (int)k->a->i[2], k->a->i[0]); }
+static int ref_topk(const struct pdi_kcall *k)
+{
+    const struct pdi_attrs_topk *a = &k->a->topk;
+    return sort_rows(k, (int)a->axis, (int)a->largest, a->k);
+}
 
 static int ref_unique(const struct pdi_kcall *k)
 {

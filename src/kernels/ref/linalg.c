@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static double at(const struct pd_kview *v, const int64_t *idx)
 {

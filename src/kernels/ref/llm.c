@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static double ld(const struct pd_kview *v, int64_t i) { return pdi_load(pdi_kview_ptr(v, i), v->dtype); }
 static void st(const struct pd_kview *v, int64_t i, double x) { pdi_store(pdi_kview_ptr(v, i), v->dtype, x); }

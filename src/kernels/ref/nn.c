@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 /* x viewed as [outer, len, inner] around axis (a 0-d x is one element). */
 static void split_axis(const struct pd_kview *x, int ax, int64_t *outer, int64_t *len, int64_t *inner)

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 struct geom {
     int nk, nr;

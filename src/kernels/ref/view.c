@@ -2,7 +2,7 @@
  * diagonal backward). Naive, element by element through double: the oracle. */
 #include <string.h>
 
-#include "core/internal.h"
+#include "core/kernel.h"
 
 static int ref_copy(const struct pdi_kcall *k)
 {

@@ -1,0 +1,228 @@
+/* paddle.c — what a kernel may see: errors, views, attributes, the op
+ * enum and flags, kernel registration, element helpers, threads and the
+ * allocator. Kernels (src/kernels/) include this header only; they cannot
+ * see tensors, GradNodes, the dispatcher or the debug tools, which live in
+ * core/internal.h (tests/test_layers.sh checks the include graph).
+ *
+ * Not installed. Everything here is prefixed pdi_ and may change without
+ * notice.
+ */
+#ifndef PD_CORE_KERNEL_H
+#define PD_CORE_KERNEL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd/pd.h"
+
+#define PDI_UNUSED(x) ((void)(x))
+/* Thread-local state read on every op (grad mode, scopes, free lists): the
+ * initial-exec model avoids a __tls_get_addr call per access (5% of a tiny
+ * op's dispatch). The few bytes it uses fit glibc's static TLS reserve even
+ * when the library is dlopen'ed. */
+#define PDI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
+/* ---- errors ---------------------------------------------------------- */
+/* Set the thread's error and return NULL / the status. */
+void *pdi_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int pdi_errorf(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "[2, 3, 4]" into buf (for messages). */
+const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
+#define PDI_SHAPE_BUF 96
+
+/* ---- shapes ----------------------------------------------------------- */
+void pdi_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
+int64_t pdi_numel(const int64_t *shape, int ndim);
+int pdi_norm_axis(int axis, int ndim); /* -1 when out of range */
+
+/* ---- views passed to kernels ----------------------------------------- */
+struct pd_kview {
+    char *data; /* element 0 (offset applied) */
+    enum pd_dtype dtype;
+    int ndim;
+    int64_t shape[PD_MAX_DIMS];
+    int64_t strides[PD_MAX_DIMS]; /* elements */
+};
+int pdi_kview_contiguous(const struct pd_kview *v);
+int64_t pdi_kview_numel(const struct pd_kview *v);
+
+/* Element access as double (any dtype) — for reference kernels and tools. */
+double pdi_load(const void *p, enum pd_dtype dt);
+void pdi_store(void *p, enum pd_dtype dt, double v);
+/* Pointer of the element at linear (row-major) index i of the view. */
+char *pdi_kview_ptr(const struct pd_kview *v, int64_t i);
+/* Convert n contiguous elements. */
+void pdi_convert(const void *src, enum pd_dtype sdt, void *dst, enum pd_dtype ddt, int64_t n);
+
+/* Strided N-d walk shared by kernels: coalesces dims that are contiguous in
+ * every operand, then calls fn on runs along the innermost dim. */
+#define PDI_ITER_MAX 8
+typedef void (*pdi_iter_fn)(char **ptrs, const int64_t *inner_strides_bytes, int64_t n, void *ctx);
+/* Operands must all have the given shape (broadcast ones with stride 0).
+ * Splits the outer index space over OpenMP threads when numel is large. */
+void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int ndim, pdi_iter_fn fn, void *ctx);
+
+/* ---- attributes ------------------------------------------------------ */
+/* Typed per-op attribute sets generated from the op table (core/attrs.h). */
+#include "core/attrs.h"
+
+/* ---- attributes ------------------------------------------------------ */
+/* Typed per-op attribute sets generated from the op table (core/attrs.h). */
+#include "core/attrs.h"
+
+/* ---- ops, flags and dtype classes ------------------------------------ */
+enum pdi_kind {
+    PDI_KIND_ELEMENTWISE = 0, /* one input, same shape out */
+    PDI_KIND_BROADCAST = 1,   /* inputs broadcast to the out shape */
+    PDI_KIND_INJECTIVE = 2,   /* index/shape movement */
+    PDI_KIND_REDUCE = 3,
+    PDI_KIND_OPAQUE = 4,      /* matmul, conv, softmax ... */
+    PDI_KIND_VIEW = 5,        /* output aliases input 0's storage */
+    PDI_KIND_COUNT
+};
+
+enum pd_op {
+#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) PD_OP_##name,
+#include "ops/ops.def"
+#undef PD_OP
+    PD_OP_COUNT
+};
+
+/* The op's name in the table ("matmul"). */
+const char *pdi_op_name(enum pd_op op);
+
+/* flags */
+#define PDI_F_NONE 0u
+#define PDI_F_NONDIFF 1u     /* no gradient (comparisons, argmax, ...) */
+#define PDI_F_SAVE_OUT 2u    /* VJP reads outputs (saved without a cycle) */
+#define PDI_F_NO_SAVE_IN 4u  /* VJP does not read input values (only metas) */
+#define PDI_F_VARIADIC 8u    /* n_in / n_out given by the call */
+#define PDI_F_KEY_IN1 16u    /* kernels keyed by input 1's dtype (input 0 is a cond/ids) */
+#define PDI_F_CREATION 32u   /* makes a tensor from attributes alone (zeros, arange, ...) */
+#define PDI_F_RANDOM 64u     /* draws from the Philox stream named by its attributes */
+#define PDI_F_INPLACE 128u   /* writes into input tensors (copy_, fill_, optimizer updates) */
+#define PDI_F_COMMUTATIVE 256u /* f(a, b) == f(b, a) */
+
+/* Dtype classes (the op table's dtypes column): masks of 1u << dtype. */
+#define PDI_DT_FLOATS ((1u << PD_F32) | (1u << PD_F64) | (1u << PD_F16) | (1u << PD_BF16))
+#define PDI_DT_INTS ((1u << PD_I8) | (1u << PD_U8) | (1u << PD_I16) | (1u << PD_I32) | (1u << PD_I64))
+#define PDI_DT_ALL (PDI_DT_FLOATS | PDI_DT_INTS | (1u << PD_BOOL))
+#define PDI_DTC_DT_NONE 0u
+#define PDI_DTC_DT_FLOAT PDI_DT_FLOATS
+#define PDI_DTC_DT_INT PDI_DT_INTS
+#define PDI_DTC_DT_NUMERIC (PDI_DT_FLOATS | PDI_DT_INTS)
+#define PDI_DTC_DT_ALL PDI_DT_ALL
+
+/* Identity element of a reduction or of a binary combine. */
+enum pdi_ident { PDI_ID_NONE, PDI_ID_ZERO, PDI_ID_ONE, PDI_ID_NEG_INF, PDI_ID_POS_INF, PDI_ID_TRUE, PDI_ID_FALSE };
+
+/* ---- kernels --------------------------------------------------------- */
+enum pdi_backend { PDI_BACKEND_REF = 0, PDI_BACKEND_CPU = 1, PDI_BACKEND_COUNT };
+
+struct pdi_kcall {
+    enum pd_op op;
+    int n_in, n_out;
+    const struct pd_kview *in;
+    const struct pd_kview *out;
+    const struct pdi_attrs *a;
+};
+typedef int (*pdi_kernel_fn)(const struct pdi_kcall *k);
+
+/* dt is the dtype of input 0 (of output 0 for ops without inputs). */
+void pdi_kernel_register(enum pdi_backend be, enum pd_op op, enum pd_dtype dt, pdi_kernel_fn fn);
+/* Register fn for every dtype in the mask (1u << dtype). */
+void pdi_kernel_register_mask(enum pdi_backend be, enum pd_op op, unsigned dtype_mask, pdi_kernel_fn fn);
+pdi_kernel_fn pdi_kernel_lookup(enum pdi_backend be, enum pd_op op, enum pd_dtype dt);
+void pdi_kernels_init(void); /* idempotent, thread-safe */
+
+/* Kernel families: each file defines pdi_register_<family>(void).
+ * The list lives in src/kernels/families.def. */
+#define PDI_FAMILY(name) void pdi_register_##name(void);
+#include "kernels/families.def"
+#undef PDI_FAMILY
+
+/* Force the backend used by the dispatcher (tests compare REF and CPU).
+ * -1 restores the default (CPU where registered, else REF). Thread-local. */
+void pdi_force_backend(int backend);
+
+/* ---- small element helpers shared by kernels ------------------------- */
+/* Integer element as int64 (bool reads 0/1; other dtypes read 0). */
+static inline int64_t pdi_load_int(const void *p, enum pd_dtype dt)
+{
+    switch (dt) {
+    case PD_I8: return *(const int8_t *)p;
+    case PD_U8: return *(const uint8_t *)p;
+    case PD_I16: return *(const int16_t *)p;
+    case PD_I32: return *(const int32_t *)p;
+    case PD_I64: return *(const int64_t *)p;
+    case PD_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+/* Keeps the low bits (two's complement wrap, like C casts); bool is v != 0. */
+static inline void pdi_store_int(void *p, enum pd_dtype dt, int64_t v)
+{
+    switch (dt) {
+    case PD_I8: *(int8_t *)p = (int8_t)v; break;
+    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
+    case PD_I16: *(int16_t *)p = (int16_t)v; break;
+    case PD_I32: *(int32_t *)p = (int32_t)v; break;
+    case PD_I64: *(int64_t *)p = v; break;
+    case PD_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* bf16 <-> f32 inline (vectorises: shifts, adds, a blend); the same
+ * rounding as pd_f32_to_bf16: nearest even, NaN stays a quiet NaN. */
+static inline float pdi_bf16_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+static inline uint16_t pdi_f32_bf16(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    uint16_t r = (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+    return (v.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((v.u >> 16) | 0x40u) : r;
+}
+
+/* Reduction axes of attrs v[0..nv-1] as a bit mask (nv = 0: every axis);
+ * assumes the axes were validated (pdi_axes_mask). */
+static inline unsigned pdi_attrs_axes_mask(const struct pdi_attrs *a, int ndim)
+{
+    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
+    unsigned m = 0;
+    for (int i = 0; i < a->nv; i++) {
+        int ax = pdi_norm_axis((int)a->v[i], ndim);
+        if (ax >= 0 && ndim > 0) m |= 1u << ax;
+    }
+    return m;
+}
+
+/* ---- threads --------------------------------------------------------- */
+int pdi_num_threads(void);
+/* for (int64_t i = 0; i < n; i++) { body } over OpenMP threads when par.
+ * Use this instead of `#pragma omp parallel for if (par)`: an if(false)
+ * OpenMP region still costs a futex round trip in libgomp (it tripled the
+ * cost of a 16-element add), so the serial case must not enter one. */
+#define PDI_FOR(par, i, n, ...)                                               \
+    do {                                                                      \
+        if (par) {                                                            \
+            _Pragma("omp parallel for schedule(static)")                      \
+            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                 \
+        } else {                                                              \
+            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                 \
+        }                                                                     \
+    } while (0)
+/* Grain: below this many elements, elementwise kernels stay on one thread. */
+#define PDI_PAR_GRAIN 32768
+
+/* ---- allocator ------------------------------------------------------- */
+void *pdi_alloc(size_t nbytes);   /* 64-byte aligned, counted in stats */
+void pdi_free(void *p, size_t nbytes);
+
+#endif
