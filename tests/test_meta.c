@@ -56,8 +56,8 @@ static void test_mode_stack(void)
 /* One thread's guards never change another thread's ops. */
 struct peer {
     pthread_barrier_t *bar;
-    int token;          /* the peer's autocast token */
-    int end_from_main;  /* pd_autocast_end(peer's token) on the main thread */
+    int token;         /* the peer's autocast token */
+    int end_from_main; /* pd_autocast_end(peer's token) on the main thread */
     int dtype_seen, grad_seen, y_dtype;
 };
 
@@ -117,7 +117,11 @@ static int counting_run(struct pdi_call *c, void *ctx)
     k->runs++;
     return pdi_exec_eager.run(c, NULL);
 }
-static int counting_begin(void *ctx) { ((struct counting *)ctx)->on_begin++; return PD_OK; }
+static int counting_begin(void *ctx)
+{
+    ((struct counting *)ctx)->on_begin++;
+    return PD_OK;
+}
 static void counting_end(void *ctx) { ((struct counting *)ctx)->on_end++; }
 
 static const struct pdi_executor counting_exec = {PDI_EXECUTOR_ABI, "counting", counting_run, counting_begin,
@@ -254,6 +258,41 @@ static void test_meta_tensors(void)
     pd_scope_end();
 }
 
+/* Sessions: meta outputs from real inputs, nesting, strict ends, writes. */
+static void test_meta_sessions(void)
+{
+    pd_scope_begin();
+    int64_t s[2] = {8, 16};
+    struct pd_tensor *r = pd_ones(s, 2, PD_F32);
+    int64_t live0;
+    pdi_meta_bytes(&live0, NULL);
+    int t1 = pd_meta_begin();
+    PT_CHECK(t1 > 0);
+    struct pd_tensor *x = pd_add(r, r); /* real inputs, meta output */
+    PT_CHECK(x && pd_tensor_is_meta(x) && pd_tensor_dim(x, 1) == 16);
+    struct pd_tensor *v = pd_reshape(r, (int64_t[]){128}, 1); /* a view of real data stays a view of it */
+    PT_CHECK(v && !pd_tensor_is_meta(v) && pd_tensor_shares_storage(v, r));
+    PT_CHECK(pd_add_(r, x) == NULL && strstr(pd_last_error(), "only into meta"));
+    PT_CHECK(pd_add_(x, r) == x); /* into a meta tensor: fine */
+    int t2 = pd_meta_begin();
+    struct pd_tensor *y = pd_matmul(x, x, 0, 1); /* [8, 8] */
+    PT_CHECK(y && pd_tensor_is_meta(y) && pd_tensor_dim(y, 0) == 8);
+    struct pd_meta_report *rep = NULL;
+    PT_CHECK(pd_meta_end(t1, &rep) == PD_ERR_STATE && !rep && strstr(pd_last_error(), "innermost"));
+    PT_CHECK(pd_meta_end(t2, &rep) == PD_OK && rep && rep->n_ops == 1 && !strcmp(rep->ops[0].op, "matmul"));
+    PT_CHECK(rep && rep->made_bytes == 8 * 8 * 4 && rep->peak_delta_bytes == 8 * 8 * 4);
+    pd_meta_report_destroy(rep);
+    struct pd_tensor *z = pd_exp(x);
+    PT_CHECK(z && pd_tensor_is_meta(z)); /* back in the outer session */
+    PT_CHECK(pd_meta_end(t1, &rep) == PD_OK && rep && rep->n_ops == 4 && rep->start_bytes == live0);
+    PT_CHECK(rep && rep->made_bytes == 2 * 8 * 16 * 4 && rep->peak_bytes >= live0 + 8 * 16 * 4 * 2 + 8 * 8 * 4);
+    pd_meta_report_destroy(rep);
+    PT_CHECK(pd_meta_end(t1, NULL) == PD_ERR_STATE); /* no meta session open */
+    PT_CHECK(pd_copy_(x, r) == NULL && strstr(pd_last_error(), "meta"));
+    PT_CHECK(pd_copy_(r, x) == NULL && strstr(pd_last_error(), "meta"));
+    pd_scope_end();
+}
+
 /* ---- the meta executor on the tiny Llama --------------------------------- */
 struct oprec {
     int op, n_out;
@@ -371,23 +410,29 @@ static void test_llama_meta(void)
     for (int i = 0; i < pd_state_dict_size(esd); i++) {
         struct pd_tensor *ge = pd_tensor_grad(pd_state_dict_tensor(esd, i));
         struct pd_tensor *gm = pd_tensor_grad(pd_state_dict_tensor(msd, i));
-        grads &= ge && gm && pd_tensor_is_meta(gm) && !pd_tensor_is_meta(ge) && pd_tensor_ndim(ge) == pd_tensor_ndim(gm) &&
+        grads &= ge && gm && pd_tensor_is_meta(gm) && !pd_tensor_is_meta(ge) &&
+                 pd_tensor_ndim(ge) == pd_tensor_ndim(gm) &&
                  !memcmp(pd_tensor_shape(ge), pd_tensor_shape(gm), sizeof(int64_t) * (size_t)pd_tensor_ndim(ge)) &&
                  pd_tensor_dtype(ge) == pd_tensor_dtype(gm);
     }
     PT_CHECK(grads);
     /* no tensor data was allocated during the meta step */
-    if (mr.n_allocs) printf("meta step: %lld allocations, %lld bytes\n", (long long)mr.n_allocs, (long long)mr.allocated_bytes);
-    if (pdi_op_lookup("full") >= 0) PT_CHECK(mr.n_allocs == 0 && mr.allocated_bytes == 0);
-    else printf("creation ops (zeros, arange, ...) are not dispatched ops yet: allocations not checked\n"); /* TEMP until f1-creation */
+    if (mr.n_allocs)
+        printf("meta step: %lld allocations, %lld bytes\n", (long long)mr.n_allocs, (long long)mr.allocated_bytes);
+    if (pdi_op_lookup("full") >= 0)
+        PT_CHECK(mr.n_allocs == 0 && mr.allocated_bytes == 0);
+    else
+        printf(
+            "creation ops (zeros, arange, ...) are not dispatched ops yet: allocations not checked\n"); /* TEMP until f1-creation */
     /* the activations' peak: more than the logits, less than all outputs made */
     int64_t logits = (int64_t)B * T * cfg.vocab_size * 4;
     PT_CHECK(rep && rep->peak_delta_bytes > logits && rep->peak_delta_bytes <= rep->made_bytes);
     PT_CHECK(rep && rep->start_bytes >= pd_llama_num_params(mm) * 4);
     if (rep) {
         printf("meta step: %lld ops, peak activation memory %lld bytes (%.1f KiB) above %lld bytes of parameters; "
-               "%lld bytes made in all\n", (long long)rep->n_ops, (long long)rep->peak_delta_bytes,
-               rep->peak_delta_bytes / 1024.0, (long long)rep->start_bytes, (long long)rep->made_bytes);
+               "%lld bytes made in all\n",
+               (long long)rep->n_ops, (long long)rep->peak_delta_bytes, rep->peak_delta_bytes / 1024.0,
+               (long long)rep->start_bytes, (long long)rep->made_bytes);
         char *sum = pd_meta_report_summary(rep, 12);
         PT_CHECK(sum && strstr(sum, "embedding"));
         if (sum) fputs(sum, stdout);
@@ -408,6 +453,7 @@ int main(void)
     test_modes_per_thread();
     test_plugged_executor();
     test_meta_tensors();
+    test_meta_sessions();
     test_llama_meta();
     PT_CHECK(pdi_mode_depth() == 0);
     PT_CHECK(pd_live_tensors() == live);

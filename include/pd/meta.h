@@ -47,20 +47,20 @@ struct pd_meta_out {
     int64_t shape[PD_MAX_DIMS];
 };
 struct pd_meta_op {
-    char name[128];         /* the call's debug name: "model.layers.0.mlp/matmul_12" */
-    const char *op;         /* op table name: "matmul" (static) */
+    char name[128]; /* the call's debug name: "model.layers.0.mlp/matmul_12" */
+    const char *op; /* op table name: "matmul" (static) */
     int n_out;
     struct pd_meta_out out[PD_META_MAX_OUT];
-    int64_t live_bytes;     /* live meta bytes after the op ran */
+    int64_t live_bytes; /* live meta bytes after the op ran */
 };
 struct pd_meta_report {
     int64_t n_ops;
-    struct pd_meta_op *ops;  /* n_ops, in execution order (owned by the report) */
-    int64_t start_bytes;     /* live meta bytes at pd_meta_begin */
-    int64_t peak_bytes;      /* most live meta bytes at once during the session */
+    struct pd_meta_op *ops;   /* n_ops, in execution order (owned by the report) */
+    int64_t start_bytes;      /* live meta bytes at pd_meta_begin */
+    int64_t peak_bytes;       /* most live meta bytes at once during the session */
     int64_t peak_delta_bytes; /* peak_bytes - start_bytes */
-    int64_t end_bytes;       /* live meta bytes at pd_meta_end */
-    int64_t made_bytes;      /* sum of the sizes of every meta output made */
+    int64_t end_bytes;        /* live meta bytes at pd_meta_end */
+    int64_t made_bytes;       /* sum of the sizes of every meta output made */
 };
 
 /* Make the meta executor this thread's executor. Returns a token (> 0) for

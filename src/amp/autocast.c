@@ -72,7 +72,8 @@ int pdi_autocast_stage(struct pdi_call *c)
 
     struct pd_tensor *small[8], **in = c->n_in <= 8 ? small : malloc(sizeof *in * (size_t)c->n_in);
     if (!in) return pdi_errorf(PD_ERR_NOMEM, "autocast: out of memory");
-    int off = pdi_mode_begin(PDI_MODE_AUTOCAST, -1, NULL, NULL); /* the casts and the nested call are not autocast again */
+    /* the casts and the nested call are not autocast again */
+    int off = pdi_mode_begin(PDI_MODE_AUTOCAST, -1, NULL, NULL);
     if (off < 0) {
         if (in != small) free(in);
         return off;

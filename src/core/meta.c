@@ -20,8 +20,8 @@ void pdi_meta_account(int64_t delta)
     int64_t live = __atomic_add_fetch(&meta_live, delta, __ATOMIC_RELAXED);
     if (delta <= 0) return;
     int64_t peak = __atomic_load_n(&meta_peak, __ATOMIC_RELAXED);
-    while (live > peak && !__atomic_compare_exchange_n(&meta_peak, &peak, live, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (live > peak &&
+           !__atomic_compare_exchange_n(&meta_peak, &peak, live, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
 void pdi_meta_bytes(int64_t *live, int64_t *peak)
@@ -74,7 +74,8 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
         const char *name = pdi_tensor_name_buf(t, nb, sizeof nb);
         return pdi_error(PD_ERR_INVALID, "%s: the %s %s tensor%s%s%s is meta (no data): it cannot be %s on the host",
                          what, pd_dtype_name(t->dtype), pdi_shape_str(t->shape, t->ndim, b, sizeof b),
-                         *name ? " '" : "", name, *name ? "'" : "", access & PDI_HOST_WRITE ? "read or written" : "read");
+                         *name ? " '" : "", name, *name ? "'" : "",
+                         access & PDI_HOST_WRITE ? "read or written" : "read");
     }
     return (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype);
 }

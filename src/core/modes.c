@@ -26,8 +26,8 @@ PDI_TLS struct pdi_modes pdi_modes = {NULL, NULL, -1, 0};
 struct entry {
     int kind;
     int token;
-    int value;                        /* GRAD: grad_off; AUTOCAST: dtype */
-    const struct pdi_executor *exec;  /* EXECUTOR */
+    int value;                       /* GRAD: grad_off; AUTOCAST: dtype */
+    const struct pdi_executor *exec; /* EXECUTOR */
     void *ctx;
 };
 static PDI_TLS struct entry *stack;
@@ -103,11 +103,14 @@ int pdi_mode_end(enum pdi_mode_kind kind, int token, const char *who)
         int i = depth - 1;
         while (i >= 0 && stack[i].token != token) i--;
         if (i < 0)
-            return pdi_errorf(PD_ERR_STATE, "%s: token %d is not an open mode on this thread (ended already, never "
-                              "begun, or from another thread)", who, token);
-        return pdi_errorf(PD_ERR_STATE, "%s: token %d is not the innermost mode: %s (token %d) began after it and "
-                          "has not ended; nothing was popped", who, token, entry_str(&stack[depth - 1], b, sizeof b),
-                          stack[depth - 1].token);
+            return pdi_errorf(PD_ERR_STATE,
+                              "%s: token %d is not an open mode on this thread (ended already, never "
+                              "begun, or from another thread)",
+                              who, token);
+        return pdi_errorf(PD_ERR_STATE,
+                          "%s: token %d is not the innermost mode: %s (token %d) began after it and "
+                          "has not ended; nothing was popped",
+                          who, token, entry_str(&stack[depth - 1], b, sizeof b), stack[depth - 1].token);
     }
     struct entry *e = &stack[depth - 1];
     if (e->kind != (int)kind)
@@ -132,8 +135,10 @@ int pdi_executor_begin(const struct pdi_executor *ex, void *ctx)
 {
     if (!ex) return pdi_errorf(PD_ERR_NULL, "executor_begin: NULL executor");
     if (ex->abi_version < 1 || ex->abi_version > PDI_EXECUTOR_ABI || !ex->run)
-        return pdi_errorf(PD_ERR_INVALID, "executor_begin: executor '%s' has ABI version %d (this library: 1..%d) "
-                          "or no run slot", ex->name ? ex->name : "?", ex->abi_version, PDI_EXECUTOR_ABI);
+        return pdi_errorf(PD_ERR_INVALID,
+                          "executor_begin: executor '%s' has ABI version %d (this library: 1..%d) "
+                          "or no run slot",
+                          ex->name ? ex->name : "?", ex->abi_version, PDI_EXECUTOR_ABI);
     int tok = pdi_mode_begin(PDI_MODE_EXECUTOR, 0, ex, ctx);
     if (tok < 0 || !ex->on_begin) return tok;
     int rc = ex->on_begin(ctx);

@@ -66,8 +66,10 @@ static int meta_run(struct pdi_call *c, void *ctx)
     struct session *s = ctx;
     const struct pdi_opdef *d = &pdi_ops[c->op];
     if (c->inplace && !pdi_is_meta(c->in[0]))
-        return pdi_errorf(PD_ERR_INVALID, "%s_: under the meta executor an in-place op writes only into meta "
-                          "tensors; input 0 has data (make it with pd_meta_empty or under pd_meta_begin)", d->name);
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s_: under the meta executor an in-place op writes only into meta "
+                          "tensors; input 0 has data (make it with pd_meta_empty or under pd_meta_begin)",
+                          d->name);
     if (d->kind == PDI_KIND_VIEW) {
         const struct pdi_meta *m = &c->meta[0];
         c->out[0] = pdi_tensor_alias(c->in[0], m->shape, m->strides, m->ndim, m->offset);
@@ -131,8 +133,10 @@ int pd_meta_end(int token, struct pd_meta_report **report)
     r->peak_delta_bytes = peak - r->start_bytes;
     pdi_meta_peak_set(peak > s->outer_peak ? peak : s->outer_peak);
     free(s);
-    if (report) *report = r;
-    else pd_meta_report_destroy(r);
+    if (report)
+        *report = r;
+    else
+        pd_meta_report_destroy(r);
     return PD_OK;
 }
 
@@ -169,7 +173,10 @@ static void put(struct text *b, const char *fmt, ...)
     if (b->n + (size_t)k + 1 > b->cap) {
         size_t nc = (b->cap + (size_t)k + 1) * 2;
         char *ns = realloc(b->s, nc);
-        if (!ns) { b->oom = 1; return; }
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
         b->s = ns;
         b->cap = nc;
     }
@@ -182,7 +189,8 @@ static void put(struct text *b, const char *fmt, ...)
 char *pd_meta_report_summary(const struct pd_meta_report *r, int64_t max_ops)
 {
     struct text b = {0};
-    if (!r) put(&b, "meta report: (none)\n");
+    if (!r)
+        put(&b, "meta report: (none)\n");
     else {
         put(&b, "meta report: %lld ops; live meta bytes: start %lld, peak %lld (+%lld), end %lld; made %lld\n",
             (long long)r->n_ops, (long long)r->start_bytes, (long long)r->peak_bytes, (long long)r->peak_delta_bytes,

@@ -564,6 +564,9 @@ static int copy_into(struct pd_tensor *dst, struct pd_tensor *src)
     if (s && s->st == dst->st) s = pd_clone(s); /* overlapping source: copy it first */
     s = pd_expand(s, dst->shape, dst->ndim);
     if (!s) return pd_last_status();
+    if (pdi_is_meta(s) || pdi_is_meta(dst))
+        return pdi_errorf(PD_ERR_INVALID, "copy_: the %s is a meta tensor (no data)",
+                          pdi_is_meta(dst) ? "destination" : "source");
     pdi_kernel_fn fn = pdi_kernel_lookup(PDI_BACKEND_CPU, PD_OP_copy, dst->dtype);
     if (!fn) fn = pdi_kernel_lookup(PDI_BACKEND_REF, PD_OP_copy, dst->dtype);
     if (!fn) return pdi_errorf(PD_ERR_UNSUPPORTED, "copy_: no copy kernel for %s", pd_dtype_name(dst->dtype));
