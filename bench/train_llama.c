@@ -94,9 +94,9 @@ static void mm_record(const struct pdi_call *c, double sec, double flops)
 {
     char sig[96];
     int k = shape_str(c->in[0], sig, sizeof sig);
-    k += snprintf(sig + k, sizeof sig - (size_t)k, "%sx", c->a.i[0] ? "^T" : "");
+    k += snprintf(sig + k, sizeof sig - (size_t)k, "%sx", c->a.matmul.trans_a ? "^T" : "");
     if (k < (int)sizeof sig) k += shape_str(c->in[1], sig + k, sizeof sig - (size_t)k);
-    if (k < (int)sizeof sig) snprintf(sig + k, sizeof sig - (size_t)k, "%s", c->a.i[1] ? "^T" : "");
+    if (k < (int)sizeof sig) snprintf(sig + k, sizeof sig - (size_t)k, "%s", c->a.matmul.trans_b ? "^T" : "");
     int i = 0;
     while (i < prof.n_mm && (prof.mm[i].phase != (int)prof.ph || strcmp(prof.mm[i].sig, sig))) i++;
     if (i == prof.n_mm) {
@@ -121,8 +121,9 @@ static void prof_observer(const struct pdi_call *c, uint64_t seq, void *ctx)
     s->sec += now - prof.last;
     s->calls++;
     if (c->op == PD_OP_matmul && c->out[0]) {
-        /* 2 * numel(out) * K; attrs i[0], i[1] = transpose a, b (src/ops/linalg.c) */
-        double f = 2.0 * (double)pd_tensor_numel(c->out[0]) * (double)pd_tensor_dim(c->in[0], c->a.i[0] ? -2 : -1);
+        /* 2 * numel(out) * K (trans_a: K is a's second-to-last dim) */
+        double k = (double)pd_tensor_dim(c->in[0], c->a.matmul.trans_a ? -2 : -1);
+        double f = 2.0 * (double)pd_tensor_numel(c->out[0]) * k;
         s->flops += f;
         mm_record(c, now - prof.last, f);
     }

@@ -161,7 +161,8 @@ static void test_errors(void)
     expect_error(pd_max_pool2d(x, k, NULL, p), "padding");
     expect_error(pd_avg_pool2d(pd_ones((int64_t[]){5, 5}, 2, PD_F32), k, NULL, NULL), "4-d");
     /* a backward op given a gout of the wrong shape */
-    struct pdi_attrs at = {.i = {1, 1, 0, 0, 1, 1, 1}, .v = {1, 4, 5, 5}, .nv = 4};
+    struct pdi_attrs at = {.conv2d_backward_data = {.stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1,
+                                                    .groups = 1, .input_shape = {4, {1, 4, 5, 5}}}};
     expect_error(pdi_call2(PD_OP_conv2d_backward_data, pd_ones((int64_t[]){1, 2, 4, 3}, 4, PD_F32),
                            pd_ones((int64_t[]){2, 4, 3, 3}, 4, PD_F32), &at), "gout");
     pd_scope_end();

@@ -69,6 +69,13 @@ uint16_t pd_f64_to_f16(double x);   /* rounded once, not through f32 */
 uint16_t pd_f64_to_bf16(double x);
 
 /* ---- errors ---------------------------------------------------------- */
+/* The rule: pd_last_error()/pd_last_status() describe the most recent
+ * failure on this thread, and are valid right after a call that failed
+ * (returned NULL or a negative status) until the next call that fails.
+ * Successful calls do not clear them: a message read after a success may be
+ * an old one, so read it only when a call failed (or pd_clear_error() first).
+ * An op given a NULL input fails with PD_ERR_NULL and keeps the message of
+ * the call that produced the NULL. */
 const char *pd_last_error(void);
 int pd_last_status(void);
 void pd_clear_error(void);

@@ -38,6 +38,13 @@ int pdi_errorf(int status, const char *fmt, ...)
     return status;
 }
 
+int pdi_status_of(const void *result, const char *what)
+{
+    if (result) return PD_OK;
+    if (err_status) return err_status;
+    return pdi_errorf(PD_ERR_STATE, "%s: failed without an error message (internal error)", what ? what : "call");
+}
+
 void pdi_error_append(const char *fmt, ...)
 {
     size_t k = strlen(err_msg);

@@ -27,6 +27,10 @@
 /* Set the thread's error and return NULL / the status. */
 void *pdi_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int pdi_errorf(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The one way to turn a result into a status: PD_OK when result is not
+ * NULL, else the thread's status; a NULL with no error set is a bug of the
+ * callee, reported as PD_ERR_STATE with a message naming `what`. */
+int pdi_status_of(const void *result, const char *what);
 /* "[2, 3, 4]" into buf (for messages). */
 const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
 #define PDI_SHAPE_BUF 96

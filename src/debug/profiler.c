@@ -142,7 +142,7 @@ static double op_flops(const struct pdi_call *c)
     case PD_OP_matmul: {
         const struct pd_tensor *a = c->in[0];
         if (!o || a->ndim < 1) return 0;
-        int64_t k = a->ndim >= 2 && c->a.i[0] ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+        int64_t k = a->ndim >= 2 && c->a.matmul.trans_a ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
         return 2.0 * numel(o) * (double)k;
     }
     case PD_OP_conv2d:

@@ -41,7 +41,7 @@ int pdi_infer_matmul(struct pdi_call *c)
     if (a->ndim < 2 || b->ndim < 2)
         return pdi_errorf(PD_ERR_INVALID, "matmul: operands must have at least 2 dims, got %s and %s",
                           pdi_shape_str(a->shape, a->ndim, b0, sizeof b0), pdi_shape_str(b->shape, b->ndim, b1, sizeof b1));
-    int64_t ta = c->a.i[0], tb = c->a.i[1];
+    int64_t ta = c->a.matmul.trans_a, tb = c->a.matmul.trans_b;
     if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
         return pdi_errorf(PD_ERR_INVALID, "matmul: trans_a/trans_b must be 0 or 1, got %lld and %lld", (long long)ta,
                           (long long)tb);
@@ -67,7 +67,7 @@ int pdi_infer_matmul(struct pdi_call *c)
 
 static struct pd_tensor *mm(struct pd_tensor *a, struct pd_tensor *b, int ta, int tb)
 {
-    struct pdi_attrs at = {.i = {ta, tb}};
+    struct pdi_attrs at = {.matmul = {.trans_a = ta, .trans_b = tb}};
     return pdi_call2(PD_OP_matmul, a, b, &at);
 }
 
@@ -76,7 +76,7 @@ static struct pd_tensor *mm(struct pd_tensor *a, struct pd_tensor *b, int ta, in
  * Broadcast batch dims are summed back with pd_sum_to_shape. */
 int pdi_vjp_matmul(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    int ta = (int)n->a.i[0], tb = (int)n->a.i[1];
+    int ta = (int)n->a.matmul.trans_a, tb = (int)n->a.matmul.trans_b;
     struct pd_tensor *a = pdi_node_in(n, 0), *b = pdi_node_in(n, 1);
     if (!a || !b) return pd_last_status();
     const struct pdi_meta *ma = &n->in_meta[0], *mb = &n->in_meta[1];
@@ -176,24 +176,27 @@ struct pd_tensor *pd_dot(struct pd_tensor *a, struct pd_tensor *b)
 
 /* ---- conv2d ---------------------------------------------------------- */
 /* Validates a conv2d geometry (x [N,C,H,W], w [O,C/g,KH,KW], attrs) and
- * gives the output shape [N,O,OH,OW]. */
+ * gives the output shape [N,O,OH,OW]. The attributes are read as conv2d's
+ * set, which the backward ops' sets begin with. */
 static int conv_geom(const char *op, const int64_t *xs, const int64_t *ws, const struct pdi_attrs *a, int64_t *ys)
 {
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-    const int64_t *p = a->i;
-    if (p[0] < 1 || p[1] < 1 || p[2] < 0 || p[3] < 0 || p[4] < 1 || p[5] < 1 || p[6] < 1)
+    const struct pdi_attrs_conv2d *p = &a->conv2d;
+    if (p->stride_h < 1 || p->stride_w < 1 || p->pad_h < 0 || p->pad_w < 0 || p->dilation_h < 1 ||
+        p->dilation_w < 1 || p->groups < 1)
         return pdi_errorf(PD_ERR_INVALID,
                           "%s: stride (%lld, %lld) and dilation (%lld, %lld) must be >= 1, padding (%lld, %lld) >= 0, "
-                          "groups %lld >= 1", op, (long long)p[0], (long long)p[1], (long long)p[4], (long long)p[5],
-                          (long long)p[2], (long long)p[3], (long long)p[6]);
-    int64_t g = p[6];
+                          "groups %lld >= 1", op, (long long)p->stride_h, (long long)p->stride_w,
+                          (long long)p->dilation_h, (long long)p->dilation_w, (long long)p->pad_h,
+                          (long long)p->pad_w, (long long)p->groups);
+    int64_t g = p->groups;
     if (ws[0] % g || xs[1] % g || ws[1] * g != xs[1] || ws[2] < 1 || ws[3] < 1)
         return pdi_errorf(PD_ERR_INVALID,
                           "%s: input %s and weight %s with groups %lld; expected weight [O, C/groups, KH, KW] with O "
                           "and C divisible by groups and KH, KW >= 1", op, pdi_shape_str(xs, 4, b0, sizeof b0),
                           pdi_shape_str(ws, 4, b1, sizeof b1), (long long)g);
-    int64_t eh = p[4] * (ws[2] - 1) + 1, ew = p[5] * (ws[3] - 1) + 1;
-    int64_t hp = xs[2] + 2 * p[2], wp = xs[3] + 2 * p[3];
+    int64_t eh = p->dilation_h * (ws[2] - 1) + 1, ew = p->dilation_w * (ws[3] - 1) + 1;
+    int64_t hp = xs[2] + 2 * p->pad_h, wp = xs[3] + 2 * p->pad_w;
     if (hp < eh || wp < ew)
         return pdi_errorf(PD_ERR_INVALID,
                           "%s: padded input %lldx%lld is smaller than the dilated kernel %lldx%lld (input %s, weight %s)",
@@ -201,8 +204,8 @@ static int conv_geom(const char *op, const int64_t *xs, const int64_t *ws, const
                           pdi_shape_str(ws, 4, b1, sizeof b1));
     ys[0] = xs[0];
     ys[1] = ws[0];
-    ys[2] = (hp - eh) / p[0] + 1;
-    ys[3] = (wp - ew) / p[1] + 1;
+    ys[2] = (hp - eh) / p->stride_h + 1;
+    ys[3] = (wp - ew) / p->stride_w + 1;
     return PD_OK;
 }
 
@@ -213,9 +216,12 @@ static int want_4d(const char *op, const char *what, const struct pd_tensor *t)
     return pdi_errorf(PD_ERR_INVALID, "%s: %s must be 4-d, got %s", op, what, pdi_shape_str(t->shape, t->ndim, b0, sizeof b0));
 }
 
-static int shape_from_v(const char *op, const struct pdi_attrs *a, int64_t *s)
+/* A backward op's shape attribute (field name: what) into s[4]. */
+static int shape_attr(const char *op, const char *what, const struct pdi_ints *a, int64_t *s)
 {
-    if (a->nv != 4) return pdi_errorf(PD_ERR_INVALID, "%s: attribute v must hold a 4-d shape, has %d entries", op, a->nv);
+    if (a->n != 4)
+        return pdi_errorf(PD_ERR_INVALID, "%s: attribute %s must hold a 4-d shape, has %lld entries", op, what,
+                          (long long)a->n);
     for (int i = 0; i < 4; i++) {
         if (a->v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "%s: negative dimension in shape attribute", op);
         s[i] = a->v[i];
@@ -263,7 +269,8 @@ int pdi_infer_conv2d_backward_data(struct pdi_call *c)
 {
     const char *op = "conv2d_backward_data";
     int64_t xs[4], ys[4];
-    if (check_float_same(op, c->in, 2) || want_4d(op, "weight", c->in[1]) || shape_from_v(op, &c->a, xs) ||
+    if (check_float_same(op, c->in, 2) || want_4d(op, "weight", c->in[1]) ||
+        shape_attr(op, "input_shape", &c->a.conv2d_backward_data.input_shape, xs) ||
         conv_geom(op, xs, c->in[1]->shape, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], xs, c->in[0]->dtype);
@@ -274,42 +281,51 @@ int pdi_infer_conv2d_backward_weight(struct pdi_call *c)
 {
     const char *op = "conv2d_backward_weight";
     int64_t ws[4], ys[4];
-    if (check_float_same(op, c->in, 2) || want_4d(op, "input", c->in[1]) || shape_from_v(op, &c->a, ws) ||
+    if (check_float_same(op, c->in, 2) || want_4d(op, "input", c->in[1]) ||
+        shape_attr(op, "weight_shape", &c->a.conv2d_backward_weight.weight_shape, ws) ||
         conv_geom(op, c->in[1]->shape, ws, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], ws, c->in[0]->dtype);
     return PD_OK;
 }
 
-/* Conv attrs (i[0..6]) with a shape in v. */
-static struct pdi_attrs conv_attrs_with(const struct pdi_attrs *a, const int64_t *shape)
+/* A 4-d shape as a list attribute. */
+static struct pdi_ints ints4(const int64_t *s)
 {
-    struct pdi_attrs r = {0};
-    memcpy(r.i, a->i, sizeof r.i);
-    if (shape) {
-        memcpy(r.v, shape, 4 * sizeof(int64_t));
-        r.nv = 4;
-    }
+    struct pdi_ints r = {.n = 4};
+    memcpy(r.v, s, 4 * sizeof(int64_t));
+    return r;
+}
+
+/* The conv ops' attributes from any conv set a (read as conv2d's, which
+ * every conv set begins with), with the backward ops' shape. */
+static struct pdi_attrs conv_attrs(enum pd_op op, const struct pdi_attrs *a, const int64_t *shape)
+{
+    struct pdi_attrs r;
+    memset(&r, 0, sizeof r);
+    r.conv2d = a->conv2d;
+    if (op == PD_OP_conv2d_backward_data) r.conv2d_backward_data.input_shape = ints4(shape);
+    if (op == PD_OP_conv2d_backward_weight) r.conv2d_backward_weight.weight_shape = ints4(shape);
     return r;
 }
 
 static struct pd_tensor *conv_fwd(struct pd_tensor *x, struct pd_tensor *w, const struct pdi_attrs *a)
 {
-    struct pdi_attrs r = conv_attrs_with(a, NULL);
+    struct pdi_attrs r = conv_attrs(PD_OP_conv2d, a, NULL);
     return pdi_call2(PD_OP_conv2d, x, w, &r);
 }
 
 static struct pd_tensor *conv_bwd_data(struct pd_tensor *g, struct pd_tensor *w, const struct pdi_attrs *a,
                                        const int64_t *xshape)
 {
-    struct pdi_attrs r = conv_attrs_with(a, xshape);
+    struct pdi_attrs r = conv_attrs(PD_OP_conv2d_backward_data, a, xshape);
     return pdi_call2(PD_OP_conv2d_backward_data, g, w, &r);
 }
 
 static struct pd_tensor *conv_bwd_weight(struct pd_tensor *g, struct pd_tensor *x, const struct pdi_attrs *a,
                                          const int64_t *wshape)
 {
-    struct pdi_attrs r = conv_attrs_with(a, wshape);
+    struct pdi_attrs r = conv_attrs(PD_OP_conv2d_backward_weight, a, wshape);
     return pdi_call2(PD_OP_conv2d_backward_weight, g, x, &r);
 }
 
@@ -372,7 +388,8 @@ static struct pd_tensor *batched(struct pd_tensor *x, int want, int *added)
 static struct pd_tensor *conv2d_call(struct pd_tensor *x, struct pd_tensor *w, struct pd_tensor *bias,
                                      const int64_t *s, const int64_t *p, const int64_t *d, int groups)
 {
-    struct pdi_attrs a = {.i = {s[0], s[1], p[0], p[1], d[0], d[1], groups}};
+    struct pdi_attrs a = {.conv2d = {.stride_h = s[0], .stride_w = s[1], .pad_h = p[0], .pad_w = p[1],
+                                     .dilation_h = d[0], .dilation_w = d[1], .groups = groups}};
     struct pd_tensor *in[3] = {x, w, bias};
     return pdi_calln(PD_OP_conv2d, in, bias ? 3 : 2, &a);
 }
@@ -424,27 +441,34 @@ struct pd_tensor *pd_conv1d(struct pd_tensor *x, struct pd_tensor *w, struct pd_
 }
 
 /* ---- pools ----------------------------------------------------------- */
-static int pool_geom(const char *op, const int64_t *xs, const struct pdi_attrs *a, int64_t *ys)
+static int is_avg_pool(enum pd_op op) { return op == PD_OP_avg_pool2d || op == PD_OP_avg_pool2d_backward; }
+
+/* Validates a pooling geometry (attributes read as pool2d's set, which the
+ * avg sets begin with) and gives the pooled shape. */
+static int pool_geom(enum pd_op opid, const int64_t *xs, const struct pdi_attrs *a, int64_t *ys)
 {
-    const int64_t *p = a->i;
+    const char *op = pdi_ops[opid].name;
+    const struct pdi_attrs_pool2d *p = &a->pool2d;
     char b0[PDI_SHAPE_BUF];
-    if (p[0] < 1 || p[1] < 1 || p[2] < 1 || p[3] < 1 || p[4] < 0 || p[5] < 0 || 2 * p[4] > p[0] || 2 * p[5] > p[1])
+    if (p->kernel_h < 1 || p->kernel_w < 1 || p->stride_h < 1 || p->stride_w < 1 || p->pad_h < 0 || p->pad_w < 0 ||
+        2 * p->pad_h > p->kernel_h || 2 * p->pad_w > p->kernel_w)
         return pdi_errorf(PD_ERR_INVALID,
                           "%s: kernel (%lld, %lld) and stride (%lld, %lld) must be >= 1 and padding (%lld, %lld) "
-                          "between 0 and half the kernel", op, (long long)p[0], (long long)p[1], (long long)p[2],
-                          (long long)p[3], (long long)p[4], (long long)p[5]);
-    if (p[6] != 0 && p[6] != 1)
-        return pdi_errorf(PD_ERR_INVALID, "%s: count_include_pad must be 0 or 1, got %lld", op, (long long)p[6]);
+                          "between 0 and half the kernel", op, (long long)p->kernel_h, (long long)p->kernel_w,
+                          (long long)p->stride_h, (long long)p->stride_w, (long long)p->pad_h, (long long)p->pad_w);
+    int64_t cip = is_avg_pool(opid) ? a->avg_pool2d.count_include_pad : 0;
+    if (cip != 0 && cip != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: count_include_pad must be 0 or 1, got %lld", op, (long long)cip);
     /* H, W >= 1 with p <= k/2 guarantees no window is all padding */
-    int64_t hp = xs[2] + 2 * p[4], wp = xs[3] + 2 * p[5];
-    if (xs[2] < 1 || xs[3] < 1 || hp < p[0] || wp < p[1])
+    int64_t hp = xs[2] + 2 * p->pad_h, wp = xs[3] + 2 * p->pad_w;
+    if (xs[2] < 1 || xs[3] < 1 || hp < p->kernel_h || wp < p->kernel_w)
         return pdi_errorf(PD_ERR_INVALID, "%s: padded input %lldx%lld (input %s) is smaller than the kernel %lldx%lld", op,
-                          (long long)hp, (long long)wp, pdi_shape_str(xs, 4, b0, sizeof b0), (long long)p[0],
-                          (long long)p[1]);
+                          (long long)hp, (long long)wp, pdi_shape_str(xs, 4, b0, sizeof b0), (long long)p->kernel_h,
+                          (long long)p->kernel_w);
     ys[0] = xs[0];
     ys[1] = xs[1];
-    ys[2] = (hp - p[0]) / p[2] + 1;
-    ys[3] = (wp - p[1]) / p[3] + 1;
+    ys[2] = (hp - p->kernel_h) / p->stride_h + 1;
+    ys[3] = (wp - p->kernel_w) / p->stride_w + 1;
     return PD_OK;
 }
 
@@ -452,7 +476,8 @@ int pdi_infer_pool2d(struct pdi_call *c)
 {
     const char *op = pdi_ops[c->op].name;
     int64_t ys[4];
-    if (check_float_same(op, c->in, 1) || want_4d(op, "input", c->in[0]) || pool_geom(op, c->in[0]->shape, &c->a, ys))
+    if (check_float_same(op, c->in, 1) || want_4d(op, "input", c->in[0]) ||
+        pool_geom(c->op, c->in[0]->shape, &c->a, ys))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], ys, c->in[0]->dtype);
     return PD_OK;
@@ -464,7 +489,7 @@ int pdi_infer_max_pool2d_backward(struct pdi_call *c)
     const char *op = "max_pool2d_backward";
     int64_t ys[4];
     if (check_float_same(op, c->in, 2) || want_4d(op, "input", c->in[1]) ||
-        pool_geom(op, c->in[1]->shape, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
+        pool_geom(c->op, c->in[1]->shape, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], c->in[1]->shape, c->in[0]->dtype);
     return PD_OK;
@@ -476,7 +501,7 @@ int pdi_infer_max_pool2d_gather(struct pdi_call *c)
     const char *op = "max_pool2d_gather";
     int64_t ys[4];
     if (check_float_same(op, c->in, 2) || want_4d(op, "input", c->in[1]) ||
-        pool_geom(op, c->in[1]->shape, &c->a, ys) || same_shape(op, "g", c->in[1]->shape, c->in[0]))
+        pool_geom(c->op, c->in[1]->shape, &c->a, ys) || same_shape(op, "g", c->in[1]->shape, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], ys, c->in[0]->dtype);
     return PD_OK;
@@ -486,16 +511,24 @@ int pdi_infer_avg_pool2d_backward(struct pdi_call *c)
 {
     const char *op = "avg_pool2d_backward";
     int64_t xs[4], ys[4];
-    if (check_float_same(op, c->in, 1) || shape_from_v(op, &c->a, xs) || pool_geom(op, xs, &c->a, ys) ||
-        same_shape(op, "gout", ys, c->in[0]))
+    if (check_float_same(op, c->in, 1) || shape_attr(op, "input_shape", &c->a.avg_pool2d_backward.input_shape, xs) ||
+        pool_geom(c->op, xs, &c->a, ys) || same_shape(op, "gout", ys, c->in[0]))
         return PD_ERR_INVALID;
     set_meta4(&c->meta[0], xs, c->in[0]->dtype);
     return PD_OK;
 }
 
-static struct pdi_attrs pool_attrs_with(const struct pdi_attrs *a, const int64_t *shape)
+/* The attributes of pool op `op` from those of another pool op (a, read
+ * as pool2d's set and, between avg ops, avg_pool2d's), with
+ * avg_pool2d_backward's input shape. */
+static struct pdi_attrs pool_attrs(enum pd_op op, const struct pdi_attrs *a, const int64_t *shape)
 {
-    return conv_attrs_with(a, shape); /* same slots: i[] kept, v = shape */
+    struct pdi_attrs r;
+    memset(&r, 0, sizeof r);
+    if (is_avg_pool(op)) r.avg_pool2d = a->avg_pool2d;
+    else r.pool2d = a->pool2d;
+    if (op == PD_OP_avg_pool2d_backward) r.avg_pool2d_backward.input_shape = ints4(shape);
+    return r;
 }
 
 static struct pd_tensor *zeros_meta(const struct pdi_meta *m)
@@ -506,7 +539,7 @@ static struct pd_tensor *zeros_meta(const struct pdi_meta *m)
 int pdi_vjp_max_pool2d(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *x = pdi_node_in(n, 0);
-    struct pdi_attrs a = pool_attrs_with(&n->a, NULL);
+    struct pdi_attrs a = pool_attrs(PD_OP_max_pool2d_backward, &n->a, NULL);
     if (!x || !(gin[0] = pdi_call2(PD_OP_max_pool2d_backward, g[0], x, &a))) return pd_last_status();
     return PD_OK;
 }
@@ -515,7 +548,7 @@ int pdi_vjp_max_pool2d(struct pdi_node *n, struct pd_tensor *const *g, struct pd
  * piecewise constant in x, so x's gradient is zero. */
 int pdi_vjp_max_pool2d_backward(struct pdi_node *n, struct pd_tensor *const *gg, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = pool_attrs_with(&n->a, NULL);
+    struct pdi_attrs a = pool_attrs(PD_OP_max_pool2d_gather, &n->a, NULL);
     if (pdi_node_needs(n, 0)) {
         struct pd_tensor *x = pdi_node_in(n, 1);
         if (!x || !(gin[0] = pdi_call2(PD_OP_max_pool2d_gather, gg[0], x, &a))) return pd_last_status();
@@ -526,7 +559,7 @@ int pdi_vjp_max_pool2d_backward(struct pdi_node *n, struct pd_tensor *const *gg,
 
 int pdi_vjp_max_pool2d_gather(struct pdi_node *n, struct pd_tensor *const *gg, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = pool_attrs_with(&n->a, NULL);
+    struct pdi_attrs a = pool_attrs(PD_OP_max_pool2d_backward, &n->a, NULL);
     if (pdi_node_needs(n, 0)) {
         struct pd_tensor *x = pdi_node_in(n, 1);
         if (!x || !(gin[0] = pdi_call2(PD_OP_max_pool2d_backward, gg[0], x, &a))) return pd_last_status();
@@ -537,7 +570,7 @@ int pdi_vjp_max_pool2d_gather(struct pdi_node *n, struct pd_tensor *const *gg, s
 
 int pdi_vjp_avg_pool2d(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = pool_attrs_with(&n->a, n->in_meta[0].shape);
+    struct pdi_attrs a = pool_attrs(PD_OP_avg_pool2d_backward, &n->a, n->in_meta[0].shape);
     gin[0] = pdi_call1(PD_OP_avg_pool2d_backward, g[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
@@ -546,7 +579,7 @@ int pdi_vjp_avg_pool2d(struct pdi_node *n, struct pd_tensor *const *g, struct pd
  * depends only on the output position), so its VJP is avg_pool2d. */
 int pdi_vjp_avg_pool2d_backward(struct pdi_node *n, struct pd_tensor *const *gg, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = pool_attrs_with(&n->a, NULL);
+    struct pdi_attrs a = pool_attrs(PD_OP_avg_pool2d, &n->a, NULL);
     gin[0] = pdi_call1(PD_OP_avg_pool2d, gg[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
@@ -559,8 +592,16 @@ static struct pd_tensor *pool_call(enum pd_op op, struct pd_tensor *x, const int
     int added;
     x = batched(x, 4, &added);
     /* stride defaults to the kernel size (PyTorch, Paddle) */
-    struct pdi_attrs a = {.i = {kernel[0], kernel[1], stride ? stride[0] : kernel[0], stride ? stride[1] : kernel[1],
-                                padding ? padding[0] : 0, padding ? padding[1] : 0, 0}};
+    int64_t kh = kernel[0], kw = kernel[1], sh = stride ? stride[0] : kh, sw = stride ? stride[1] : kw;
+    int64_t ph = padding ? padding[0] : 0, pw = padding ? padding[1] : 0;
+    struct pdi_attrs a;
+    memset(&a, 0, sizeof a);
+    if (op == PD_OP_avg_pool2d)
+        a.avg_pool2d = (struct pdi_attrs_avg_pool2d){.kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw,
+                                                     .pad_h = ph, .pad_w = pw, .count_include_pad = 0};
+    else
+        a.pool2d = (struct pdi_attrs_pool2d){.kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw,
+                                             .pad_h = ph, .pad_w = pw};
     struct pd_tensor *y = pdi_call1(op, x, &a);
     return added ? pd_squeeze(y, 0) : y;
 }

@@ -39,7 +39,7 @@ int pdi_infer_softmax(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     const char *op = pdi_ops[c->op].name;
-    int64_t ax = c->a.i[0];
+    int64_t ax = c->a.softmax.axis;
     if (!pd_dtype_is_float(x->dtype))
         return pdi_errorf(PD_ERR_INVALID, "%s: x must be floating point, got %s", op, pd_dtype_name(x->dtype));
     if (x->ndim == 0 ? ax != 0 : (ax < 0 || ax >= x->ndim))
@@ -77,14 +77,15 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     if (!is_int_dtype(t->dtype))
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: target must hold integer class indices, got %s",
                           pd_dtype_name(t->dtype));
-    if (c->a.i[1] < 0 || c->a.i[1] >= PD_REDUCTION_COUNT)
+    int64_t red = c->a.nll_loss.reduction;
+    if (red < 0 || red >= PD_REDUCTION_COUNT)
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: reduction %lld is not none (0), mean (1) or sum (2)",
-                          (long long)c->a.i[1]);
+                          (long long)red);
     int rc = check_class_target("nll_loss", lp, t);
     if (rc) return rc;
     struct pdi_meta *m = &c->meta[0];
     m->dtype = lp->dtype;
-    m->ndim = c->a.i[1] == PD_REDUCE_NONE ? t->ndim : 0;
+    m->ndim = red == PD_REDUCE_NONE ? t->ndim : 0;
     memcpy(m->shape, t->shape, sizeof m->shape);
     return PD_OK;
 }
@@ -197,8 +198,9 @@ int pdi_infer_one_hot(struct pdi_call *c)
     const struct pd_tensor *ids = c->in[0];
     if (!is_int_dtype(ids->dtype))
         return pdi_errorf(PD_ERR_INVALID, "one_hot: ids must be integers, got %s", pd_dtype_name(ids->dtype));
-    if (c->a.i[0] < 0)
-        return pdi_errorf(PD_ERR_INVALID, "one_hot: num_classes must be >= 0 here (got %lld)", (long long)c->a.i[0]);
+    int64_t nc = c->a.one_hot.num_classes;
+    if (nc < 0)
+        return pdi_errorf(PD_ERR_INVALID, "one_hot: num_classes must be >= 0 here (got %lld)", (long long)nc);
     if (ids->ndim + 1 > PD_MAX_DIMS)
         return pdi_errorf(PD_ERR_INVALID, "one_hot: ids have %d dims; the output would exceed %d", ids->ndim,
                           PD_MAX_DIMS);
@@ -206,7 +208,7 @@ int pdi_infer_one_hot(struct pdi_call *c)
     m->dtype = PD_I64;
     m->ndim = ids->ndim + 1;
     memcpy(m->shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
-    m->shape[ids->ndim] = c->a.i[0];
+    m->shape[ids->ndim] = nc;
     return PD_OK;
 }
 
@@ -215,7 +217,7 @@ int pdi_infer_one_hot(struct pdi_call *c)
 int pdi_vjp_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *y = pdi_node_out(n, 0);
-    int ax = (int)n->a.i[0];
+    int ax = (int)n->a.softmax.axis;
     struct pd_tensor *s = pd_sum(pd_mul(g[0], y), &ax, 1, 1);
     gin[0] = pd_mul(y, pd_sub(g[0], s));
     return vjp_status(gin[0]);
@@ -225,7 +227,7 @@ int pdi_vjp_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
 int pdi_vjp_log_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *y = pdi_node_out(n, 0);
-    int ax = (int)n->a.i[0];
+    int ax = (int)n->a.softmax.axis;
     gin[0] = pd_sub(g[0], pd_mul(pd_exp(y), pd_sum(g[0], &ax, 1, 1)));
     return vjp_status(gin[0]);
 }
@@ -241,11 +243,11 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
     const struct pdi_meta *lm = &n->in_meta[0];
     enum pd_dtype dt = lm->dtype;
     int64_t C = lm->ndim == 1 ? lm->shape[0] : lm->shape[1];
-    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.i[0], PD_I64));
+    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.nll_loss.ignore_index, PD_I64));
     /* ignored targets may hold any value (e.g. -100): point them at class 0, their weight is 0 */
     struct pd_tensor *safe = pd_where(valid, target, pd_scalar(0, target->dtype));
     struct pd_tensor *w = pd_cast(valid, dt);
-    if (n->a.i[1] == PD_REDUCE_MEAN) /* when every target is ignored, w is all 0: divide by 1, not 0 */
+    if (n->a.nll_loss.reduction == PD_REDUCE_MEAN) /* when every target is ignored, w is all 0: divide by 1, not 0 */
         w = pd_div(w, pd_clip(pd_sum(w, NULL, 0, 0), 1.0, INFINITY));
     w = pd_neg(pd_mul(w, g[0]));
     struct pd_tensor *grad = pd_mul(pd_cast(pd_one_hot(safe, C), dt), pd_unsqueeze(w, -1));
@@ -374,6 +376,92 @@ int pdi_vjp_embedding(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     return vjp_status(gin[1]);
 }
 
+/* ---- decompositions (primitive public ops) ---------------------------- */
+/* Compute dtype of the decompositions: bf16/f16 in f32 and cast back, as
+ * the fused kernels do. */
+static enum pd_dtype compute_dtype(enum pd_dtype dt) { return dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt; }
+
+/* x - max(x, axis) (kept dims), in the compute dtype. The max is a
+ * constant shift (softmax is invariant to it), so it is detached; an empty
+ * x has no max to take and needs no shift. A 0-d x is a row of one. */
+static struct pd_tensor *shifted(struct pd_tensor *x, int ax)
+{
+    struct pd_tensor *xc = cast_to(x, compute_dtype(x->dtype));
+    if (xc && xc->ndim == 0) {
+        int64_t one = 1;
+        xc = pd_reshape(xc, &one, 1);
+    }
+    if (!xc || pd_tensor_numel(xc) == 0) return xc;
+    return pd_sub(xc, pd_detach(pd_amax(xc, &ax, 1, 1)));
+}
+
+/* Back to x's dtype and, for a 0-d x, to 0-d. */
+static struct pd_tensor *finish(struct pd_tensor *y, const struct pd_tensor *x)
+{
+    if (y && x->ndim == 0) y = pd_reshape(y, NULL, 0);
+    return cast_to(y, x->dtype);
+}
+
+/* softmax = exp(x - max) / sum(exp(x - max)). */
+int pdi_decomp_softmax(const struct pdi_call *c, struct pd_tensor **out)
+{
+    int ax = (int)c->a.softmax.axis;
+    struct pd_tensor *e = pd_exp(shifted(c->in[0], ax));
+    out[0] = finish(pd_div(e, pd_sum(e, &ax, 1, 1)), c->in[0]);
+    return vjp_status(out[0]);
+}
+
+/* log_softmax = (x - max) - log(sum(exp(x - max))). */
+int pdi_decomp_log_softmax(const struct pdi_call *c, struct pd_tensor **out)
+{
+    int ax = (int)c->a.softmax.axis;
+    struct pd_tensor *z = shifted(c->in[0], ax);
+    out[0] = finish(pd_sub(z, pd_log(pd_sum(pd_exp(z), &ax, 1, 1))), c->in[0]);
+    return vjp_status(out[0]);
+}
+
+/* nll_loss: l = -logp[target] where target != ignore_index, else 0 (a
+ * gather along the class axis); sum, or mean over the kept targets (0/0 =
+ * NaN when every target is ignored, as the kernels give). */
+int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *lp = c->in[0], *t = c->in[1];
+    enum pd_dtype ct = compute_dtype(lp->dtype);
+    int cax = lp->ndim == 1 ? 0 : 1;
+    int64_t red = c->a.nll_loss.reduction;
+    struct pd_tensor *valid = pd_ne(t, pd_scalar((double)c->a.nll_loss.ignore_index, PD_I64));
+    /* ignored targets may hold any value (e.g. -100): gather class 0 there and drop it */
+    struct pd_tensor *safe = cast_to(pd_where(valid, t, pd_scalar(0, t->dtype)), PD_I64);
+    struct pd_tensor *picked = pd_squeeze(pd_gather(cast_to(lp, ct), cax, pd_unsqueeze(safe, cax)), cax);
+    struct pd_tensor *l = pd_where(valid, pd_neg(picked), pd_scalar(0, ct));
+    if (red == PD_REDUCE_SUM) l = pd_sum(l, NULL, 0, 0);
+    if (red == PD_REDUCE_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(pd_cast(valid, ct), NULL, 0, 0));
+    out[0] = cast_to(l, lp->dtype);
+    return vjp_status(out[0]);
+}
+
+/* layer_norm (centre = 1) and rms_norm (centre = 0) over the trailing
+ * n_norm_axes dims: xm = x - mean (or x), y = xm / sqrt(mean(xm^2) + eps),
+ * times the weight, plus the bias. */
+static int norm_decomp(const struct pdi_call *c, struct pd_tensor **out, int centre)
+{
+    struct pd_tensor *x = c->in[0];
+    int has_w = c->a.norm.has_w != 0, has_b = centre && c->a.norm.has_b != 0;
+    enum pd_dtype ct = compute_dtype(x->dtype);
+    int k = (int)c->a.norm.n_norm_axes, axes[PD_MAX_DIMS];
+    for (int i = 0; i < k; i++) axes[i] = x->ndim - k + i;
+    struct pd_tensor *xc = cast_to(x, ct);
+    struct pd_tensor *xm = centre ? pd_sub(xc, pd_mean(xc, axes, k, 1)) : xc;
+    struct pd_tensor *y = pd_mul(xm, pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xm), axes, k, 1), c->a.norm.eps)));
+    if (has_w) y = pd_mul(y, cast_to(c->in[1], ct));
+    if (has_b) y = pd_add(y, cast_to(c->in[1 + has_w], ct));
+    out[0] = cast_to(y, x->dtype);
+    return vjp_status(out[0]);
+}
+
+int pdi_decomp_layer_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 1); }
+int pdi_decomp_rms_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 0); }
+
 /* ---- public wrappers ------------------------------------------------- */
 static struct pd_tensor *softmax_call(enum pd_op op, struct pd_tensor *x, int axis)
 {
@@ -382,7 +470,7 @@ static struct pd_tensor *softmax_call(enum pd_op op, struct pd_tensor *x, int ax
     if (ax < 0)
         return pdi_error(PD_ERR_INVALID, "%s: axis %d out of range for a %d-d tensor", pdi_ops[op].name, axis,
                          x->ndim);
-    struct pdi_attrs a = {.i = {ax}};
+    struct pdi_attrs a = {.softmax = {.axis = ax}};
     return pdi_call1(op, x, &a);
 }
 
@@ -392,7 +480,7 @@ struct pd_tensor *pd_log_softmax(struct pd_tensor *x, int axis) { return softmax
 struct pd_tensor *pd_nll_loss(struct pd_tensor *logp, struct pd_tensor *target, int64_t ignore_index,
                               enum pd_reduction reduction)
 {
-    struct pdi_attrs a = {.i = {ignore_index, (int64_t)reduction}};
+    struct pdi_attrs a = {.nll_loss = {.ignore_index = ignore_index, .reduction = (int64_t)reduction}};
     return pdi_call2(PD_OP_nll_loss, logp, target, &a);
 }
 
@@ -534,21 +622,28 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
         return pdi_error(PD_ERR_INVALID, "one_hot: num_classes must be -1 (infer) or >= 0, got %lld",
                          (long long)num_classes);
     if (num_classes == -1) {
-        /* Inferred from the data (a host read, as in torch). */
-        if (!pdi_host_read(ids, "one_hot(num_classes=-1)")) return NULL;
-        struct pd_kview v;
-        pdi_kview_of(ids, &v);
-        int64_t n = pdi_kview_numel(&v), mx = -1;
+        /* Inferred from the data: a host read (as in torch's one_hot),
+         * through the public pd_to_buffer so that it is a host read like a
+         * user's (the host-read entry point observes those). */
+        int64_t n = pd_tensor_numel(ids), mx = -1;
         if (n == 0) return pdi_error(PD_ERR_INVALID, "one_hot: cannot infer num_classes from an empty tensor");
-        for (int64_t i = 0; i < n; i++) {
-            int64_t c = pdi_load_int(pdi_kview_ptr(&v, i), v.dtype);
-            if (c < 0)
-                return pdi_error(PD_ERR_INVALID, "one_hot: class value %lld at position %lld is negative",
-                                 (long long)c, (long long)i);
-            if (c > mx) mx = c;
+        size_t bytes = (size_t)n * sizeof(int64_t);
+        int64_t *cls = pdi_alloc(bytes);
+        if (!cls) return pdi_error(PD_ERR_NOMEM, "one_hot: out of memory (%zu bytes)", bytes);
+        int rc = pd_to_buffer(ids, cls, PD_I64); /* integer to int64: exact */
+        for (int64_t i = 0; !rc && i < n; i++) {
+            if (cls[i] < 0)
+                rc = pdi_errorf(PD_ERR_INVALID, "one_hot: class value %lld at position %lld is negative",
+                                (long long)cls[i], (long long)i);
+            if (cls[i] > mx) mx = cls[i];
+        }
+        pdi_free(cls, bytes);
+        if (rc) {
+            pdi_error_prefix("one_hot"); /* "one_hot: to_buffer: ... is meta" */
+            return NULL;
         }
         num_classes = mx + 1;
     }
-    struct pdi_attrs a = {.i = {num_classes}};
+    struct pdi_attrs a = {.one_hot = {.num_classes = num_classes}};
     return pdi_call1(PD_OP_one_hot, ids, &a);
 }

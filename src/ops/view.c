@@ -81,12 +81,14 @@ int pdi_infer_view(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    if (c->a.nv > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "view: %d dims, at most %d", c->a.nv, PD_MAX_DIMS);
-    for (int i = 0; i < c->a.nv; i++)
-        if (c->a.v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "view: invalid size %lld for dim %d", (long long)c->a.v[i], i);
+    const struct pdi_ints *s = &c->a.shape.shape;
+    if (s->n < 0 || s->n > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "view: %lld dims, at most %d", (long long)s->n, PD_MAX_DIMS);
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "view: invalid size %lld for dim %d", (long long)s->v[i], i);
     m->dtype = x->dtype;
-    m->ndim = c->a.nv;
-    memcpy(m->shape, c->a.v, sizeof(int64_t) * (size_t)c->a.nv);
+    m->ndim = (int)s->n;
+    memcpy(m->shape, s->v, sizeof(int64_t) * (size_t)s->n);
     if (pdi_numel(m->shape, m->ndim) != pd_tensor_numel(x)) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
         return pdi_errorf(PD_ERR_INVALID, "view: cannot view %s as %s", pdi_shape_str(x->shape, x->ndim, b0, sizeof b0),
@@ -107,15 +109,17 @@ int pdi_infer_permute(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    if (c->a.nv != x->ndim) return pdi_errorf(PD_ERR_INVALID, "permute: %d axes given for a %d-d tensor", c->a.nv, x->ndim);
+    const struct pdi_ints *p = &c->a.permute.perm;
+    if (p->n != x->ndim)
+        return pdi_errorf(PD_ERR_INVALID, "permute: %lld axes given for a %d-d tensor", (long long)p->n, x->ndim);
     unsigned seen = 0;
     m->dtype = x->dtype;
     m->ndim = x->ndim;
     m->offset = x->offset;
     for (int i = 0; i < x->ndim; i++) {
-        int a = pdi_norm_axis((int)c->a.v[i], x->ndim);
+        int a = pdi_norm_axis((int)p->v[i], x->ndim);
         if (a < 0 || (seen & (1u << a)))
-            return pdi_errorf(PD_ERR_INVALID, "permute: axis %lld is out of range or repeated", (long long)c->a.v[i]);
+            return pdi_errorf(PD_ERR_INVALID, "permute: axis %lld is out of range or repeated", (long long)p->v[i]);
         seen |= 1u << a;
         m->shape[i] = x->shape[a];
         m->strides[i] = x->strides[a];
@@ -127,8 +131,9 @@ int pdi_infer_slice(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    int ax = (int)c->a.i[0];
-    int64_t start = c->a.i[1], stop = c->a.i[2], step = c->a.i[3];
+    const struct pdi_attrs_slice *s = &c->a.slice;
+    int ax = (int)s->axis;
+    int64_t start = s->start, stop = s->stop, step = s->step;
     if (ax < 0 || ax >= x->ndim || step <= 0 || start < 0 || stop < start || stop > x->shape[ax])
         return pdi_errorf(PD_ERR_INVALID, "slice: bad normalised slice (axis %d, %lld:%lld:%lld)", ax, (long long)start,
                           (long long)stop, (long long)step);
@@ -143,17 +148,19 @@ int pdi_infer_expand(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    int nd = c->a.nv, sh = nd - x->ndim;
+    const struct pdi_ints *s = &c->a.shape.shape;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-    if (nd > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "expand: %d dims, at most %d", nd, PD_MAX_DIMS);
+    if (s->n < 0 || s->n > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "expand: %lld dims, at most %d", (long long)s->n, PD_MAX_DIMS);
+    int nd = (int)s->n, sh = nd - x->ndim;
     if (sh < 0)
         return pdi_errorf(PD_ERR_INVALID, "expand: cannot expand %s to fewer dims %s",
-                          pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), pdi_shape_str(c->a.v, nd, b1, sizeof b1));
+                          pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), pdi_shape_str(s->v, nd, b1, sizeof b1));
     m->dtype = x->dtype;
     m->ndim = nd;
     m->offset = x->offset;
     for (int i = 0; i < nd; i++) {
-        int64_t want = c->a.v[i];
+        int64_t want = s->v[i];
         int64_t have = i < sh ? 1 : x->shape[i - sh];
         if (want == -1) {
             if (i < sh) return pdi_errorf(PD_ERR_INVALID, "expand: -1 is not allowed for a new leading dim");
@@ -162,7 +169,7 @@ int pdi_infer_expand(struct pdi_call *c)
         if (want < 0) return pdi_errorf(PD_ERR_INVALID, "expand: invalid size %lld for dim %d", (long long)want, i);
         if (have != want && have != 1)
             return pdi_errorf(PD_ERR_INVALID, "expand: cannot expand %s to %s (dim %d is %lld, not 1)",
-                              pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), pdi_shape_str(c->a.v, nd, b1, sizeof b1),
+                              pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), pdi_shape_str(s->v, nd, b1, sizeof b1),
                               i, (long long)have);
         m->shape[i] = want;
         m->strides[i] = (i < sh || have != want) ? 0 : x->strides[i - sh];
@@ -170,14 +177,14 @@ int pdi_infer_expand(struct pdi_call *c)
     return PD_OK;
 }
 
-static int diag_geometry(const struct pdi_attrs *a, const int64_t *shape, int nd, int *ax1, int *ax2, int64_t *len,
-                         int64_t *start1, int64_t *start2)
+static int diag_geometry(const struct pdi_attrs_diagonal *a, const int64_t *shape, int nd, int *ax1, int *ax2,
+                         int64_t *len, int64_t *start1, int64_t *start2)
 {
-    *ax1 = pdi_norm_axis((int)a->i[1], nd);
-    *ax2 = pdi_norm_axis((int)a->i[2], nd);
+    *ax1 = pdi_norm_axis((int)a->axis1, nd);
+    *ax2 = pdi_norm_axis((int)a->axis2, nd);
     if (nd < 2 || *ax1 < 0 || *ax2 < 0 || *ax1 == *ax2)
         return pdi_errorf(PD_ERR_INVALID, "diagonal: need two different axes of a tensor with at least 2 dims");
-    int64_t off = a->i[0];
+    int64_t off = a->offset;
     *start1 = off >= 0 ? 0 : -off;
     *start2 = off >= 0 ? off : 0;
     int64_t l1 = shape[*ax1] - *start1, l2 = shape[*ax2] - *start2;
@@ -192,7 +199,7 @@ int pdi_infer_diagonal(struct pdi_call *c)
     struct pdi_meta *m = &c->meta[0];
     int a1 = 0, a2 = 0;
     int64_t len = 0, s1 = 0, s2 = 0;
-    if (diag_geometry(&c->a, x->shape, x->ndim, &a1, &a2, &len, &s1, &s2)) return PD_ERR_INVALID;
+    if (diag_geometry(&c->a.diagonal, x->shape, x->ndim, &a1, &a2, &len, &s1, &s2)) return PD_ERR_INVALID;
     m->dtype = x->dtype;
     m->ndim = 0;
     for (int i = 0; i < x->ndim; i++) {
@@ -206,24 +213,27 @@ int pdi_infer_diagonal(struct pdi_call *c)
     return PD_OK;
 }
 
-/* Output of shape v (the forward input's shape); check that the forward op
- * with these attributes maps that shape onto the gradient's. */
-static int infer_backward_of_view(struct pdi_call *c, int (*forward_infer)(struct pdi_call *))
+/* Output of shape `shape` (the forward input's shape); check that the
+ * forward op fop with attributes fa maps that shape onto the gradient's. */
+static int infer_backward_of_view(struct pdi_call *c, const struct pdi_ints *shape, enum pd_op fop,
+                                  const struct pdi_attrs *fa, int (*forward_infer)(struct pdi_call *))
 {
     const struct pd_tensor *g = c->in[0];
     struct pdi_meta *m = &c->meta[0];
-    if (c->a.nv > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "%s: shape has %d dims", pdi_ops[c->op].name, c->a.nv);
-    for (int i = 0; i < c->a.nv; i++)
-        if (c->a.v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "%s: negative dim in shape", pdi_ops[c->op].name);
+    if (shape->n < 0 || shape->n > PD_MAX_DIMS)
+        return pdi_errorf(PD_ERR_INVALID, "%s: shape has %lld dims", pdi_ops[c->op].name, (long long)shape->n);
+    int nd = (int)shape->n;
+    for (int i = 0; i < nd; i++)
+        if (shape->v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "%s: negative dim in shape", pdi_ops[c->op].name);
     /* run the forward infer on a shape-only stand-in of the input */
     struct pd_tensor x = {0};
     x.dtype = g->dtype;
-    x.ndim = c->a.nv;
-    memcpy(x.shape, c->a.v, sizeof(int64_t) * (size_t)c->a.nv);
+    x.ndim = nd;
+    memcpy(x.shape, shape->v, sizeof(int64_t) * (size_t)nd);
     pdi_contiguous_strides(x.shape, x.ndim, x.strides);
     struct pd_tensor *xin[1] = {&x};
     struct pdi_meta fm;
-    struct pdi_call fc = {.op = c->op, .n_in = 1, .n_out = 1, .in = xin, .a = c->a, .meta = &fm};
+    struct pdi_call fc = {.op = fop, .n_in = 1, .n_out = 1, .in = xin, .a = *fa, .meta = &fm};
     if (forward_infer(&fc)) return PD_ERR_INVALID;
     if (fm.ndim != g->ndim || memcmp(fm.shape, g->shape, sizeof(int64_t) * (size_t)g->ndim)) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
@@ -232,13 +242,49 @@ static int infer_backward_of_view(struct pdi_call *c, int (*forward_infer)(struc
                           pdi_shape_str(fm.shape, fm.ndim, b1, sizeof b1));
     }
     m->dtype = g->dtype;
-    m->ndim = c->a.nv;
-    memcpy(m->shape, c->a.v, sizeof(int64_t) * (size_t)c->a.nv);
+    m->ndim = nd;
+    memcpy(m->shape, shape->v, sizeof(int64_t) * (size_t)nd);
     return PD_OK;
 }
 
-int pdi_infer_slice_backward(struct pdi_call *c) { return infer_backward_of_view(c, pdi_infer_slice); }
-int pdi_infer_diagonal_backward(struct pdi_call *c) { return infer_backward_of_view(c, pdi_infer_diagonal); }
+/* The forward attributes of a slice/diagonal backward, and back. */
+static struct pdi_attrs slice_of(const struct pdi_attrs_slice_backward *b)
+{
+    return (struct pdi_attrs){.slice = {.axis = b->axis, .start = b->start, .stop = b->stop, .step = b->step}};
+}
+
+static struct pdi_attrs slice_backward_of(const struct pdi_attrs_slice *s, const struct pdi_meta *in)
+{
+    struct pdi_attrs a = {.slice_backward = {.axis = s->axis, .start = s->start, .stop = s->stop, .step = s->step}};
+    a.slice_backward.input_shape.n = in->ndim;
+    memcpy(a.slice_backward.input_shape.v, in->shape, sizeof(int64_t) * (size_t)in->ndim);
+    return a;
+}
+
+static struct pdi_attrs diagonal_of(const struct pdi_attrs_diagonal_backward *b)
+{
+    return (struct pdi_attrs){.diagonal = {.offset = b->offset, .axis1 = b->axis1, .axis2 = b->axis2}};
+}
+
+static struct pdi_attrs diagonal_backward_of(const struct pdi_attrs_diagonal *d, const struct pdi_meta *in)
+{
+    struct pdi_attrs a = {.diagonal_backward = {.offset = d->offset, .axis1 = d->axis1, .axis2 = d->axis2}};
+    a.diagonal_backward.input_shape.n = in->ndim;
+    memcpy(a.diagonal_backward.input_shape.v, in->shape, sizeof(int64_t) * (size_t)in->ndim);
+    return a;
+}
+
+int pdi_infer_slice_backward(struct pdi_call *c)
+{
+    struct pdi_attrs fa = slice_of(&c->a.slice_backward);
+    return infer_backward_of_view(c, &c->a.slice_backward.input_shape, PD_OP_slice, &fa, pdi_infer_slice);
+}
+
+int pdi_infer_diagonal_backward(struct pdi_call *c)
+{
+    struct pdi_attrs fa = diagonal_of(&c->a.diagonal_backward);
+    return infer_backward_of_view(c, &c->a.diagonal_backward.input_shape, PD_OP_diagonal, &fa, pdi_infer_diagonal);
+}
 
 /* ---- VJP rules (public ops only) ------------------------------------- */
 int pdi_vjp_view(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
@@ -251,24 +297,21 @@ int pdi_vjp_permute(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
 {
     int inv[PD_MAX_DIMS];
     int nd = n->in_meta[0].ndim;
-    for (int i = 0; i < nd; i++) inv[pdi_norm_axis((int)n->a.v[i], nd)] = i;
+    for (int i = 0; i < nd; i++) inv[pdi_norm_axis((int)n->a.permute.perm.v[i], nd)] = i;
     gin[0] = pd_permute(g[0], inv, nd);
     return gin[0] ? PD_OK : pd_last_status();
 }
 
 int pdi_vjp_slice(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = n->a;
-    a.nv = n->in_meta[0].ndim;
-    memcpy(a.v, n->in_meta[0].shape, sizeof(int64_t) * (size_t)a.nv);
+    struct pdi_attrs a = slice_backward_of(&n->a.slice, &n->in_meta[0]);
     gin[0] = pdi_call1(PD_OP_slice_backward, g[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
 
 int pdi_vjp_slice_backward(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = n->a;
-    a.nv = 0;
+    struct pdi_attrs a = slice_of(&n->a.slice_backward);
     gin[0] = pdi_call1(PD_OP_slice, g[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
@@ -281,17 +324,14 @@ int pdi_vjp_expand(struct pdi_node *n, struct pd_tensor *const *g, struct pd_ten
 
 int pdi_vjp_diagonal(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = n->a;
-    a.nv = n->in_meta[0].ndim;
-    memcpy(a.v, n->in_meta[0].shape, sizeof(int64_t) * (size_t)a.nv);
+    struct pdi_attrs a = diagonal_backward_of(&n->a.diagonal, &n->in_meta[0]);
     gin[0] = pdi_call1(PD_OP_diagonal_backward, g[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
 
 int pdi_vjp_diagonal_backward(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pdi_attrs a = n->a;
-    a.nv = 0;
+    struct pdi_attrs a = diagonal_of(&n->a.diagonal_backward);
     gin[0] = pdi_call1(PD_OP_diagonal, g[0], &a);
     return gin[0] ? PD_OK : pd_last_status();
 }
@@ -307,20 +347,19 @@ int pdi_vjp_copy(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 struct pd_tensor *pd_view(struct pd_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x) return NULL;
-    struct pdi_attrs a = {0};
-    if (resolve_shape("view", x, shape, ndim, a.v)) return NULL;
-    a.nv = ndim;
+    struct pdi_attrs a = {.shape = {.shape = {.n = ndim}}};
+    if (resolve_shape("view", x, shape, ndim, a.shape.shape.v)) return NULL;
     return pdi_call1(PD_OP_view, x, &a);
 }
 
 struct pd_tensor *pd_reshape(struct pd_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x) return NULL;
-    struct pdi_attrs a = {0};
-    if (resolve_shape("reshape", x, shape, ndim, a.v)) return NULL;
-    a.nv = ndim;
+    struct pdi_attrs a = {.shape = {.shape = {.n = ndim}}};
+    if (resolve_shape("reshape", x, shape, ndim, a.shape.shape.v)) return NULL;
     int64_t st[PD_MAX_DIMS];
-    if (nocopy_strides(x->shape, x->strides, x->ndim, a.v, ndim, st) == 0) return pdi_call1(PD_OP_view, x, &a);
+    if (nocopy_strides(x->shape, x->strides, x->ndim, a.shape.shape.v, ndim, st) == 0)
+        return pdi_call1(PD_OP_view, x, &a);
     struct pd_tensor *c = pd_contiguous(x);
     return c ? pdi_call1(PD_OP_view, c, &a) : NULL;
 }
@@ -329,9 +368,8 @@ struct pd_tensor *pd_permute(struct pd_tensor *x, const int *perm, int ndim)
 {
     if (!x) return NULL;
     if (ndim < 0 || ndim > PD_MAX_DIMS || (ndim && !perm)) return pdi_error(PD_ERR_INVALID, "permute: bad permutation");
-    struct pdi_attrs a = {0};
-    for (int i = 0; i < ndim; i++) a.v[i] = perm[i];
-    a.nv = ndim;
+    struct pdi_attrs a = {.permute = {.perm = {.n = ndim}}};
+    for (int i = 0; i < ndim; i++) a.permute.perm.v[i] = perm[i];
     return pdi_call1(PD_OP_permute, x, &a);
 }
 
@@ -360,7 +398,7 @@ struct pd_tensor *pd_slice(struct pd_tensor *x, int axis, int64_t start, int64_t
     if (stop < 0) stop += n;
     start = start < 0 ? 0 : start > n ? n : start;
     stop = stop < start ? start : stop > n ? n : stop;
-    struct pdi_attrs a = {.i = {ax, start, stop, step}};
+    struct pdi_attrs a = {.slice = {.axis = ax, .start = start, .stop = stop, .step = step}};
     return pdi_call1(PD_OP_slice, x, &a);
 }
 
@@ -368,9 +406,8 @@ struct pd_tensor *pd_expand(struct pd_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x) return NULL;
     if (ndim < 0 || ndim > PD_MAX_DIMS) return pdi_error(PD_ERR_INVALID, "expand: ndim %d outside [0, %d]", ndim, PD_MAX_DIMS);
-    struct pdi_attrs a = {0};
-    memcpy(a.v, shape, sizeof(int64_t) * (size_t)ndim);
-    a.nv = ndim;
+    struct pdi_attrs a = {.shape = {.shape = {.n = ndim}}};
+    memcpy(a.shape.shape.v, shape, sizeof(int64_t) * (size_t)ndim);
     return pdi_call1(PD_OP_expand, x, &a);
 }
 
@@ -436,7 +473,7 @@ int pd_unbind(struct pd_tensor *x, int axis, struct pd_tensor **out)
 
 struct pd_tensor *pd_diagonal(struct pd_tensor *x, int64_t offset, int axis1, int axis2)
 {
-    struct pdi_attrs a = {.i = {offset, axis1, axis2}};
+    struct pdi_attrs a = {.diagonal = {.offset = offset, .axis1 = axis1, .axis2 = axis2}};
     return pdi_call1(PD_OP_diagonal, x, &a);
 }
 

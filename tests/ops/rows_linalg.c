@@ -3,6 +3,8 @@
  * helper op, whose gradchecks are the second-order checks of the forward
  * ops. Float inputs stay under ~200 elements except in the no-gradcheck
  * rows that exercise the GEMM paths (threads, batch folding). */
+#include <string.h>
+
 #include "ops/harness.h"
 
 #define FLOW OPT_DT_FLOW
@@ -43,7 +45,8 @@ static struct pd_tensor *f_mm_sliced(struct pd_tensor **in)
         int s[2] = {s0, s1}, p[2] = {p0, p1}, d[2] = {d0, d1};                                                        \
         return pd_conv2d(in[0], in[1], in[2], s, p, d, g);                                                            \
     }                                                                                                            \
-    static __attribute__((unused)) const struct pdi_attrs a_conv_##name = {.i = {s0, s1, p0, p1, d0, d1, g}};
+    static __attribute__((unused)) const struct pdi_attrs_conv2d a_conv_##name = {                                   \
+        .stride_h = s0, .stride_w = s1, .pad_h = p0, .pad_w = p1, .dilation_h = d0, .dilation_w = d1, .groups = g};
 CONV_FN(basic, 1, 1, 0, 0, 1, 1, 1)
 CONV_FN(stride_pad, 2, 1, 1, 0, 1, 1, 1)
 CONV_FN(dilation, 1, 2, 1, 2, 2, 2, 1)
@@ -51,20 +54,22 @@ CONV_FN(groups, 1, 1, 1, 1, 1, 1, 2)
 CONV_FN(depthwise, 2, 2, 1, 1, 1, 1, 3)
 CONV_FN(floor, 2, 2, 0, 0, 1, 1, 1)
 
-static struct pd_tensor *bwd_data(struct pd_tensor *g, struct pd_tensor *w, const struct pdi_attrs *a, int64_t n,
+static struct pd_tensor *bwd_data(struct pd_tensor *g, struct pd_tensor *w, const struct pdi_attrs_conv2d *a, int64_t n,
                                   int64_t c, int64_t h, int64_t wd)
 {
-    struct pdi_attrs r = *a;
-    r.v[0] = n; r.v[1] = c; r.v[2] = h; r.v[3] = wd;
-    r.nv = 4;
+    struct pdi_attrs r = {.conv2d_backward_data = {.stride_h = a->stride_h, .stride_w = a->stride_w,
+                                                   .pad_h = a->pad_h, .pad_w = a->pad_w, .dilation_h = a->dilation_h,
+                                                   .dilation_w = a->dilation_w, .groups = a->groups,
+                                                   .input_shape = {4, {n, c, h, wd}}}};
     return pdi_call2(PD_OP_conv2d_backward_data, g, w, &r);
 }
-static struct pd_tensor *bwd_weight(struct pd_tensor *g, struct pd_tensor *x, const struct pdi_attrs *a, int64_t o,
-                                    int64_t c, int64_t kh, int64_t kw)
+static struct pd_tensor *bwd_weight(struct pd_tensor *g, struct pd_tensor *x, const struct pdi_attrs_conv2d *a,
+                                    int64_t o, int64_t c, int64_t kh, int64_t kw)
 {
-    struct pdi_attrs r = *a;
-    r.v[0] = o; r.v[1] = c; r.v[2] = kh; r.v[3] = kw;
-    r.nv = 4;
+    struct pdi_attrs r = {.conv2d_backward_weight = {.stride_h = a->stride_h, .stride_w = a->stride_w,
+                                                     .pad_h = a->pad_h, .pad_w = a->pad_w,
+                                                     .dilation_h = a->dilation_h, .dilation_w = a->dilation_w,
+                                                     .groups = a->groups, .weight_shape = {4, {o, c, kh, kw}}}};
     return pdi_call2(PD_OP_conv2d_backward_weight, g, x, &r);
 }
 /* shapes: see the rows */
@@ -99,25 +104,31 @@ static struct pd_tensor *f_avgp_basic(struct pd_tensor **in)
     return pd_avg_pool2d(in[0], k, NULL, NULL);
 }
 /* kernel 3, stride 2, padding 1 on [.., 7, 6] -> [.., 4, 3] */
-static const struct pdi_attrs a_pool = {.i = {3, 3, 2, 2, 1, 1, 0}};
-static const struct pdi_attrs a_pool_incl = {.i = {3, 3, 2, 2, 1, 1, 1}};
-static const struct pdi_attrs a_pool_rect = {.i = {2, 3, 1, 2, 1, 0, 0}};
+#define POOL(kh, kw, sh, sw, ph, pw) \
+    .kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw, .pad_h = ph, .pad_w = pw
+static const struct pdi_attrs a_pool = {.pool2d = {POOL(3, 3, 2, 2, 1, 1)}};
+static const struct pdi_attrs a_pool_rect = {.pool2d = {POOL(2, 3, 1, 2, 1, 0)}};
+static const struct pdi_attrs a_avg = {.avg_pool2d = {POOL(3, 3, 2, 2, 1, 1), .count_include_pad = 0}};
+static const struct pdi_attrs a_avg_incl = {.avg_pool2d = {POOL(3, 3, 2, 2, 1, 1), .count_include_pad = 1}};
+static const struct pdi_attrs a_avg_rect = {.avg_pool2d = {POOL(2, 3, 1, 2, 1, 0), .count_include_pad = 0}};
 static struct pd_tensor *f_maxp_pad(struct pd_tensor **in) { return pdi_call1(PD_OP_max_pool2d, in[0], &a_pool); }
 static struct pd_tensor *f_maxp_rect(struct pd_tensor **in) { return pdi_call1(PD_OP_max_pool2d, in[0], &a_pool_rect); }
-static struct pd_tensor *f_avgp_pad(struct pd_tensor **in) { return pdi_call1(PD_OP_avg_pool2d, in[0], &a_pool); }
-static struct pd_tensor *f_avgp_incl(struct pd_tensor **in) { return pdi_call1(PD_OP_avg_pool2d, in[0], &a_pool_incl); }
-static struct pd_tensor *f_avgp_rect(struct pd_tensor **in) { return pdi_call1(PD_OP_avg_pool2d, in[0], &a_pool_rect); }
+static struct pd_tensor *f_avgp_pad(struct pd_tensor **in) { return pdi_call1(PD_OP_avg_pool2d, in[0], &a_avg); }
+static struct pd_tensor *f_avgp_incl(struct pd_tensor **in) { return pdi_call1(PD_OP_avg_pool2d, in[0], &a_avg_incl); }
+static struct pd_tensor *f_avgp_rect(struct pd_tensor **in) { return pdi_call1(PD_OP_avg_pool2d, in[0], &a_avg_rect); }
 static struct pd_tensor *f_maxp_bwd(struct pd_tensor **in) { return pdi_call2(PD_OP_max_pool2d_backward, in[0], in[1], &a_pool); }
 static struct pd_tensor *f_maxp_gather(struct pd_tensor **in) { return pdi_call2(PD_OP_max_pool2d_gather, in[0], in[1], &a_pool); }
 static struct pd_tensor *avgp_bwd(struct pd_tensor *g, const struct pdi_attrs *a)
 {
-    struct pdi_attrs r = *a;
-    r.v[0] = 1; r.v[1] = 2; r.v[2] = 7; r.v[3] = 6;
-    r.nv = 4;
+    struct pdi_attrs r;
+    memset(&r, 0, sizeof r);
+    r.avg_pool2d = a->avg_pool2d; /* avg_pool2d_backward's set begins with avg_pool2d's */
+    r.avg_pool2d_backward.input_shape = (struct pdi_ints){4, {1, 2, 7, 6}};
     return pdi_call1(PD_OP_avg_pool2d_backward, g, &r);
 }
-static struct pd_tensor *f_avgp_bwd(struct pd_tensor **in) { return avgp_bwd(in[0], &a_pool); }
-static struct pd_tensor *f_avgp_bwd_incl(struct pd_tensor **in) { return avgp_bwd(in[0], &a_pool_incl); }
+#undef POOL
+static struct pd_tensor *f_avgp_bwd(struct pd_tensor **in) { return avgp_bwd(in[0], &a_avg); }
+static struct pd_tensor *f_avgp_bwd_incl(struct pd_tensor **in) { return avgp_bwd(in[0], &a_avg_incl); }
 /* max pool through its backward (second order through the gather) */
 static struct pd_tensor *f_maxp_unbatched(struct pd_tensor **in)
 {

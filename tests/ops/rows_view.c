@@ -61,12 +61,12 @@ static struct pd_tensor *f_unbind(struct pd_tensor **in)
 static struct pd_tensor *f_clone(struct pd_tensor **in) { return pd_clone(in[0]); }
 static struct pd_tensor *f_slice_backward(struct pd_tensor **in)
 {
-    struct pdi_attrs a = {.i = {1, 1, 6, 2}, .v = {3, 7}, .nv = 2};
+    struct pdi_attrs a = {.slice_backward = {.axis = 1, .start = 1, .stop = 6, .step = 2, .input_shape = {2, {3, 7}}}};
     return pdi_call1(PD_OP_slice_backward, in[0], &a);
 }
 static struct pd_tensor *f_diagonal_backward(struct pd_tensor **in)
 {
-    struct pdi_attrs a = {.i = {1, 0, 1}, .v = {4, 5}, .nv = 2};
+    struct pdi_attrs a = {.diagonal_backward = {.offset = 1, .axis1 = 0, .axis2 = 1, .input_shape = {2, {4, 5}}}};
     return pdi_call1(PD_OP_diagonal_backward, in[0], &a);
 }
 

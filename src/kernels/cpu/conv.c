@@ -24,7 +24,8 @@ enum { K_CONV_FWD = 1, K_CONV_DATA, K_CONV_WEIGHT, K_POOL_FWD, K_POOL_BWD };
 struct conv_key {
     int kind, dt, bias, alg;
     int64_t x[4], w[4], y[4];
-    int64_t a[8];
+    struct pdi_attrs_conv2d conv; /* convolutions (zero for pools) */
+    struct pdi_attrs_pool2d pool; /* pools (zero for convolutions) */
 };
 
 /* ---- convolution ----------------------------------------------------- */
@@ -33,7 +34,7 @@ static dnnl_status_t conv_mds(const struct conv_key *k, dnnl_memory_desc_t *x, d
 {
     dnnl_data_type_t dt = (dnnl_data_type_t)k->dt;
     dnnl_dims_t dx = {k->x[0], k->x[1], k->x[2], k->x[3]}, dy = {k->y[0], k->y[1], k->y[2], k->y[3]};
-    int64_t g = k->a[6];
+    int64_t g = k->conv.groups;
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(x, 4, dx, dt, dnnl_nchw);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(y, 4, dy, dt, dnnl_nchw);
     if (st != dnnl_success) return st;
@@ -64,7 +65,9 @@ static dnnl_status_t build_conv(const void *key, struct pdi_dnnl_entry *e)
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wa, w.ndims, w.dims, w.data_type, dnnl_format_tag_any);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&ya, y.ndims, y.dims, y.data_type, dnnl_format_tag_any);
     if (st != dnnl_success) return st;
-    dnnl_dims_t strides = {k->a[0], k->a[1]}, pad = {k->a[2], k->a[3]}, dil = {k->a[4] - 1, k->a[5] - 1};
+    const struct pdi_attrs_conv2d *p = &k->conv;
+    dnnl_dims_t strides = {p->stride_h, p->stride_w}, pad = {p->pad_h, p->pad_w};
+    dnnl_dims_t dil = {p->dilation_h - 1, p->dilation_w - 1};
     dnnl_convolution_desc_t fd, bd;
     st = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
                                                      k->kind == K_CONV_FWD && k->bias ? &b : NULL, &ya, strides, dil,
@@ -211,7 +214,7 @@ static int cpu_conv(const struct pdi_kcall *k, int kind)
     memcpy(key.x, x->shape, sizeof key.x);
     memcpy(key.w, w->shape, sizeof key.w);
     memcpy(key.y, y->shape, sizeof key.y);
-    memcpy(key.a, k->a->i, sizeof key.a);
+    key.conv = k->a->conv2d; /* the backward ops' sets begin with conv2d's */
     enum pd_dtype cd;
     struct pdi_dnnl_entry *e = get_native_or_f32(&key, k->out[0].dtype, &cd, build_conv);
     if (!e) return pd_last_status();
@@ -242,7 +245,8 @@ static dnnl_status_t build_pool(const void *key, struct pdi_dnnl_entry *e)
     dnnl_status_t st = dnnl_memory_desc_init_by_tag(&x, 4, dx, dt, dnnl_nchw);
     if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&y, 4, dy, dt, dnnl_nchw);
     if (st != dnnl_success) return st;
-    dnnl_dims_t kern = {k->a[0], k->a[1]}, strides = {k->a[2], k->a[3]}, pad = {k->a[4], k->a[5]};
+    const struct pdi_attrs_pool2d *p = &k->pool;
+    dnnl_dims_t kern = {p->kernel_h, p->kernel_w}, strides = {p->stride_h, p->stride_w}, pad = {p->pad_h, p->pad_w};
     dnnl_pooling_desc_t fd, bd;
     dnnl_alg_kind_t alg = (dnnl_alg_kind_t)k->alg;
     dnnl_prop_kind_t prop = k->kind == K_POOL_FWD ? dnnl_forward_inference : dnnl_forward_training;
@@ -275,7 +279,7 @@ static int cpu_pool(const struct pdi_kcall *k, int kind, dnnl_alg_kind_t alg)
     key.alg = (int)alg;
     memcpy(key.x, x->shape, sizeof key.x);
     memcpy(key.y, y->shape, sizeof key.y);
-    memcpy(key.a, k->a->i, 6 * sizeof(int64_t));
+    key.pool = k->a->pool2d; /* the avg sets begin with pool2d's */
     enum pd_dtype cd;
     struct pdi_dnnl_entry *e = get_native_or_f32(&key, res->dtype, &cd, build_pool);
     if (!e) return pd_last_status();
@@ -288,7 +292,7 @@ static int cpu_pool(const struct pdi_kcall *k, int kind, dnnl_alg_kind_t alg)
 
 static dnnl_alg_kind_t avg_alg(const struct pdi_kcall *k)
 {
-    return k->a->i[6] ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+    return k->a->avg_pool2d.count_include_pad ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
 }
 
 static int cpu_max_pool2d(const struct pdi_kcall *k) { return cpu_pool(k, K_POOL_FWD, dnnl_pooling_max); }
@@ -299,18 +303,18 @@ static int cpu_avg_pool2d_backward(const struct pdi_kcall *k) { return cpu_pool(
 /* x, g: contiguous f32 planes. scatter: gx[argmax] += gy (gx zeroed);
  * else (gather): gy = g[argmax]. One (n, c) plane per task. */
 static void max_route(const float *x, float *gplane_x, float *gplane_y, int64_t planes, int64_t hh, int64_t ww,
-                      int64_t oh, int64_t ow, const int64_t *p, int scatter)
+                      int64_t oh, int64_t ow, const struct pdi_attrs_pool2d *p, int scatter)
 {
-PDI_FOR(planes * oh * ow * p[0] * p[1] > 32768, pl, planes, {
+PDI_FOR(planes * oh * ow * p->kernel_h * p->kernel_w > 32768, pl, planes, {
         const float *xp = x + pl * hh * ww;
         float *gx = gplane_x + pl * hh * ww, *gy = gplane_y + pl * oh * ow;
         if (scatter) memset(gx, 0, sizeof(float) * (size_t)(hh * ww));
         for (int64_t i = 0; i < oh; i++) {
-            int64_t h0 = i * p[2] - p[4];
-            int64_t a0 = h0 < 0 ? -h0 : 0, a1 = h0 + p[0] > hh ? hh - h0 : p[0];
+            int64_t h0 = i * p->stride_h - p->pad_h;
+            int64_t a0 = h0 < 0 ? -h0 : 0, a1 = h0 + p->kernel_h > hh ? hh - h0 : p->kernel_h;
             for (int64_t j = 0; j < ow; j++) {
-                int64_t v0 = j * p[3] - p[5];
-                int64_t b0 = v0 < 0 ? -v0 : 0, b1 = v0 + p[1] > ww ? ww - v0 : p[1];
+                int64_t v0 = j * p->stride_w - p->pad_w;
+                int64_t b0 = v0 < 0 ? -v0 : 0, b1 = v0 + p->kernel_w > ww ? ww - v0 : p->kernel_w;
                 int64_t best = (h0 + a0) * ww + v0 + b0;
                 float bv = xp[best];
                 for (int64_t a = a0; a < a1; a++) {
@@ -352,8 +356,8 @@ static int cpu_max_route(const struct pdi_kcall *k, int scatter)
         pdi_linalg_contig_view(res, PD_F32, br, &pr);
         rf = br;
     }
-    if (scatter) max_route(xf, rf, (float *)gf, nc, hh, ww, oh, ow, k->a->i, 1);
-    else max_route(xf, (float *)gf, rf, nc, hh, ww, oh, ow, k->a->i, 0);
+    if (scatter) max_route(xf, rf, (float *)gf, nc, hh, ww, oh, ow, &k->a->pool2d, 1);
+    else max_route(xf, (float *)gf, rf, nc, hh, ww, oh, ow, &k->a->pool2d, 0);
     if (br) pdi_linalg_copy(res, &pr);
 out:
     pdi_linalg_unpack_free(bx, &px);

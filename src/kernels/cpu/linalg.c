@@ -759,7 +759,7 @@ static int matmul_f64(const struct pdi_kcall *kc, const struct opnd *a0, const s
 static int cpu_matmul(const struct pdi_kcall *kc)
 {
     const struct pd_kview *av = &kc->in[0], *bv = &kc->in[1], *y = &kc->out[0];
-    int ta = (int)kc->a->i[0], tb = (int)kc->a->i[1], nb = y->ndim - 2;
+    int ta = (int)kc->a->matmul.trans_a, tb = (int)kc->a->matmul.trans_b, nb = y->ndim - 2;
     enum pd_dtype dt = y->dtype;
     int64_t ny = pdi_kview_numel(y);
     if (ny == 0) return PD_OK;

@@ -463,7 +463,7 @@ static int cpu_softmax(const struct pdi_kcall *k)
 {
     struct pd_kview x = k->in[0], y = k->out[0];
     int log_out = k->op == PD_OP_log_softmax;
-    int ax = (int)k->a->i[0];
+    int ax = (int)k->a->softmax.axis;
     if (x.ndim == 0) { /* one element: a row of length 1 */
         x.ndim = y.ndim = 1;
         x.shape[0] = y.shape[0] = 1;
@@ -729,7 +729,7 @@ out:
 static int cpu_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
-    int64_t ignore = k->a->i[0], reduction = k->a->i[1];
+    int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
         N = lp->shape[0];
@@ -798,7 +798,7 @@ PDI_FOR(par, i, n, {
 static int cpu_one_hot(const struct pdi_kcall *k)
 {
     const struct pd_kview *ids = &k->in[0], *y = &k->out[0];
-    int64_t n = pdi_kview_numel(ids), C = k->a->i[0];
+    int64_t n = pdi_kview_numel(ids), C = k->a->one_hot.num_classes;
     size_t ies = pd_dtype_size(ids->dtype);
     int64_t *out = (int64_t *)y->data;
     memset(out, 0, sizeof *out * (size_t)(n * C));

@@ -49,7 +49,7 @@ static void release(double *p, int64_t n) { pdi_free(p, (size_t)(n > 0 ? n : 1) 
 static int ref_matmul(const struct pdi_kcall *k)
 {
     const struct pd_kview *a = &k->in[0], *b = &k->in[1], *y = &k->out[0];
-    int ta = (int)k->a->i[0], tb = (int)k->a->i[1];
+    int ta = (int)k->a->matmul.trans_a, tb = (int)k->a->matmul.trans_b;
     int nd = y->ndim, nbat = nd - 2, ba = a->ndim - 2, bb = b->ndim - 2;
     int64_t m = y->shape[nd - 2], n = y->shape[nd - 1], kk = a->shape[a->ndim - 1 - ta];
     int64_t batch = pdi_numel(y->shape, nbat);
@@ -96,8 +96,9 @@ static int ref_conv(const struct pdi_kcall *k, enum conv_mode mode)
     if (mode == CONV_FWD) { x = &k->in[0]; w = &k->in[1]; y = res; }
     else if (mode == CONV_DATA) { y = &k->in[0]; w = &k->in[1]; x = res; }
     else { y = &k->in[0]; x = &k->in[1]; w = res; }
-    const int64_t *p = k->a->i;
-    int64_t sh = p[0], sw = p[1], ph = p[2], pw = p[3], dh = p[4], dw = p[5], groups = p[6];
+    const struct pdi_attrs_conv2d *p = &k->a->conv2d; /* the backward ops' sets begin with conv2d's */
+    int64_t sh = p->stride_h, sw = p->stride_w, ph = p->pad_h, pw = p->pad_w, dh = p->dilation_h, dw = p->dilation_w;
+    int64_t groups = p->groups;
     int64_t nn = x->shape[0], hh = x->shape[2], ww = x->shape[3];
     int64_t oc = w->shape[0], cg = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     int64_t oh = y->shape[2], ow = y->shape[3], og = oc / groups;
@@ -141,16 +142,16 @@ static int ref_conv2d_backward_weight(const struct pdi_kcall *k) { return ref_co
 /* ---- pooling --------------------------------------------------------- */
 /* Window (i, j) of plane (n, c) of x: first position of the maximum in
  * row-major window order, padding excluded. */
-static void window_argmax(const struct pd_kview *x, const int64_t *p, int64_t n, int64_t c, int64_t i, int64_t j,
-                          int64_t *bh, int64_t *bw)
+static void window_argmax(const struct pd_kview *x, const struct pdi_attrs_pool2d *p, int64_t n, int64_t c, int64_t i,
+                          int64_t j, int64_t *bh, int64_t *bw)
 {
     double best = 0;
     int found = 0;
-    for (int64_t a = 0; a < p[0]; a++) {
-        int64_t h = i * p[2] - p[4] + a;
+    for (int64_t a = 0; a < p->kernel_h; a++) {
+        int64_t h = i * p->stride_h - p->pad_h + a;
         if (h < 0 || h >= x->shape[2]) continue;
-        for (int64_t b = 0; b < p[1]; b++) {
-            int64_t v = j * p[3] - p[5] + b;
+        for (int64_t b = 0; b < p->kernel_w; b++) {
+            int64_t v = j * p->stride_w - p->pad_w + b;
             if (v < 0 || v >= x->shape[3]) continue;
             double e = at4(x, n, c, h, v);
             if (!found || e > best) { best = e; *bh = h; *bw = v; found = 1; }
@@ -159,11 +160,11 @@ static void window_argmax(const struct pd_kview *x, const int64_t *p, int64_t n,
 }
 
 /* Number of input elements averaged by window (i, j). */
-static int64_t window_count(const int64_t *p, int64_t hh, int64_t ww, int64_t i, int64_t j)
+static int64_t window_count(const struct pdi_attrs_avg_pool2d *p, int64_t hh, int64_t ww, int64_t i, int64_t j)
 {
-    if (p[6]) return p[0] * p[1];
-    int64_t h0 = i * p[2] - p[4], v0 = j * p[3] - p[5];
-    int64_t h1 = h0 + p[0] < hh ? h0 + p[0] : hh, v1 = v0 + p[1] < ww ? v0 + p[1] : ww;
+    if (p->count_include_pad) return p->kernel_h * p->kernel_w;
+    int64_t h0 = i * p->stride_h - p->pad_h, v0 = j * p->stride_w - p->pad_w;
+    int64_t h1 = h0 + p->kernel_h < hh ? h0 + p->kernel_h : hh, v1 = v0 + p->kernel_w < ww ? v0 + p->kernel_w : ww;
     if (h0 < 0) h0 = 0;
     if (v0 < 0) v0 = 0;
     return (h1 - h0) * (v1 - v0);
@@ -178,7 +179,8 @@ static int ref_pool(const struct pdi_kcall *k, enum pool_mode mode)
     const struct pd_kview *res = &k->out[0];
     const struct pd_kview *xv = mode == POOL_AVG_BWD ? res : mode == POOL_MAX_BWD || mode == POOL_MAX_GATHER ? &k->in[1] : &k->in[0];
     const struct pd_kview *yv = mode == POOL_MAX || mode == POOL_AVG || mode == POOL_MAX_GATHER ? res : &k->in[0];
-    const int64_t *p = k->a->i;
+    /* max ops read pool2d's set; the avg sets begin with it */
+    const struct pdi_attrs_pool2d *p = &k->a->pool2d;
     int64_t nn = xv->shape[0], cc = xv->shape[1], hh = xv->shape[2], ww = xv->shape[3];
     int64_t oh = yv->shape[2], ow = yv->shape[3];
     int64_t total = pdi_kview_numel(res);
@@ -198,13 +200,13 @@ static int ref_pool(const struct pdi_kcall *k, enum pool_mode mode)
             else acc[yi] = at4(&k->in[0], n, c, bh, bw);
             continue;
         }
-        double cnt = (double)window_count(p, hh, ww, i, j);
+        double cnt = (double)window_count(&k->a->avg_pool2d, hh, ww, i, j);
         double gy = mode == POOL_AVG_BWD ? at4(yv, n, c, i, j) / cnt : 0, s = 0;
-        for (int64_t a = 0; a < p[0]; a++) {
-            int64_t h = i * p[2] - p[4] + a;
+        for (int64_t a = 0; a < p->kernel_h; a++) {
+            int64_t h = i * p->stride_h - p->pad_h + a;
             if (h < 0 || h >= hh) continue;
-            for (int64_t b = 0; b < p[1]; b++) {
-                int64_t v = j * p[3] - p[5] + b;
+            for (int64_t b = 0; b < p->kernel_w; b++) {
+                int64_t v = j * p->stride_w - p->pad_w + b;
                 if (v < 0 || v >= ww) continue;
                 if (mode == POOL_AVG) s += at4(xv, n, c, h, v);
                 else acc[((n * cc + c) * hh + h) * ww + v] += gy;

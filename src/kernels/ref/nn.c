@@ -32,7 +32,7 @@ static int ref_softmax(const struct pdi_kcall *k)
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int log_out = k->op == PD_OP_log_softmax;
     int64_t outer, len, inner;
-    split_axis(x, (int)k->a->i[0], &outer, &len, &inner);
+    split_axis(x, (int)k->a->softmax.axis, &outer, &len, &inner);
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t i = 0; i < inner; i++) {
             double m = -INFINITY, s = 0;
@@ -56,7 +56,7 @@ static int ref_softmax(const struct pdi_kcall *k)
 static int ref_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
-    int64_t ignore = k->a->i[0], reduction = k->a->i[1];
+    int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
         N = lp->shape[0];
@@ -193,7 +193,7 @@ static int ref_embedding(const struct pdi_kcall *k)
 static int ref_one_hot(const struct pdi_kcall *k)
 {
     const struct pd_kview *ids = &k->in[0], *y = &k->out[0];
-    int64_t n = pdi_kview_numel(ids), C = k->a->i[0];
+    int64_t n = pdi_kview_numel(ids), C = k->a->one_hot.num_classes;
     for (int64_t i = 0; i < n; i++) {
         int64_t c = pdi_load_int(pdi_kview_ptr(ids, i), ids->dtype);
         if (c < 0 || c >= C)

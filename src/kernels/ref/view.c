@@ -21,8 +21,9 @@ static int ref_slice_backward(const struct pdi_kcall *k)
     size_t es = pd_dtype_size(y->dtype);
     memset(y->data, 0, (size_t)n * es);
     struct pd_kview dst = *y;
-    int ax = (int)k->a->i[0];
-    int64_t start = k->a->i[1], step = k->a->i[3];
+    const struct pdi_attrs_slice_backward *a = &k->a->slice_backward;
+    int ax = (int)a->axis;
+    int64_t start = a->start, step = a->step;
     dst.shape[ax] = g->shape[ax];
     dst.data += start * y->strides[ax] * (int64_t)es;
     dst.strides[ax] *= step;
@@ -38,8 +39,9 @@ static int ref_diagonal_backward(const struct pdi_kcall *k)
     size_t es = pd_dtype_size(y->dtype);
     memset(y->data, 0, (size_t)n * es);
     int nd = y->ndim;
-    int a1 = pdi_norm_axis((int)k->a->i[1], nd), a2 = pdi_norm_axis((int)k->a->i[2], nd);
-    int64_t off = k->a->i[0];
+    const struct pdi_attrs_diagonal_backward *a = &k->a->diagonal_backward;
+    int a1 = pdi_norm_axis((int)a->axis1, nd), a2 = pdi_norm_axis((int)a->axis2, nd);
+    int64_t off = a->offset;
     int64_t s1 = off >= 0 ? 0 : -off, s2 = off >= 0 ? off : 0;
     struct pd_kview dst = {.data = y->data, .dtype = y->dtype, .ndim = 0};
     for (int i = 0; i < nd; i++) {
