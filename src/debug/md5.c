@@ -190,7 +190,8 @@ static void md5_after(const struct pdi_call *c, uint64_t seq, void *ctx)
     for (int j = 0; j < c->n_out; j++) {
         const struct pd_tensor *t = c->out[j];
         char hex[33], shape[PDI_SHAPE_BUF];
-        if (!t || pd_md5_tensor(t, cur_mode, cur_decimals, hex)) snprintf(hex, sizeof hex, "-");
+        if (t && pdi_is_meta(t)) snprintf(hex, sizeof hex, "meta"); /* no data to hash */
+        else if (!t || pd_md5_tensor(t, cur_mode, cur_decimals, hex)) snprintf(hex, sizeof hex, "-");
         /* "[2, 3]" -> "[2,3]": one field per column keeps the file easy to split */
         pdi_shape_str(t ? t->shape : NULL, t ? t->ndim : 0, shape, sizeof shape);
         char *w = shape;
