@@ -79,12 +79,12 @@ int main(void)
     char *dot = slurp(path);
     /* nodes in capture order: x, w1, matmul_1, relu_1, w2, matmul_2, mean_1 */
     PT_CHECK(has(dot, "n0 [label=\"input:x\\ninput\\nout: f32 [4, 3]\""));
-    PT_CHECK(has(dot, "n2 [label=\"model.fc1/matmul_1\\nmatmul\\nin: f32 [4, 3], f32 [3, 5]\\nout: f32 [4, 5]\\nat "
+    PT_CHECK(has(dot, "n2 [label=\"model.fc1/matmul_1\\nmatmul(trans_a=0, trans_b=0)\\nin: f32 [4, 3], f32 [3, 5]\\nout: f32 [4, 5]\\nat "
                       "test_debug_graph.c:"));
     PT_CHECK(has(dot, "(mlp)\""));
     PT_CHECK(has(dot, "n3 [label=\"model.fc1/relu_1\\nrelu"));
     PT_CHECK(has(dot, "n5 [label=\"model.fc2/matmul_2\\nmatmul"));
-    PT_CHECK(has(dot, "n6 [label=\"mean_1\\nmean\\nin: f32 [4, 2]\\nout: f32 []"));
+    PT_CHECK(has(dot, "n6 [label=\"mean_1\\nmean(") && has(dot, ")\\nin: f32 [4, 2]\\nout: f32 []"));
     PT_CHECK(has(dot, "subgraph \"cluster_model.fc1\""));
     PT_CHECK(has(dot, "n0 -> n2 [label=\"input:x\\nf32 [4, 3]\"]"));
     PT_CHECK(has(dot, "n1 -> n2 [label=\"param:fc1.weight\\nf32 [3, 5]\"]"));

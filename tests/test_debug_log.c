@@ -46,7 +46,14 @@ int main(void)
     pd_scope_begin();
     pd_mul(a, w);
     pd_scope_end();
-    PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] mul_1"));
+    PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] mul_1 mul()"));
+    /* the op's attributes are printed from the op table */
+    c.n = 0;
+    pd_scope_begin();
+    pd_rms_norm(a, 1, NULL, 1e-6);
+    pd_scope_end();
+    PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] rms_norm_1 rms_norm(n_norm_axes=1, eps=1e-06, has_w=0, has_b=0)"));
+    c.n = 0;
     PT_CHECK(pd_log_parse("dispatch=4,autograd=3") == PD_OK);
     c.n = 0;
     pd_debug_reset_names();
@@ -80,13 +87,13 @@ int main(void)
     PT_CHECK(pd_log_guard_end() == PD_OK && pd_log_guard_end() == PD_OK);
     PT_CHECK(pd_get_log_level("dispatch") == 0);
     struct pd_tensor *loss = pd_sum(g, NULL, 0, 0); /* sum_1: outside */
-    PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] exp_1"));
+    PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] exp_1 exp()"));
     c.n = 0;
     PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
     pd_scope_end();
     /* backward: exp_1.grad logs (and the ops its VJP runs), the others not */
     PT_CHECK(has(&c, "[autograd:3] exp_1.grad"));
-    PT_CHECK(has(&c, "[dispatch:3] mul_2 in exp_1.grad"));
+    PT_CHECK(has(&c, "[dispatch:3] mul_2 mul() in exp_1.grad"));
     PT_CHECK(!has(&c, "sum_1.grad") && !has(&c, "mul_1.grad"));
     PT_CHECK(pd_log_guard_end() == PD_ERR_STATE && strstr(pd_last_error(), "no log guard"));
     PT_CHECK(pd_log_guard_begin("dispatch", -1) == PD_ERR_INVALID);

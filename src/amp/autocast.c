@@ -62,7 +62,7 @@ static int eligible(enum pd_dtype dt, enum pd_dtype target)
 
 int pdi_autocast_stage(struct pdi_call *c)
 {
-    if (c->inplace) return 0;
+    if (c->inplace || c->n_writes) return 0; /* never write into casts */
     int p = policy[c->op];
     if (p == PD_AUTOCAST_FOLLOW) return 0;
     enum pd_dtype target = p == PD_AUTOCAST_LOWER ? (enum pd_dtype)pdi_modes.autocast : PD_F32;

@@ -3,7 +3,9 @@
  * State machine per step: scale(loss) -> backward -> [unscale] -> step ->
  * update. unscale multiplies every gradient by the f32 inverse of the scale
  * (as torch does) after checking all of them for inf/NaN; when one is found
- * the gradients are left as they are (the step is skipped anyway). update
+ * the gradients are left as they are (the step is skipped anyway). The
+ * check and the in-place multiply are one multi-tensor op (amp_unscale,
+ * src/ops/ops_optim.def) whose 0-d found_inf is read once on the host. update
  * halves (backoff) on a bad step and resets the run of good steps, or
  * doubles (growth) after growth_interval good steps in a row.
  *
@@ -66,26 +68,56 @@ struct pd_tensor *pd_grad_scaler_scale(struct pd_grad_scaler *s, struct pd_tenso
     return pd_scale(loss, s->scale);
 }
 
+/* One amp_unscale op over every gradient: the owned ones (pdi_grad_owned)
+ * first, scaled in place when all are finite; the others are only checked
+ * by the op and, when all are finite, replaced by scaled copies here. */
+static int unscale_grads(struct pd_optimizer *o, double inv, int *found)
+{
+    struct pd_tensor **in = malloc(sizeof *in * (size_t)(2 * o->n + 1));
+    if (!in) return pdi_errorf(PD_ERR_NOMEM, "grad_scaler_unscale: out of memory");
+    struct pd_tensor **copy = in + o->n; /* leaves of the checked-only gradients */
+    int n_own = 0, n_copy = 0, rc = PD_OK;
+    for (int i = 0; i < o->n; i++) {
+        struct pd_tensor *g = o->params[i].p->grad;
+        if (!g) continue;
+        if (pdi_grad_owned(g)) in[n_own++] = g;
+        else copy[n_copy++] = o->params[i].p;
+    }
+    int prev = pd_no_grad_begin();
+    pd_scope_begin(); /* contiguous copies of strided gradients, found_inf */
+    int n_in = n_own;
+    for (int i = 0; i < n_copy && !rc; i++) {
+        struct pd_tensor *g = copy[i]->grad;
+        if (!pd_tensor_is_contiguous(g) && !(g = pd_contiguous(g))) rc = pd_last_status();
+        in[n_in++] = g;
+    }
+    *found = 0;
+    if (!rc && n_in) {
+        struct pd_tensor *out[1];
+        struct pdi_call c = {.op = PD_OP_amp_unscale, .n_in = n_in, .n_out = 1, .in = in, .out = out};
+        c.a.amp_unscale.inv_scale = inv;
+        c.a.amp_unscale.n_inplace = n_own;
+        rc = pdi_dispatch(&c);
+        double f = 0;
+        if (!rc) rc = pdi_host_scalar(out[0], "grad_scaler", &f); /* the one host read */
+        *found = f != 0;
+    }
+    pd_scope_end();
+    pd_grad_mode_end(prev);
+    for (int i = 0; i < n_copy && !rc && !*found; i++) rc = pdi_grad_scale_copy(copy[i], inv);
+    free(in);
+    return rc;
+}
+
 int pd_grad_scaler_unscale(struct pd_grad_scaler *s, struct pd_optimizer *o)
 {
     if (!s || !o) return pdi_errorf(PD_ERR_NULL, "grad_scaler_unscale: NULL argument");
     if (s->unscaled)
         return pdi_errorf(PD_ERR_STATE, "grad_scaler_unscale: already called since the last update");
     int found = 0;
-    for (int i = 0; i < o->n && !found; i++) {
-        struct pd_tensor *g = o->params[i].p->grad;
-        if (!g) continue;
-        double ss = pdi_grad_sumsq(g);
-        if (isnan(ss) && pd_last_status() == PD_ERR_NOMEM) return PD_ERR_NOMEM;
-        found = !isfinite(ss);
-    }
-    if (!found) {
-        double inv = (double)(float)(1.0 / s->scale); /* torch: the f32 reciprocal */
-        for (int i = 0; i < o->n; i++) {
-            int rc = pdi_grad_scale_(o->params[i].p, inv);
-            if (rc) return rc;
-        }
-    }
+    double inv = (double)(float)(1.0 / s->scale); /* torch: the f32 reciprocal */
+    int rc = unscale_grads(o, inv, &found);
+    if (rc) return rc;
     s->found_inf = found;
     s->unscaled = 1;
     return PD_OK;

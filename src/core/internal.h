@@ -104,6 +104,11 @@ static inline const void *pdi_host_read(const struct pd_tensor *t, const char *w
 {
     return pdi_host_access(t, PDI_HOST_READ, what);
 }
+/* The value of a one-element tensor read on the host (a library's own
+ * data-dependent decision: the clipping norm, the scaler's found_inf),
+ * through pdi_host_access: status, PD_ERR_INVALID for a meta tensor, where
+ * pd_item's NaN could not be told from a NaN value. */
+int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out);
 /* site: a raw return address (pdi_site_str resolves it) or NULL. Install
  * before running ops: the list is not guarded against concurrent reads. */
 typedef void (*pdi_host_observer_fn)(const struct pd_tensor *t, unsigned access, const char *what, void *site,
@@ -129,6 +134,13 @@ struct pdi_call {
     struct pdi_attrs a;
     struct pdi_meta *meta;        /* n_out entries, filled by infer */
     int inplace;                  /* write into in[0] (out[0] = in[0]) */
+    /* The written set: the op writes in[0..n_writes) in place (an op whose
+     * row has PDI_F_INPLACE orders its inputs so that those it writes come
+     * first). Set by the op's infer function; the dispatcher resets it
+     * before infer, makes it at least 1 for an .inplace call, and bumps the
+     * storage version of every written input once the kernel ran. Observers
+     * (before and after) read it here. */
+    int n_writes;
     int before_seen;              /* the `before` observers ran (set by the dispatcher) */
     /* debug identity, set by the dispatcher: "<dbg_scope>/<op>_<dbg_n>"
      * (pdi_call_name); dbg_site: the user's return address (call-site

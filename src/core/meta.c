@@ -79,3 +79,14 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
     }
     return (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype);
 }
+
+int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out)
+{
+    if (t && pdi_numel(t->shape, t->ndim) != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected one element, got %lld", what,
+                          (long long)pdi_numel(t->shape, t->ndim));
+    const void *p = pdi_host_read(t, what);
+    if (!p) return pd_last_status();
+    *out = pdi_load(p, t->dtype);
+    return PD_OK;
+}

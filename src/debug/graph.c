@@ -210,7 +210,9 @@ void pdi_graph_record(const struct pdi_call *c)
     }
     const char *bw = pdi_backward_node_name();
     snprintf(name, sizeof name, "%s", pdi_call_name(c));
-    int me = add_node(g, bw ? G_BWOP : G_OP, name, pdi_ops[c->op].name, c->dbg_scope, ins, outs, pdi_call_site(c), bw);
+    char op[512];
+    pdi_attrs_format(c->op, &c->a, op, sizeof op); /* "rms_norm(n_norm_axes=1, eps=1e-05, ...)" */
+    int me = add_node(g, bw ? G_BWOP : G_OP, name, op, c->dbg_scope, ins, outs, pdi_call_site(c), bw);
     for (int i = 0; i < c->n_in && i < 16; i++) {
         char lab[PDI_NAME_BUF + 160];
         snprintf(lab, sizeof lab, "%s\n%s", pdi_tensor_name_buf(c->in[i], tn, sizeof tn), meta_str(c->in[i], m, sizeof m));
@@ -274,10 +276,11 @@ static const char *metas_str(const struct pdi_meta *mt, int n, char *buf, size_t
 
 static int add_grad_node(struct pd_graph *g, const struct pdi_node *n)
 {
-    char ins[1024], outs[1024];
+    char ins[1024], outs[1024], op[512];
+    pdi_attrs_format(n->op, &n->a, op, sizeof op);
     /* a GradNode takes the gradients of the forward outputs and returns
      * those of the forward inputs */
-    return add_node(g, G_GRAD, pdi_node_name(n), pdi_ops[n->op].name, n->dbg_scope,
+    return add_node(g, G_GRAD, pdi_node_name(n), op, n->dbg_scope,
                     metas_str(n->out_meta, n->n_out, outs, sizeof outs), metas_str(n->in_meta, n->n_in, ins, sizeof ins),
                     n->site ? pdi_site_str(n->site) : NULL, NULL);
 }

@@ -137,7 +137,7 @@ static double numel(const struct pd_tensor *t) { return t ? (double)pdi_numel(t-
  * their bytes say more than a FLOP count would). */
 static double op_flops(const struct pdi_call *c)
 {
-    const struct pd_tensor *o = c->out[0];
+    const struct pd_tensor *o = c->n_out ? c->out[0] : NULL; /* ops may have no outputs (optimizer updates) */
     switch (c->op) {
     case PD_OP_matmul: {
         const struct pd_tensor *a = c->in[0];
@@ -164,7 +164,7 @@ static double op_flops(const struct pdi_call *c)
         double d = (double)q->shape[3], dv = (double)v->shape[3];
         /* forward: Q K^T and P V; backward: recompute Q K^T, dV, dP, dQ, dK */
         double f = c->op == PD_OP_sdpa ? 2.0 * bhts * (d + dv) : 2.0 * bhts * (3 * d + 2 * dv);
-        return c->a.i[0] ? f / 2 : f; /* causal: half the score matrix */
+        return c->a.sdpa.causal ? f / 2 : f; /* causal: half the score matrix */
     }
     default: return 0;
     }

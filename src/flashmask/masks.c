@@ -1,6 +1,7 @@
 /* paddle.c — FlashMask mask builders and the dense converter
  * (include/pd/flashmask.h). The recipes follow the examples of PaddlePaddle's
- * flashmask_attention docstring; docs/flashmask.md draws each mask.
+ * flashmask_attention docstring; docs/flashmask.md draws each mask. The
+ * converter composes public ops (pdi_flashmask_dense in ops/flashmask.c).
  *
  * Each builder fills the C values of every key column j of one [1, 1, S, C]
  * int32 tensor and validates its arguments first (a NULL return with a
@@ -21,7 +22,6 @@
 #include <string.h>
 
 #include "core/internal.h"
-#include "flashmask/masks.h"
 #include "ops/flashmask.h"
 #include "pd/flashmask.h"
 
@@ -280,21 +280,10 @@ struct pd_tensor *pd_flashmask_to_dense(struct pd_tensor *idx, int causal, int64
     if (pdi_flashmask_check_indices(fn, idx, causal != 0, r4 ? idx->shape[0] : 0, Sq, r4 ? idx->shape[2] : 0,
                                     r4 ? idx->shape[1] : 0))
         return NULL;
-    int64_t B = idx->shape[0], Hm = idx->shape[1], Sk = idx->shape[2], C = idx->shape[3];
-    int64_t shape[4] = {B, Hm, Sq, Sk};
-    struct pd_tensor *t = pd_empty(shape, 4, PD_BOOL);
-    if (!t) return NULL;
-    uint8_t *y = pd_tensor_data(t);
-    const int32_t *base = (const int32_t *)pd_tensor_data(idx);
-    if (!y || !base) return NULL; /* meta: no data to fill */
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < Hm; h++)
-            for (int64_t j = 0; j < Sk; j++) {
-                int32_t x[4] = {0};
-                for (int64_t c = 0; c < C; c++)
-                    x[c] = base[b * idx->strides[0] + h * idx->strides[1] + j * idx->strides[2] + c * idx->strides[3]];
-                for (int64_t i = 0; i < Sq; i++)
-                    y[((b * Hm + h) * Sq + i) * Sk + j] = !pdi_flashmask_masked(x, C, causal, i, j, Sq, Sk);
-            }
-    return t;
+    /* public ops, shared with the decomposition; the inner scope frees the
+     * intermediate [B, Hm, Sq, Sk] masks at once */
+    pd_scope_begin();
+    struct pd_tensor *d = pd_keep(pdi_flashmask_dense(idx, causal != 0, Sq));
+    pd_scope_end();
+    return d;
 }

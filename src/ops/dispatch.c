@@ -336,7 +336,10 @@ static int debug_after(struct pdi_call *c)
         const char *bw = pdi_backward_node_name();
         char nb[PDI_NAME_BUF];
         snprintf(nb, sizeof nb, "%s", pdi_call_name(c));
-        pdi_log("dispatch", 3, "%s%s%s%s%s", nb, bw ? " in " : "", bw ? bw : "", site ? " at " : "", site ? site : "");
+        char at[512];
+        pdi_attrs_format(c->op, &c->a, at, sizeof at); /* rms_norm(n_norm_axes=1, eps=1e-05, ...) */
+        pdi_log("dispatch", 3, "%s %s%s%s%s%s", nb, at, bw ? " in " : "", bw ? bw : "", site ? " at " : "",
+                site ? site : "");
         if (pdi_log_enabled("dispatch", 4)) {
             for (int i = 0; i < c->n_in; i++) {
                 char b[PDI_SHAPE_BUF], tn[PDI_NAME_BUF];
@@ -358,6 +361,12 @@ static int debug_after(struct pdi_call *c)
     return PD_OK;
 }
 
+/* Written inputs changed: graphs that saved them must notice. */
+static void bump_written(struct pdi_call *c)
+{
+    for (int i = 0; i < c->n_writes; i++) c->in[i]->st->version++;
+}
+
 static int dispatch(struct pdi_call *c)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
@@ -366,9 +375,14 @@ static int dispatch(struct pdi_call *c)
     struct pdi_meta meta[MAX_OUT];
     memset(meta, 0, sizeof meta[0] * (size_t)c->n_out);
     c->meta = meta;
+    c->n_writes = 0;
     int rc = d->infer(c);
     if (rc) return rc;
+    if (__builtin_expect(c->n_writes != 0, 0) &&
+        (c->n_writes < 0 || c->n_writes > c->n_in || !(d->flags & PDI_F_INPLACE)))
+        return pdi_errorf(PD_ERR_STATE, "%s: infer declared %d written inputs of %d", d->name, c->n_writes, c->n_in);
     if (c->inplace) {
+        if (!c->n_writes) c->n_writes = 1;
         const struct pd_tensor *x = c->in[0];
         if (meta[0].ndim != x->ndim || memcmp(meta[0].shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) ||
             meta[0].dtype != x->dtype) {
@@ -409,7 +423,7 @@ static int dispatch(struct pdi_call *c)
     if (__builtin_expect(pdi_debug_flags != 0, 0)) {
         rc = debug_after(c);
         if (rc) {
-            if (c->inplace) c->in[0]->st->version++; /* the write happened: saved copies must notice */
+            bump_written(c); /* the write happened: saved copies must notice */
             release_outs(c);
             return rc;
         }
@@ -417,8 +431,9 @@ static int dispatch(struct pdi_call *c)
     op_seq++;
     for (int i = 0; i < n_observers; i++)
         if (observers[i].after) observers[i].after(c, op_seq, observers[i].ctx);
+    bump_written(c);
     for (int j = 0; j < c->n_out; j++) {
-        if (c->inplace && j == 0) { c->in[0]->st->version++; continue; }
+        if (c->inplace && j == 0) continue;
         if (!pdi_scope_add(c->out[j])) {
             for (int k = j + 1; k < c->n_out; k++) pd_tensor_release(c->out[k]);
             return PD_ERR_NOMEM;

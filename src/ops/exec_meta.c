@@ -4,9 +4,9 @@
  * runs autocast, records autograd and feeds observers; only the execution is
  * replaced: outputs are meta tensors of the inferred metas (no allocation,
  * no kernel). Views alias their input as in eager mode (a view of a meta
- * tensor shares its meta storage). An in-place call may write only into
- * meta tensors: writing a tensor that has data would silently skip the
- * write.
+ * tensor shares its meta storage). A call may write (its written set,
+ * pdi_call.n_writes: in-place ops, optimizer updates) only into meta
+ * tensors: writing a tensor that has data would silently skip the write.
  *
  * Each session (one per begin, the mode's ctx) appends a record per call
  * and tracks the live bytes of meta storages (core/meta.c counts them at
@@ -65,11 +65,12 @@ static int meta_run(struct pdi_call *c, void *ctx)
 {
     struct session *s = ctx;
     const struct pdi_opdef *d = &pdi_ops[c->op];
-    if (c->inplace && !pdi_is_meta(c->in[0]))
-        return pdi_errorf(PD_ERR_INVALID,
-                          "%s_: under the meta executor an in-place op writes only into meta "
-                          "tensors; input 0 has data (make it with pd_meta_empty or under pd_meta_begin)",
-                          d->name);
+    for (int i = 0; i < c->n_writes; i++) /* the written set (in-place calls, optimizer updates) */
+        if (!pdi_is_meta(c->in[i]))
+            return pdi_errorf(PD_ERR_INVALID,
+                              "%s%s: under the meta executor an op writes only into meta tensors; input %d has data "
+                              "(make it with pd_meta_empty or under pd_meta_begin)",
+                              d->name, c->inplace ? "_" : "", i);
     if (d->kind == PDI_KIND_VIEW) {
         const struct pdi_meta *m = &c->meta[0];
         c->out[0] = pdi_tensor_alias(c->in[0], m->shape, m->strides, m->ndim, m->offset);

@@ -14,13 +14,18 @@
  *     gradients; when the backward is recorded (create_graph) or the
  *     log-sum-exp was handed to the caller (its gradient may be non-zero),
  *     it composes public ops over the dense mask instead (O(Sq Sk) memory:
- *     a path for higher orders and tests, not for long sequences).
+ *     a path for higher orders and tests, not for long sequences);
+ *   - the decomposition (pdi_decomp_flashmask) and that composed VJP share
+ *     one dense mask (pdi_flashmask_dense, also behind
+ *     pd_flashmask_to_dense) and one dropout draw (dropout_keep), both
+ *     built from public ops and equal to the kernels' decisions.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
+#include "kernels/cpu/flashmask.h"
 #include "ops/attention.h"
 #include "ops/flashmask.h"
 #include "pd/flashmask.h"
@@ -82,23 +87,23 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
 /* q [B, Sq, Hq, D], k [B, Sk, Hk, D], v [B, Sk, Hk, Dv], [idx]. */
 static int check_inputs(const char *op, struct pdi_call *c)
 {
-    const struct pdi_attrs *a = &c->a;
-    if (!(a->f[0] > 0) || isinf(a->f[0]))
-        return pdi_errorf(PD_ERR_INVALID, "%s: scale must be positive and finite, got %g", op, a->f[0]);
-    if (!(a->f[1] >= 0 && a->f[1] < 1))
-        return pdi_errorf(PD_ERR_INVALID, "%s: dropout must be in [0, 1), got %g", op, a->f[1]);
+    const struct pdi_attrs_flashmask *a = &c->a.flashmask;
+    int rc = pdi_attention_check_scale(op, c);
+    if (rc) return rc;
+    if (!(a->dropout_p >= 0 && a->dropout_p < 1))
+        return pdi_errorf(PD_ERR_INVALID, "%s: dropout must be in [0, 1), got %g", op, a->dropout_p);
     const struct pd_tensor *q = c->in[0], *k = c->in[1], *v = c->in[2];
-    int rc = pdi_attention_check_qkv(op, q, k, v, 2, "q [B, Sq, Hq, D], k [B, Sk, Hk, D], v [B, Sk, Hk, Dv]");
+    rc = pdi_attention_check_qkv(op, q, k, v, 2, "q [B, Sq, Hq, D], k [B, Sk, Hk, D], v [B, Sk, Hk, Dv]");
     if (rc) return rc;
     int64_t hk = k->shape[2];
-    int has_idx = a->i[1] != 0;
+    int has_idx = a->has_idx != 0;
     if (!has_idx) return PD_OK;
-    return pdi_flashmask_check_indices(op, c->in[3], a->i[0] != 0, q->shape[0], q->shape[1], k->shape[1], hk);
+    return pdi_flashmask_check_indices(op, c->in[3], a->causal != 0, q->shape[0], q->shape[1], k->shape[1], hk);
 }
 
 int pdi_infer_flashmask(struct pdi_call *c)
 {
-    int has_idx = c->a.i[1] != 0;
+    int has_idx = c->a.flashmask.has_idx != 0;
     if (c->n_in != 3 + has_idx || c->n_out != 2)
         return pdi_errorf(PD_ERR_INVALID, "flashmask: expected %d inputs and 2 outputs, got %d and %d", 3 + has_idx,
                           c->n_in, c->n_out);
@@ -110,7 +115,7 @@ int pdi_infer_flashmask(struct pdi_call *c)
 
 int pdi_infer_flashmask_backward(struct pdi_call *c)
 {
-    int has_idx = c->a.i[1] != 0;
+    int has_idx = c->a.flashmask.has_idx != 0;
     if (c->n_in != 6 + has_idx || c->n_out != 3)
         return pdi_errorf(PD_ERR_INVALID, "flashmask_backward: expected %d inputs and 3 outputs, got %d and %d",
                           6 + has_idx, c->n_in, c->n_out);
@@ -130,27 +135,47 @@ int pdi_vjp_flashmask_backward(struct pdi_node *n, struct pd_tensor *const *gout
 /* [B, S, H, X] <-> [B, H, S, X] (a view). */
 static struct pd_tensor *bhsd(struct pd_tensor *x) { return x ? pd_transpose(x, 1, 2) : NULL; }
 
-/* The dropout multipliers of the op as a dense [B, Hq, Sq, Sk] tensor
- * (0 or 1/(1-p)), by the kernels' rule: weight (b, h, i, j) is kept iff the
- * Philox word at counter offset + ((b Hq + h) Sq + i) Sk + j is at least
- * p 2^32. */
-static struct pd_tensor *dropout_keep(const struct pdi_attrs *a, int64_t B, int64_t Hq, int64_t Sq, int64_t Sk,
-                                      enum pd_dtype dt)
+static int null_status(void) { return pd_last_status() ? pd_last_status() : PD_ERR_NULL; }
+
+/* The dropout multipliers of the op as a dense [B, Hq, Sq, Sk] tensor of
+ * dtype dt (0 or 1/(1-p), formed in f64), by the kernels' rule: weight
+ * (b, h, i, j) is kept iff the Philox word w at counter
+ * dropout_offset + ((b Hq + h) Sq + i) Sk + j of key dropout_seed is at
+ * least thr = pdi_flashmask_keep_threshold(p). Drawn with public ops: a
+ * Bernoulli draw of probability thr 2^-32 from a generator at (key,
+ * counter base) uses that word for element (b, h, i, j) and draws 1 iff
+ * (w + 1/2) 2^-32 < thr 2^-32, that is iff w < thr: exactly the dropped
+ * weights (thr 2^-32 and (w + 1/2) 2^-32 are exact in f64). */
+static struct pd_tensor *dropout_keep(const struct pdi_attrs_flashmask *a, int64_t B, int64_t Hq, int64_t Sq,
+                                      int64_t Sk, enum pd_dtype dt)
 {
-    int64_t shape[4] = {B, Hq, Sq, Sk}, n = B * Hq * Sq * Sk;
-    double p = a->f[1], kept = 1.0 / (1.0 - p);
-    uint64_t thr = pdi_flashmask_keep_threshold(p);
-    uint32_t *w = malloc(sizeof *w * (size_t)(n ? n : 1));
-    double *z = malloc(sizeof *z * (size_t)(n ? n : 1));
-    if (!w || !z) {
-        free(w), free(z);
-        return pdi_error(PD_ERR_NOMEM, "flashmask: out of memory for the dropout mask of %lld weights", (long long)n);
-    }
-    pd_philox_fill((uint64_t)a->i[2], (uint64_t)a->i[3], w, n);
-    for (int64_t i = 0; i < n; i++) z[i] = w[i] >= thr ? kept : 0.0;
-    struct pd_tensor *t = pd_from_buffer(z, shape, 4, PD_F64);
-    free(w), free(z);
-    return t && dt != PD_F64 ? pd_cast(t, dt) : t;
+    int64_t shape[4] = {B, Hq, Sq, Sk};
+    double p = a->dropout_p, kept = 1.0 / (1.0 - p);
+    double thr = (double)pdi_flashmask_keep_threshold(p) * 0x1p-32;
+    struct pd_generator *g = pd_generator_create((uint64_t)a->dropout_seed);
+    if (!g) return NULL;
+    pd_generator_set_state(g, (uint64_t)a->dropout_seed, (uint64_t)a->dropout_offset);
+    struct pd_tensor *drop = pd_bernoulli(pd_expand(pd_scalar(thr, PD_F64), shape, 4), g);
+    pd_generator_destroy(g);
+    struct pd_tensor *z = pd_scale(pd_add_scalar(pd_neg(drop), 1.0), kept);
+    return z && dt != PD_F64 ? pd_cast(z, dt) : z;
+}
+
+struct pd_tensor *pdi_flashmask_dense(struct pd_tensor *idx, int causal, int64_t Sq)
+{
+    if (!idx) return NULL;
+    int64_t Sk = idx->shape[2], C = idx->shape[3], rs[2] = {Sq, 1};
+    struct pd_tensor *col[4] = {NULL, NULL, NULL, NULL};
+    for (int64_t c = 0; c < C && c < 4; c++) col[c] = pd_transpose(pd_slice(idx, 3, c, c + 1, 1), 2, 3);
+    struct pd_tensor *i = pd_reshape(pd_arange(0, (double)Sq, 1, PD_I32), rs, 2); /* query rows [Sq, 1] */
+    /* rows masked in column j: [LTS, LTE) u [UTS, UTE), an absent LTE being
+     * Sq and absent UTS, UTE 0 (kernels/flashmask_rules.h) */
+    struct pd_tensor *m = pd_ge(i, col[0]);
+    if (causal ? C == 2 : C == 4) m = pd_logical_and(m, pd_lt(i, col[1]));
+    if (!causal && C == 2) m = pd_logical_or(m, pd_lt(i, col[1]));
+    if (C == 4) m = pd_logical_or(m, pd_logical_and(pd_ge(i, col[2]), pd_lt(i, col[3])));
+    struct pd_tensor *vis = pd_logical_not(m);
+    return causal ? pd_logical_and(vis, pdi_attention_causal_visible(Sq, Sk)) : vis;
 }
 
 /* Visible keys as bool broadcastable to [B, Hq, Sq, Sk]: the dense mask
@@ -158,7 +183,7 @@ static struct pd_tensor *dropout_keep(const struct pdi_attrs *a, int64_t B, int6
 static struct pd_tensor *visible_of(struct pd_tensor *idx, int causal, int64_t Sq, int64_t Sk, int64_t G)
 {
     if (idx) {
-        struct pd_tensor *d = pd_flashmask_to_dense(idx, causal, Sq);
+        struct pd_tensor *d = pdi_flashmask_dense(idx, causal, Sq);
         return d && d->shape[1] > 1 ? pdi_expand_heads(d, G) : d;
     }
     return causal ? pdi_attention_causal_visible(Sq, Sk) : NULL;
@@ -166,7 +191,8 @@ static struct pd_tensor *visible_of(struct pd_tensor *idx, int causal, int64_t S
 
 static int vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    int has_idx = n->a.i[1] != 0, causal = n->a.i[0] != 0;
+    const struct pdi_attrs_flashmask *fa = &n->a.flashmask;
+    int has_idx = fa->has_idx != 0, causal = fa->causal != 0;
     struct pd_tensor *q = pdi_node_in(n, 0), *k = pdi_node_in(n, 1), *v = pdi_node_in(n, 2);
     struct pd_tensor *idx = has_idx ? pdi_node_in(n, 3) : NULL;
     if (!q || !k || !v || (has_idx && !idx)) return pd_last_status();
@@ -174,15 +200,15 @@ static int vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct p
     struct pd_tensor *vis = visible_of(idx, causal, Sq, Sk, Hk ? Hq / Hk : 1);
     if ((idx || causal) && !vis) return pd_last_status();
     struct pd_tensor *keep = NULL;
-    if (n->a.f[1] > 0 && !(keep = dropout_keep(&n->a, B, Hq, Sq, Sk, q->dtype))) return pd_last_status();
-    struct pdi_attn_vjp a = {.q = bhsd(q),
-                             .k = bhsd(k),
-                             .v = bhsd(v),
-                             .visible = vis,
-                             .keep = keep,
-                             .gout = bhsd(g[0]),
-                             .glse = g[1],
-                             .scale = n->a.f[0]};
+    if (fa->dropout_p > 0 && !(keep = dropout_keep(fa, B, Hq, Sq, Sk, q->dtype))) return pd_last_status();
+    struct pdi_attn a = {.q = bhsd(q),
+                         .k = bhsd(k),
+                         .v = bhsd(v),
+                         .visible = vis,
+                         .keep = keep,
+                         .gout = bhsd(g[0]),
+                         .glse = g[1],
+                         .scale = fa->scale};
     struct pd_tensor *gq = NULL, *gk = NULL, *gv = NULL;
     int rc = pdi_attention_vjp_composed(&a, pdi_node_needs(n, 0) ? &gq : NULL, pdi_node_needs(n, 1) ? &gk : NULL,
                                         pdi_node_needs(n, 2) ? &gv : NULL, NULL);
@@ -195,9 +221,43 @@ static int vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct p
 
 int pdi_vjp_flashmask(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    int has_idx = n->a.i[1] != 0;
-    if (pd_is_grad_enabled() || n->a.i[4]) return vjp_composed(n, g, gin);
-    return pdi_attention_vjp_fused(n, g, gin, PD_OP_flashmask_backward, 3 + has_idx);
+    if (pd_is_grad_enabled() || n->a.flashmask.lse_returned) return vjp_composed(n, g, gin);
+    return pdi_attention_vjp_fused(n, g, gin, PD_OP_flashmask_backward);
+}
+
+/* flashmask from primitive ops: the mask made dense (pdi_flashmask_dense),
+ * the dropout multipliers drawn as the kernels draw them (dropout_keep),
+ * then the composed softmax attention in [B, H, S, X] layout. */
+int pdi_decomp_flashmask(const struct pdi_call *c, struct pd_tensor **out)
+{
+    const struct pdi_attrs_flashmask *fa = &c->a.flashmask;
+    struct pd_tensor *q = c->in[0], *k = c->in[1], *v = c->in[2], *idx = fa->has_idx ? c->in[3] : NULL;
+    int64_t B = q->shape[0], Sq = q->shape[1], Hq = q->shape[2], Sk = k->shape[1], Hk = k->shape[2];
+    struct pd_tensor *vis = visible_of(idx, fa->causal != 0, Sq, Sk, Hk ? Hq / Hk : 1), *keep = NULL, *o;
+    if ((idx || fa->causal) && !vis) return null_status();
+    if (fa->dropout_p > 0 && !(keep = dropout_keep(fa, B, Hq, Sq, Sk, pdi_attention_lse_dtype(q->dtype))))
+        return null_status();
+    struct pdi_attn a = {.q = bhsd(q), .k = bhsd(k), .v = bhsd(v), .visible = vis, .keep = keep, .scale = fa->scale};
+    int rc = pdi_attention_composed(&a, &o, &out[1]);
+    if (rc) return rc;
+    out[0] = pd_contiguous(bhsd(o)); /* [B, Sq, Hq, Dv] */
+    return out[0] ? PD_OK : null_status();
+}
+
+int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
+                             int64_t Hk, struct pd_flashmask_tiles *out)
+{
+    if (!out) return pdi_errorf(PD_ERR_INVALID, "pd_flashmask_count_tiles: out is NULL");
+    if (B < 0 || Sq < 0 || Sk < 0 || Hq < 0 || Hk < 0 || (Hk == 0 ? Hq != 0 : Hq % Hk != 0))
+        return pdi_errorf(PD_ERR_INVALID,
+                          "pd_flashmask_count_tiles: B = %lld, Sq = %lld, Sk = %lld must be >= 0 and Hq = %lld a "
+                          "multiple of Hk = %lld",
+                          (long long)B, (long long)Sq, (long long)Sk, (long long)Hq, (long long)Hk);
+    int rc = idx ? pdi_flashmask_check_indices("pd_flashmask_count_tiles", idx, causal != 0, B, Sq, Sk, Hk) : PD_OK;
+    if (rc) return rc;
+    struct pd_kview iv;
+    if (idx) pdi_kview_of(idx, &iv);
+    return pdi_flashmask_count_tiles(idx ? &iv : NULL, causal, B, Sq, Sk, Hq, out);
 }
 
 struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_t left, int64_t right, int causal)
@@ -246,19 +306,20 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
     }
     struct pd_tensor *in[4] = {q, k, v, idx}, *out[2];
     struct pdi_call c = {.op = PD_OP_flashmask, .n_in = idx ? 4 : 3, .n_out = 2, .in = in, .out = out};
-    c.a.i[0] = causal != 0;
-    c.a.i[1] = idx != NULL;
-    c.a.i[4] = lse != NULL;
-    c.a.f[0] = scale;
-    c.a.f[1] = dropout;
+    struct pdi_attrs_flashmask *a = &c.a.flashmask;
+    *a = (struct pdi_attrs_flashmask){.causal = causal != 0,
+                                      .scale = scale,
+                                      .has_idx = idx != NULL,
+                                      .dropout_p = dropout,
+                                      .lse_returned = lse != NULL};
     if (dropout > 0 && q->ndim == 4 && k->ndim == 4) {
         /* one counter per (b, h, i, j), taken from the default generator */
         struct pd_generator *g = pd_default_generator();
         uint64_t seed, offset, n = (uint64_t)(q->shape[0] * q->shape[2] * q->shape[1] * k->shape[1]);
         pd_generator_get_state(g, &seed, &offset);
         pd_generator_set_state(g, seed, offset + ((n + 3) & ~(uint64_t)3));
-        c.a.i[2] = (int64_t)seed;
-        c.a.i[3] = (int64_t)offset;
+        a->dropout_seed = (int64_t)seed;
+        a->dropout_offset = (int64_t)offset;
     }
     /* The inner scope drops the handles not returned and moves the results
      * out (to the caller's scope, or to the caller outside any). */

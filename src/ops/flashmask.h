@@ -1,9 +1,10 @@
 /* paddle.c — FlashMask internals shared by the op front end
- * (ops/flashmask.c), the mask builders and the kernels' tile counter. */
+ * (ops/flashmask.c) and the mask builders (flashmask/masks.c). */
 #ifndef PD_OPS_FLASHMASK_H
 #define PD_OPS_FLASHMASK_H
 
 #include "core/internal.h"
+#include "kernels/flashmask_rules.h" /* the masked predicate and dropout's keep threshold */
 
 /* Validates startend_row_indices against the attention shapes: int32,
  * [B, Hm, Sk, C] with Hm in {1, Hk}, C in {1, 2} when causal and {2, 4}
@@ -17,9 +18,11 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
  * unused), else C = 2. */
 struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_t left, int64_t right, int causal);
 
-/* Dropout keeps weight (b, h, i, j) iff the Philox word at counter
- * offset + ((b Hq + h) Sq + i) Sk + j is at least this (p 2^32): the one
- * rule of the kernels, the reference and the composed VJP. */
-static inline uint64_t pdi_flashmask_keep_threshold(double p) { return (uint64_t)(p * 4294967296.0); }
+/* The dense visibility of startend_row_indices idx [B, Hm, Sk, C] (already
+ * validated) for Sq query rows: bool [B, Hm, Sq, Sk], true where query i
+ * sees key j (causal included when causal). Composed of public ops (so a
+ * decomposition may use it); pd_flashmask_to_dense validates, then calls
+ * it. NULL idx gives NULL. */
+struct pd_tensor *pdi_flashmask_dense(struct pd_tensor *idx, int causal, int64_t Sq);
 
 #endif

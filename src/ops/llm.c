@@ -12,6 +12,9 @@
  *     composition of public ops (matmul, softmax-like masking, sums) when
  *     the backward itself is recorded (create_graph) or the float mask wants
  *     a gradient — so higher orders and mask gradients stay exact;
+ *   - rope, swiglu and sdpa have decompositions into primitive public ops
+ *     (pdi_decomp_*); sdpa's shares the composed attention with the VJP and
+ *     with flashmask's (pdi_attention_composed, ops/attention.h);
  *   - sdpa's second output (the per-row log-sum-exp) is internal: pd_sdpa
  *     releases its handle at once; the GradNode keeps it for the backward.
  *     Its incoming gradient is ignored by the fused path (no public API can
@@ -56,10 +59,11 @@ int pdi_infer_rope(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "rope: positions %s must be [T] or [B, T] for x %s [B, T, H, D]",
                           pdi_shape_str(p->shape, p->ndim, b0, sizeof b0),
                           pdi_shape_str(x->shape, x->ndim, b1, sizeof b1));
-    if (!(c->a.f[0] > 0) || isinf(c->a.f[0]))
-        return pdi_errorf(PD_ERR_INVALID, "rope: theta must be positive and finite, got %g", c->a.f[0]);
-    if (c->a.i[0] != 1 && c->a.i[0] != -1)
-        return pdi_errorf(PD_ERR_INVALID, "rope: sign must be +1 or -1, got %lld", (long long)c->a.i[0]);
+    const struct pdi_attrs_rope *a = &c->a.rope;
+    if (!(a->theta > 0) || isinf(a->theta))
+        return pdi_errorf(PD_ERR_INVALID, "rope: theta must be positive and finite, got %g", a->theta);
+    if (a->sign != 1 && a->sign != -1)
+        return pdi_errorf(PD_ERR_INVALID, "rope: sign must be +1 or -1, got %lld", (long long)a->sign);
     struct pdi_meta *m = &c->meta[0];
     m->dtype = x->dtype;
     m->ndim = 4;
@@ -69,7 +73,7 @@ int pdi_infer_rope(struct pdi_call *c)
 
 static struct pd_tensor *rope_call(struct pd_tensor *x, struct pd_tensor *positions, double theta, int sign)
 {
-    struct pdi_attrs a = {.i = {sign}, .f = {theta}};
+    struct pdi_attrs a = {.rope = {.theta = theta, .sign = sign}};
     return pdi_call2(PD_OP_rope, x, positions, &a);
 }
 
@@ -79,13 +83,34 @@ int pdi_vjp_rope(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     if (!pdi_node_needs(n, 0)) return PD_OK;
     struct pd_tensor *pos = pdi_node_in(n, 1);
     if (!pos) return pd_last_status();
-    gin[0] = rope_call(g[0], pos, n->a.f[0], -(int)n->a.i[0]);
+    gin[0] = rope_call(g[0], pos, n->a.rope.theta, -(int)n->a.rope.sign);
     return vjp_status(gin[0]);
 }
 
 struct pd_tensor *pd_rope(struct pd_tensor *x, struct pd_tensor *positions, double theta)
 {
     return rope_call(x, positions, theta, 1);
+}
+
+/* rope from primitive ops: the angles sign pos theta^(-2i/D) in f64 as the
+ * kernels form them, their cos and sin in the compute dtype (f64 for f64 x,
+ * f32 otherwise), then the rotation of the (i, i + D/2) halves. */
+int pdi_decomp_rope(const struct pdi_call *c, struct pd_tensor **out)
+{
+    const struct pdi_attrs_rope *ra = &c->a.rope;
+    struct pd_tensor *x = c->in[0], *pos = c->in[1];
+    enum pd_dtype dt = x->dtype, ct = dt == PD_F64 ? PD_F64 : PD_F32;
+    int64_t D = x->shape[3], h2 = D / 2;
+    struct pd_tensor *ex = pd_div(pd_scale(pd_arange(0, (double)h2, 1, PD_F64), -2.0), pd_scalar((double)D, PD_F64));
+    struct pd_tensor *inv = pd_pow(pd_scalar(ra->theta, PD_F64), ex); /* [D/2] */
+    struct pd_tensor *ps = pd_scale(pd_cast(pos, PD_F64), (double)ra->sign);
+    int64_t as[4] = {pos->ndim == 2 ? x->shape[0] : 1, x->shape[1], 1, h2};
+    struct pd_tensor *ang = pd_reshape(pd_mul(pd_unsqueeze(ps, -1), inv), as, 4); /* [B or 1, T, 1, D/2] */
+    struct pd_tensor *cs = cast_to(pd_cos(ang), ct), *sn = cast_to(pd_sin(ang), ct), *xc = cast_to(x, ct);
+    struct pd_tensor *x1 = pd_slice(xc, 3, 0, h2, 1), *x2 = pd_slice(xc, 3, h2, D, 1);
+    struct pd_tensor *y[2] = {pd_sub(pd_mul(x1, cs), pd_mul(x2, sn)), pd_add(pd_mul(x2, cs), pd_mul(x1, sn))};
+    out[0] = y[0] && y[1] ? cast_to(pd_concat(y, 2, 3), dt) : NULL;
+    return vjp_status(out[0]);
 }
 
 /* ---- swiglu ---------------------------------------------------------- */
@@ -163,6 +188,16 @@ int pdi_vjp_swiglu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_ten
 struct pd_tensor *pd_swiglu(struct pd_tensor *gate, struct pd_tensor *up)
 {
     return pdi_call2(PD_OP_swiglu, gate, up, NULL);
+}
+
+/* swiglu from primitive ops (silu is itself composite: a sigmoid(a)), in
+ * f32 for half-precision inputs as the kernels compute it. */
+int pdi_decomp_swiglu(const struct pdi_call *c, struct pd_tensor **out)
+{
+    enum pd_dtype dt = c->in[0]->dtype, ct = dt == PD_F64 ? PD_F64 : PD_F32;
+    struct pd_tensor *a = cast_to(c->in[0], ct), *u = cast_to(c->in[1], ct);
+    out[0] = cast_to(pd_mul(pd_mul(a, pd_sigmoid(a)), u), dt);
+    return vjp_status(out[0]);
 }
 
 /* ---- sdpa ------------------------------------------------------------ */
@@ -268,22 +303,22 @@ static int check_qkv(const char *op, struct pd_tensor *const *in, int has_mask)
     return PD_OK;
 }
 
-static int check_sdpa_attrs(const char *op, const struct pdi_call *c)
+int pdi_attention_check_scale(const char *op, const struct pdi_call *c)
 {
-    int has_mask = c->a.i[1] != 0;
-    if (!(c->a.f[0] > 0) || isinf(c->a.f[0]))
-        return pdi_errorf(PD_ERR_INVALID, "%s: scale must be positive and finite, got %g", op, c->a.f[0]);
-    return has_mask;
+    double scale = c->a.sdpa.scale; /* flashmask's set starts the same way */
+    if (!(scale > 0) || isinf(scale))
+        return pdi_errorf(PD_ERR_INVALID, "%s: scale must be positive and finite, got %g", op, scale);
+    return PD_OK;
 }
 
 int pdi_infer_sdpa(struct pdi_call *c)
 {
-    int has_mask = check_sdpa_attrs("sdpa", c);
-    if (has_mask < 0) return has_mask;
+    int has_mask = c->a.sdpa.has_mask != 0, rc = pdi_attention_check_scale("sdpa", c);
+    if (rc) return rc;
     if (c->n_in != 3 + has_mask || c->n_out != 2)
         return pdi_errorf(PD_ERR_INVALID, "sdpa: expected %d inputs and 2 outputs, got %d and %d", 3 + has_mask,
                           c->n_in, c->n_out);
-    int rc = check_qkv("sdpa", c->in, has_mask);
+    rc = check_qkv("sdpa", c->in, has_mask);
     if (rc) return rc;
     pdi_attention_infer_outputs(c, 1);
     return PD_OK;
@@ -291,12 +326,12 @@ int pdi_infer_sdpa(struct pdi_call *c)
 
 int pdi_infer_sdpa_backward(struct pdi_call *c)
 {
-    int has_mask = check_sdpa_attrs("sdpa_backward", c);
-    if (has_mask < 0) return has_mask;
+    int has_mask = c->a.sdpa.has_mask != 0, rc = pdi_attention_check_scale("sdpa_backward", c);
+    if (rc) return rc;
     if (c->n_in != 6 + has_mask || c->n_out != 3)
         return pdi_errorf(PD_ERR_INVALID, "sdpa_backward: expected %d inputs and 3 outputs, got %d and %d",
                           6 + has_mask, c->n_in, c->n_out);
-    int rc = check_qkv("sdpa_backward", c->in, has_mask);
+    rc = check_qkv("sdpa_backward", c->in, has_mask);
     if (rc) return rc;
     return pdi_attention_infer_backward(c, "sdpa_backward", has_mask, 1);
 }
@@ -338,31 +373,66 @@ static struct pd_tensor *sum_heads(struct pd_tensor *x, int64_t G)
     return pd_sum(pd_reshape(x, r, 5), &ax, 1, 0);
 }
 
-/* The composed gradients of attention (public ops only, so differentiable
- * again; shared with flashmask through ops/attention.h): with P the masked
- * softmax of the scores and Z the dropout multipliers (1 without dropout),
- *   dV = (P Z)^T dO, dP = (dO V^T) Z, dS = P (dP - rowsum(dP P) + g_lse),
- *   dQ = scale dS K, dK = scale dS^T Q, dmask = dS (float masks). */
-int pdi_attention_vjp_composed(const struct pdi_attn_vjp *a, struct pd_tensor **gq, struct pd_tensor **gk,
-                               struct pd_tensor **gv, struct pd_tensor **gmask)
+/* The composed attention (public ops only, so differentiable again; shared
+ * with flashmask through ops/attention.h): the forward's P and the row
+ * statistics that the forward and the VJP both start from. */
+struct attn_soft {
+    enum pd_dtype ct;                 /* compute dtype: f64 for f64, f32 otherwise */
+    int64_t G;                        /* query heads per key/value head */
+    struct pd_tensor *qc, *kc, *vc;   /* in ct; k and v repeated over the query groups */
+    struct pd_tensor *m, *z, *zs, *p; /* row max (0 where -inf), row sum of exps (keepdim), z with 0 -> 1, P */
+};
+
+static void attention_softmax(const struct pdi_attn *a, struct attn_soft *r)
 {
     struct pd_tensor *q = a->q, *k = a->k, *v = a->v, *mask = a->add_mask;
-    enum pd_dtype dt = q->dtype, ct = dt == PD_F64 ? PD_F64 : PD_F32;
-    int64_t G = k->shape[1] ? q->shape[1] / k->shape[1] : 1;
-    struct pd_tensor *qc = cast_to(q, ct), *kc = pdi_expand_heads(cast_to(k, ct), G);
-    struct pd_tensor *vc = pdi_expand_heads(cast_to(v, ct), G);
+    enum pd_dtype ct = r->ct = q->dtype == PD_F64 ? PD_F64 : PD_F32;
+    int64_t G = r->G = k->shape[1] ? q->shape[1] / k->shape[1] : 1;
+    struct pd_tensor *qc = r->qc = cast_to(q, ct), *kc = r->kc = pdi_expand_heads(cast_to(k, ct), G);
+    r->vc = pdi_expand_heads(cast_to(v, ct), G);
     struct pd_tensor *s = pd_scale(pd_matmul(qc, kc, 0, 1), a->scale); /* [B, Hq, T, S] */
     if (mask) s = pd_add(s, cast_to(mask, ct));
     if (a->visible) s = pd_where(a->visible, s, pd_scalar(-INFINITY, ct));
     int ax = -1;
     /* The row max is a constant shift (softmax is invariant to it): detached,
      * it adds nothing to the gradient; -inf (no visible key) becomes 0 so
-     * that the row's exps are all 0 and P is 0 there. */
-    struct pd_tensor *m = pd_detach(pd_amax(s, &ax, 1, 1));
-    m = pd_where(pd_isfinite(m), m, pd_scalar(0, ct));
+     * that the row's exps are all 0 and P is 0 there. Without keys (S = 0)
+     * amax has nothing to reduce: the empty sum gives the 0 rows. */
+    struct pd_tensor *m = pd_detach(k->shape[2] ? pd_amax(s, &ax, 1, 1) : pd_sum(s, &ax, 1, 1));
+    m = r->m = pd_where(pd_isfinite(m), m, pd_scalar(0, ct));
     struct pd_tensor *e = pd_exp(pd_sub(s, m));
-    struct pd_tensor *z = pd_sum(e, &ax, 1, 1);
-    struct pd_tensor *p = pd_div(e, pd_where(pd_gt(z, pd_scalar(0, ct)), z, pd_scalar(1, ct)));
+    struct pd_tensor *z = r->z = pd_sum(e, &ax, 1, 1);
+    r->zs = pd_where(pd_gt(z, pd_scalar(0, ct)), z, pd_scalar(1, ct));
+    r->p = pd_div(e, r->zs);
+}
+
+/* out = (P Z) V and lse = m + log z (-inf where no key is visible: z = 0;
+ * the where keeps the log off 0, so that the gradient stays finite). */
+int pdi_attention_composed(const struct pdi_attn *a, struct pd_tensor **out, struct pd_tensor **lse)
+{
+    struct attn_soft r;
+    attention_softmax(a, &r);
+    enum pd_dtype ct = r.ct;
+    struct pd_tensor *pz = a->keep ? pd_mul(r.p, cast_to(a->keep, ct)) : r.p;
+    *out = cast_to(pd_matmul(pz, r.vc, 0, 0), a->q->dtype);
+    struct pd_tensor *l = pd_add(r.m, pd_log(r.zs));
+    *lse = pd_squeeze(pd_where(pd_gt(r.z, pd_scalar(0, ct)), l, pd_scalar(-INFINITY, ct)), -1);
+    return *out && *lse ? PD_OK : vjp_status(NULL);
+}
+
+/* The composed gradients: with P the masked softmax of the scores and Z
+ * the dropout multipliers (1 without dropout),
+ *   dV = (P Z)^T dO, dP = (dO V^T) Z, dS = P (dP - rowsum(dP P) + g_lse),
+ *   dQ = scale dS K, dK = scale dS^T Q, dmask = dS (float masks). */
+int pdi_attention_vjp_composed(const struct pdi_attn *a, struct pd_tensor **gq, struct pd_tensor **gk,
+                               struct pd_tensor **gv, struct pd_tensor **gmask)
+{
+    struct attn_soft r;
+    attention_softmax(a, &r);
+    enum pd_dtype dt = a->q->dtype, ct = r.ct;
+    int64_t G = r.G;
+    struct pd_tensor *qc = r.qc, *kc = r.kc, *vc = r.vc, *p = r.p, *mask = a->add_mask;
+    int ax = -1;
     struct pd_tensor *keep = a->keep ? cast_to(a->keep, ct) : NULL;
     struct pd_tensor *dout = cast_to(a->gout, ct);
     struct pd_tensor *dp = pd_matmul(dout, vc, 0, 1);
@@ -380,39 +450,69 @@ int pdi_attention_vjp_composed(const struct pdi_attn_vjp *a, struct pd_tensor **
     return PD_OK;
 }
 
+/* Keys visible to sdpa's queries as bool broadcastable to [B, Hq, T, S]:
+ * causal and a bool mask combined, or NULL when neither applies (a float
+ * mask is added to the scores instead). Sets *err on failure. */
+static struct pd_tensor *sdpa_visible(const struct pd_tensor *q, const struct pd_tensor *k, struct pd_tensor *mask,
+                                      int causal, int *err)
+{
+    struct pd_tensor *vis = causal ? pdi_attention_causal_visible(q->shape[2], k->shape[2]) : NULL;
+    *err = causal && !vis;
+    if (mask && mask->dtype == PD_BOOL) vis = vis ? pd_logical_and(vis, mask) : mask;
+    return vis;
+}
+
 static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    int has_mask = n->a.i[1] != 0, causal = n->a.i[0] != 0;
+    int has_mask = n->a.sdpa.has_mask != 0, causal = n->a.sdpa.causal != 0, err;
     struct pd_tensor *q = pdi_node_in(n, 0), *k = pdi_node_in(n, 1), *v = pdi_node_in(n, 2);
     struct pd_tensor *mask = has_mask ? pdi_node_in(n, 3) : NULL;
     if (!q || !k || !v || (has_mask && !mask)) return pd_last_status();
-    struct pd_tensor *vis = causal ? pdi_attention_causal_visible(q->shape[2], k->shape[2]) : NULL;
-    if (causal && !vis) return vjp_status(NULL);
+    struct pd_tensor *vis = sdpa_visible(q, k, mask, causal, &err);
+    if (err) return vjp_status(NULL);
     int bool_mask = mask && mask->dtype == PD_BOOL;
-    if (bool_mask) vis = vis ? pd_logical_and(vis, mask) : mask;
-    struct pdi_attn_vjp a = {.q = q,
-                             .k = k,
-                             .v = v,
-                             .visible = vis,
-                             .add_mask = bool_mask ? NULL : mask,
-                             .scale = n->a.f[0],
-                             .gout = g[0],
-                             .glse = g[1]};
+    struct pdi_attn a = {.q = q,
+                         .k = k,
+                         .v = v,
+                         .visible = vis,
+                         .add_mask = bool_mask ? NULL : mask,
+                         .scale = n->a.sdpa.scale,
+                         .gout = g[0],
+                         .glse = g[1]};
     return pdi_attention_vjp_composed(&a, pdi_node_needs(n, 0) ? &gin[0] : NULL, pdi_node_needs(n, 1) ? &gin[1] : NULL,
                                       pdi_node_needs(n, 2) ? &gin[2] : NULL,
                                       mask && !bool_mask && pdi_node_needs(n, 3) ? &gin[3] : NULL);
 }
 
-int pdi_vjp_sdpa(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+/* sdpa from primitive ops: out and the log-sum-exp (pdi_attention_composed). */
+int pdi_decomp_sdpa(const struct pdi_call *c, struct pd_tensor **out)
 {
-    int has_mask = n->a.i[1] != 0;
-    if (pd_is_grad_enabled() || (has_mask && pdi_node_needs(n, 3))) return sdpa_vjp_composed(n, g, gin);
-    return pdi_attention_vjp_fused(n, g, gin, PD_OP_sdpa_backward, 3 + has_mask);
+    const struct pdi_attrs_sdpa *sa = &c->a.sdpa;
+    struct pd_tensor *q = c->in[0], *k = c->in[1], *mask = sa->has_mask ? c->in[3] : NULL;
+    int err;
+    struct pd_tensor *vis = sdpa_visible(q, k, mask, sa->causal != 0, &err);
+    if (err) return vjp_status(NULL);
+    struct pdi_attn a = {.q = q,
+                         .k = k,
+                         .v = c->in[2],
+                         .visible = vis,
+                         .add_mask = mask && mask->dtype != PD_BOOL ? mask : NULL,
+                         .scale = sa->scale};
+    return pdi_attention_composed(&a, &out[0], &out[1]);
 }
 
-int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward,
-                            int n_fwd_in)
+int pdi_vjp_sdpa(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
+    int has_mask = n->a.sdpa.has_mask != 0;
+    if (pd_is_grad_enabled() || (has_mask && pdi_node_needs(n, 3))) return sdpa_vjp_composed(n, g, gin);
+    return pdi_attention_vjp_fused(n, g, gin, PD_OP_sdpa_backward);
+}
+
+int pdi_attention_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin, enum pd_op backward)
+{
+    /* q, k, v and the extra input (mask or indices) when has_mask/has_idx,
+     * which both sets keep third (read through the sdpa member) */
+    int n_fwd_in = 3 + (n->a.sdpa.has_mask != 0);
     struct pd_tensor *in[7];
     int ni = 0;
     for (int i = 0; i < n_fwd_in; i++)
@@ -446,9 +546,7 @@ struct pd_tensor *pd_sdpa(struct pd_tensor *q, struct pd_tensor *k, struct pd_te
     if (!q || !k || !v || pdi_attention_scale("sdpa", q, &scale)) return NULL;
     struct pd_tensor *in[4] = {q, k, v, mask}, *out[2];
     struct pdi_call c = {.op = PD_OP_sdpa, .n_in = mask ? 4 : 3, .n_out = 2, .in = in, .out = out};
-    c.a.i[0] = causal != 0;
-    c.a.i[1] = mask != NULL;
-    c.a.f[0] = scale;
+    c.a.sdpa = (struct pdi_attrs_sdpa){.causal = causal != 0, .scale = scale, .has_mask = mask != NULL};
     /* An inner scope drops the log-sum-exp handle right away and moves the
      * result out (to the caller's scope, or to the caller outside any). */
     pd_scope_begin();

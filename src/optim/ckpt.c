@@ -167,8 +167,10 @@ int pd_optimizer_load_state_dict(struct pd_optimizer *o, const struct pd_state_d
         for (int s = 0; s <= N_SLOTS; s++) {
             struct pd_tensor *t = slot_tensor(p, o->cfg.kind, s), *x = src[i * (N_SLOTS + 1) + s];
             if (!t || x == t) continue; /* x == t: our own export, nothing to copy */
-            pd_to_buffer(x, pd_tensor_data(t), PD_F32);
-            t->st->version++;
+            int prev = pd_no_grad_begin();
+            struct pd_tensor *ok = pd_copy_(t, x); /* an op: converts the dtype, bumps the version */
+            pd_grad_mode_end(prev);
+            if (!ok) { rc = pd_last_status(); goto out; }
         }
     }
     for (int g = 0; g < o->ng; g++) o->groups[g].lr = lrs[g];

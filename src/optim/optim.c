@@ -1,14 +1,17 @@
 /* paddle.c — optimizers: SGD, Adam, AdamW with torch.optim semantics.
  *
- * The update of one parameter is one fused pass (update_block) over the
- * weights, the gradient and the moments, split in blocks of BLOCK elements
- * over OpenMP threads. Arithmetic is f32 (the moments are f32 whatever the
- * parameter's dtype); the per-step scalars (bias corrections, step size) are
- * computed in double and rounded once, as torch does with Python floats.
+ * A step is one fused multi-tensor op (sgd_update or adam_update, see
+ * src/ops/ops_optim.def) per set of parameters sharing a group and a step
+ * count, dispatched like every other op: observers and tracers see it, and
+ * the dispatcher bumps the versions of the tensors it writes. Arithmetic is
+ * f32 (the moments are f32 whatever the parameter's dtype); the per-step
+ * scalars (bias corrections, step size) are computed here in double and
+ * passed as attributes, which the kernels round once, as torch does with
+ * Python floats (kernels: src/kernels/{cpu,ref}/optim.c).
  *
  * Ownership: the optimizer holds a reference to each parameter, and owns its
  * state tensors (moments, f32 masters of bf16/f16 parameters), created
- * outside any scope with pdi_tensor_new. State is allocated eagerly when a
+ * outside any scope by ops (zeros, cast). State is allocated eagerly when a
  * group is added (or when set_group_config turns amsgrad/momentum on), so the
  * set of state tensors is known before the first step and a checkpoint of a
  * fresh optimizer has the same entries as one of a trained optimizer.
@@ -97,28 +100,29 @@ void pd_optimizer_destroy(struct pd_optimizer *o)
     free(o);
 }
 
-/* A zero-filled f32 tensor of t's shape, outside every scope. */
-static struct pd_tensor *state_zeros(const struct pd_tensor *t)
+/* An f32 tensor of t's shape outside every scope (ours): zeros, or t's
+ * values when copy. Made by ops, so observers see the state's creation. */
+static struct pd_tensor *state_new(struct pd_tensor *t, int copy)
 {
-    struct pd_tensor *s = pdi_tensor_new(t->shape, t->ndim, PD_F32);
-    if (s) memset(pd_tensor_data(s), 0, (size_t)pd_tensor_numel(s) * sizeof(float));
+    int prev = pd_no_grad_begin();
+    pd_scope_begin();
+    struct pd_tensor *s = copy ? pd_cast(t, PD_F32) : pd_zeros(t->shape, t->ndim, PD_F32);
+    if (s) pd_tensor_retain(s);
+    pd_scope_end();
+    pd_grad_mode_end(prev);
     return s;
 }
 
 /* Allocate the state tensors the group's config needs and p lacks. */
 static int ensure_state(struct pdi_oparam *p, const struct pd_optim_config *c)
 {
-    if (p->p->dtype != PD_F32 && !p->master) {
-        p->master = pdi_tensor_new(p->p->shape, p->p->ndim, PD_F32);
-        if (!p->master) return pd_last_status();
-        pdi_convert(pd_tensor_data(p->p), p->p->dtype, pd_tensor_data(p->master), PD_F32, pd_tensor_numel(p->p));
-    }
+    if (p->p->dtype != PD_F32 && !p->master && !(p->master = state_new(p->p, 1))) return pd_last_status();
     int need_m = c->kind != PD_OPTIM_SGD || c->momentum != 0;
     int need_v = c->kind != PD_OPTIM_SGD;
     int need_vmax = need_v && c->amsgrad;
-    if (need_m && !p->m && !(p->m = state_zeros(p->p))) return pd_last_status();
-    if (need_v && !p->v && !(p->v = state_zeros(p->p))) return pd_last_status();
-    if (need_vmax && !p->vmax && !(p->vmax = state_zeros(p->p))) return pd_last_status();
+    if (need_m && !p->m && !(p->m = state_new(p->p, 0))) return pd_last_status();
+    if (need_v && !p->v && !(p->v = state_new(p->p, 0))) return pd_last_status();
+    if (need_vmax && !p->vmax && !(p->vmax = state_new(p->p, 0))) return pd_last_status();
     return PD_OK;
 }
 
@@ -300,185 +304,141 @@ void pd_optimizer_zero_grad(struct pd_optimizer *o)
     for (int i = 0; i < o->n; i++) pd_tensor_zero_grad(o->params[i].p);
 }
 
-/* ---- the fused update ------------------------------------------------------ */
-#define BLOCK 2048
-
-struct upd {
-    enum pd_optim_kind kind;
-    float lr, wd, b1, b2, c1, c2, eps, step_size, inv_bc2_sqrt, decay_mul, momentum;
-    float damp; /* SGD: 1 - dampening */
-    int nesterov, first, amsgrad;
-    float *w;                 /* f32 weights: the parameter or its master */
-    const void *g;            /* gradient, contiguous */
-    enum pd_dtype gdt;
-    float *m, *v, *vmax;
-    void *lowp;               /* bf16/f16 parameter receiving the rounding, or NULL */
-    enum pd_dtype ldt;
+/* ---- the step: multi-tensor update ops --------------------------------------- */
+/* A parameter with a gradient in this step. */
+struct pending {
+    struct pdi_oparam *p;
+    struct pd_tensor *g; /* f32, bf16 or f16, contiguous (a step-scope temporary if converted) */
+    int done;            /* 1: updated; -1: in the batch update_batch is building */
 };
 
-static void to_f32(const void *src, enum pd_dtype dt, float *d, int64_t n)
-{
-    if (dt == PD_BF16) {
-        const uint16_t *s = src;
-        for (int64_t i = 0; i < n; i++) d[i] = pdi_bf16_f32(s[i]);
-    } else {
-        pdi_convert(src, dt, d, PD_F32, n);
-    }
-}
-
-static void from_f32(const float *s, void *dst, enum pd_dtype dt, int64_t n)
-{
-    if (dt == PD_BF16) {
-        uint16_t *d = dst;
-        for (int64_t i = 0; i < n; i++) d[i] = pdi_f32_bf16(s[i]);
-    } else {
-        pdi_convert(s, PD_F32, dst, dt, n);
-    }
-}
-
-static void adam_block(const struct upd *u, float *restrict w, const float *restrict g, float *restrict m,
-                       float *restrict v, float *restrict vmax, int64_t n)
-{
-    const float b1 = u->b1, b2 = u->b2, c1 = u->c1, c2 = u->c2;
-    const float ss = -u->step_size, ibc = u->inv_bc2_sqrt, eps = u->eps, dm = u->decay_mul;
-    /* Adam: L2 decay enters the gradient; AdamW: decoupled (dm = 1 - lr wd). */
-    const float gwd = u->kind == PD_OPTIM_ADAM ? u->wd : 0.0f;
-    if (u->amsgrad) {
-        for (int64_t i = 0; i < n; i++) {
-            float gi = g[i] + gwd * w[i];
-            float mi = m[i] * b1 + c1 * gi;
-            float vi = v[i] * b2 + c2 * (gi * gi);
-            float vm = vmax[i] > vi ? vmax[i] : vi;
-            m[i] = mi;
-            v[i] = vi;
-            vmax[i] = vm;
-            w[i] = w[i] * dm + ss * (mi / (sqrtf(vm) * ibc + eps));
-        }
-    } else {
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) {
-            float gi = g[i] + gwd * w[i];
-            float mi = m[i] * b1 + c1 * gi;
-            float vi = v[i] * b2 + c2 * (gi * gi);
-            m[i] = mi;
-            v[i] = vi;
-            w[i] = w[i] * dm + ss * (mi / (sqrtf(vi) * ibc + eps));
-        }
-    }
-}
-
-static void sgd_block(const struct upd *u, float *restrict w, const float *restrict g, float *restrict buf, int64_t n)
-{
-    const float wd = u->wd, lr = -u->lr, mom = u->momentum, c = u->damp;
-    if (!buf) {
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) w[i] = w[i] + lr * (g[i] + wd * w[i]);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        float d = g[i] + wd * w[i];
-        float b = u->first ? d : buf[i] * mom + c * d;
-        buf[i] = b;
-        d = u->nesterov ? d + mom * b : b;
-        w[i] = w[i] + lr * d;
-    }
-}
-
-static void update_block(const struct upd *u, int64_t off, int64_t n)
-{
-    float gbuf[BLOCK];
-    const float *g;
-    if (u->gdt == PD_F32) {
-        g = (const float *)u->g + off;
-    } else {
-        to_f32((const char *)u->g + off * (int64_t)pd_dtype_size(u->gdt), u->gdt, gbuf, n);
-        g = gbuf;
-    }
-    float *w = u->w + off;
-    if (u->kind == PD_OPTIM_SGD)
-        sgd_block(u, w, g, u->m ? u->m + off : NULL, n);
-    else
-        adam_block(u, w, g, u->m + off, u->v + off, u->vmax ? u->vmax + off : NULL, n);
-    if (u->lowp) from_f32(w, (char *)u->lowp + off * (int64_t)pd_dtype_size(u->ldt), u->ldt, n);
-}
-
-static void run_update(const struct upd *u, int64_t numel)
-{
-    int64_t nb = (numel + BLOCK - 1) / BLOCK;
-    PDI_FOR(numel >= PDI_PAR_GRAIN && pdi_num_threads() > 1, b, nb, {
-        int64_t off = b * BLOCK;
-        update_block(u, off, numel - off < BLOCK ? numel - off : BLOCK);
-    });
-}
-
-static int step_param(struct pdi_oparam *p, const struct pd_optim_config *c)
+/* p's gradient as the update ops take it; NULL when p has none (*rc stays
+ * 0) or on an error (*rc set). */
+static struct pd_tensor *step_grad(struct pdi_oparam *p, int *rc)
 {
     struct pd_tensor *g = pd_tensor_grad(p->p);
-    if (!g) return PD_OK;
+    if (!g) return NULL;
     if (g->ndim != p->p->ndim || memcmp(g->shape, p->p->shape, sizeof(int64_t) * (size_t)g->ndim)) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-        return pdi_errorf(PD_ERR_STATE, "optimizer: gradient of '%s' has shape %s, parameter %s", p->name,
-                          pdi_shape_str(g->shape, g->ndim, b0, sizeof b0), pdi_shape_str(p->p->shape, p->p->ndim, b1, sizeof b1));
+        *rc = pdi_errorf(PD_ERR_STATE, "optimizer: gradient of '%s' has shape %s, parameter %s", p->name,
+                         pdi_shape_str(g->shape, g->ndim, b0, sizeof b0), pdi_shape_str(p->p->shape, p->p->ndim, b1, sizeof b1));
+        return NULL;
     }
     if (!pd_dtype_is_float(g->dtype) || g->dtype == PD_F64) {
         /* f64 grads of an f32 parameter: convert (rare; keeps the kernel f32) */
         g = pd_cast(g, PD_F32);
     }
     if (g && !pd_tensor_is_contiguous(g)) g = pd_contiguous(g);
-    if (!g) return pd_last_status();
+    if (!g) *rc = pd_last_status();
+    return g;
+}
 
-    struct upd u;
-    memset(&u, 0, sizeof u);
-    u.kind = c->kind;
-    p->step++;
-    double lr = c->lr, step = (double)p->step;
-    u.lr = (float)lr;
-    u.wd = (float)c->weight_decay;
-    u.b1 = (float)c->beta1;
-    u.b2 = (float)c->beta2;
-    /* 1 - beta in double, then rounded: 1.0f - 0.999f is 4.7e-5 off 0.001 */
-    u.c1 = (float)(1.0 - c->beta1);
-    u.c2 = (float)(1.0 - c->beta2);
-    u.eps = (float)c->eps;
-    if (c->kind != PD_OPTIM_SGD) {
-        double bc1 = 1.0 - pow(c->beta1, step), bc2 = 1.0 - pow(c->beta2, step);
-        u.step_size = (float)(lr / bc1);
-        /* torch divides sqrt(v) by sqrt(bc2); one multiply by its float
-         * inverse differs by at most an ulp and vectorises */
-        u.inv_bc2_sqrt = (float)(1.0 / sqrt(bc2));
-        u.decay_mul = c->kind == PD_OPTIM_ADAMW ? (float)(1.0 - lr * c->weight_decay) : 1.0f;
-        u.amsgrad = c->amsgrad;
+/* The update op's attributes for the params of group config c at step
+ * count step; the per-step scalars are computed in double and rounded once
+ * by the kernel, as torch does with Python floats. */
+static struct pdi_attrs update_attrs(const struct pd_optim_config *c, int64_t step, int has_master)
+{
+    struct pdi_attrs a;
+    memset(&a, 0, sizeof a);
+    if (c->kind == PD_OPTIM_SGD) {
+        a.sgd_update.lr = c->lr;
+        a.sgd_update.weight_decay = c->weight_decay;
+        a.sgd_update.has_master = has_master;
+        a.sgd_update.momentum = c->momentum;
+        a.sgd_update.dampening = c->dampening;
+        a.sgd_update.nesterov = c->nesterov != 0;
+        a.sgd_update.first_step = step == 1;
     } else {
-        u.momentum = (float)c->momentum;
-        u.damp = (float)(1.0 - c->dampening); /* the factor of the new gradient */
-        u.nesterov = c->nesterov;
-        u.first = p->step == 1;
+        double bc1 = 1.0 - pow(c->beta1, (double)step), bc2 = 1.0 - pow(c->beta2, (double)step);
+        a.adam_update.lr = c->lr;
+        a.adam_update.weight_decay = c->weight_decay;
+        a.adam_update.has_master = has_master;
+        a.adam_update.beta1 = c->beta1;
+        a.adam_update.beta2 = c->beta2;
+        a.adam_update.eps = c->eps;
+        a.adam_update.decoupled_weight_decay = c->kind == PD_OPTIM_ADAMW;
+        a.adam_update.amsgrad = c->amsgrad != 0;
+        a.adam_update.step_size = c->lr / bc1;
+        a.adam_update.bias_correction2_rsqrt = 1.0 / sqrt(bc2);
     }
-    u.w = pd_tensor_data(p->master ? p->master : p->p);
-    u.g = pd_tensor_data(g);
-    u.gdt = g->dtype;
-    u.m = p->m ? pd_tensor_data(p->m) : NULL;
-    u.v = p->v ? pd_tensor_data(p->v) : NULL;
-    u.vmax = c->kind != PD_OPTIM_SGD && c->amsgrad ? pd_tensor_data(p->vmax) : NULL;
-    if (c->kind == PD_OPTIM_SGD && c->momentum == 0) u.m = NULL;
-    if (p->master) {
-        u.lowp = pd_tensor_data(p->p);
-        u.ldt = p->p->dtype;
+    return a;
+}
+
+/* One update op over pend[first] and every later pending param sharing its
+ * group, step count and master-ness (so its per-step scalars); marks them
+ * done on success. Inputs are planes: params, [masters], state, grads. */
+static int update_batch(struct pd_optimizer *o, struct pending *pend, int n_pend, int first)
+{
+    const struct pdi_oparam *p0 = pend[first].p;
+    const struct pd_optim_config *c = &o->groups[p0->group];
+    int hm = p0->master != NULL, adam = c->kind != PD_OPTIM_SGD;
+    int n_state = adam ? 2 + (c->amsgrad != 0) : c->momentum != 0, planes = 2 + hm + n_state;
+    int n = 0;
+    for (int i = first; i < n_pend; i++) {
+        const struct pdi_oparam *p = pend[i].p;
+        if (pend[i].done || p->group != p0->group || p->step != p0->step || (p->master != NULL) != hm) continue;
+        pend[i].done = -1; /* in this batch */
+        n++;
     }
-    run_update(&u, pd_tensor_numel(p->p));
-    p->p->st->version++; /* an in-place write: graphs that saved p are stale */
-    return PD_OK;
+    struct pd_tensor **in = malloc(sizeof *in * (size_t)(planes * n));
+    if (!in) {
+        for (int i = first; i < n_pend; i++) pend[i].done = pend[i].done > 0;
+        return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
+    }
+    int rc = PD_OK;
+    for (int i = first, j = 0; i < n_pend; i++) {
+        if (pend[i].done != -1) continue;
+        struct pdi_oparam *p = pend[i].p;
+        struct pd_tensor *state[3] = {p->m, p->v, p->vmax};
+        in[j] = p->p;
+        if (hm) in[n + j] = p->master;
+        for (int s = 0; s < n_state; s++) {
+            in[(1 + hm + s) * n + j] = state[s];
+            if (!state[s]) rc = pdi_errorf(PD_ERR_STATE, "optimizer: parameter '%s' has no state tensor %d", p->name, s);
+        }
+        in[(planes - 1) * n + j] = pend[i].g;
+        j++;
+    }
+    if (!rc) {
+        struct pdi_call call = {.op = adam ? PD_OP_adam_update : PD_OP_sgd_update, .n_in = planes * n, .n_out = 0,
+                                .in = in, .a = update_attrs(c, p0->step, hm)};
+        rc = pdi_dispatch(&call);
+    }
+    free(in);
+    for (int i = first; i < n_pend; i++)
+        if (pend[i].done == -1) pend[i].done = rc == PD_OK;
+    return rc;
 }
 
 int pd_optimizer_step(struct pd_optimizer *o)
 {
     if (!o) return pdi_errorf(PD_ERR_NULL, "optimizer_step: NULL optimizer");
-    int rc = PD_OK;
+    struct pending *pend = malloc(sizeof *pend * (size_t)(o->n + 1));
+    if (!pend) return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
+    int rc = PD_OK, n_pend = 0;
     int prev = pd_no_grad_begin();
     pd_scope_begin(); /* temporaries of grads needing a cast or a copy */
-    for (int i = 0; i < o->n && !rc; i++) rc = step_param(&o->params[i], &o->groups[o->params[i].group]);
+    for (int i = 0; i < o->n && !rc; i++) {
+        struct pd_tensor *g = step_grad(&o->params[i], &rc);
+        if (!g) continue;
+        o->params[i].step++;
+        pend[n_pend++] = (struct pending){&o->params[i], g, 0};
+    }
+    /* The params before a failing one are updated, as when they were
+     * updated one at a time; a param left out keeps its step count. */
+    for (int i = 0; i < n_pend; i++) {
+        if (pend[i].done) continue;
+        int brc = update_batch(o, pend, n_pend, i);
+        if (brc) {
+            if (!rc) rc = brc;
+            break;
+        }
+    }
+    for (int i = 0; i < n_pend; i++)
+        if (!pend[i].done) pend[i].p->step--;
     pd_scope_end();
     pd_grad_mode_end(prev);
+    free(pend);
     if (!rc) o->step_count++;
     return rc;
 }

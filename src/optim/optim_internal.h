@@ -29,11 +29,10 @@ struct pd_optimizer {
 
 const char *pdi_optim_kind_name(enum pd_optim_kind k);
 
-/* Sum of squares of a gradient in f64 (any float dtype and strides);
- * non-finite when an element is; NaN with PD_ERR_NOMEM on failure. */
-double pdi_grad_sumsq(struct pd_tensor *g);
-/* leaf->grad *= coef (in place when the gradient owns its memory, else a
- * scaled copy replaces it). No-op without a gradient. */
-int pdi_grad_scale_(struct pd_tensor *leaf, double coef);
-
+/* May the gradient g be written in place? Contiguous f32/f64, and neither
+ * its handle nor its storage is shared (a gradient aliasing another tensor,
+ * or a broadcast view, is replaced by a copy instead). */
+int pdi_grad_owned(const struct pd_tensor *g);
+/* leaf->grad = pd_scale(leaf->grad, coef), a fresh tensor; status. */
+int pdi_grad_scale_copy(struct pd_tensor *leaf, double coef);
 #endif

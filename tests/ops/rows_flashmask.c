@@ -94,12 +94,12 @@ static struct pd_tensor *backward_of(struct pd_tensor **in, int has_idx, int cau
 {
     struct pd_tensor *fin[4] = {in[0], in[1], in[2], has_idx ? in[3] : NULL}, *out[2];
     struct pdi_call c = {.op = PD_OP_flashmask, .n_in = 3 + has_idx, .n_out = 2, .in = fin, .out = out};
-    c.a.i[0] = causal;
-    c.a.i[1] = has_idx;
-    c.a.i[2] = DROP_SEED;
-    c.a.i[3] = 4096;
-    c.a.f[0] = 1.0 / sqrt((double)pd_tensor_dim(in[0], 3));
-    c.a.f[1] = dropout;
+    c.a.flashmask = (struct pdi_attrs_flashmask){.causal = causal,
+                                                 .scale = 1.0 / sqrt((double)pd_tensor_dim(in[0], 3)),
+                                                 .has_idx = has_idx,
+                                                 .dropout_p = dropout,
+                                                 .dropout_seed = DROP_SEED,
+                                                 .dropout_offset = 4096};
     if (pdi_dispatch(&c)) return NULL;
     return opt_attention_backward(PD_OP_flashmask_backward, in, has_idx, out, &c.a);
 }

@@ -34,7 +34,7 @@ RF(rope, pd_rope(in[0], in[1], 10000.0))
 RF(rope_small_theta, pd_rope(in[0], in[1], 7.5))
 static struct pd_tensor *f_rope_inverse(struct pd_tensor **in)
 {
-    struct pdi_attrs a = {.i = {-1}, .f = {500.0}};
+    struct pdi_attrs a = {.rope = {.theta = 500.0, .sign = -1}};
     return pdi_call2(PD_OP_rope, in[0], in[1], &a);
 }
 /* x stored [B, H, T, D] and viewed as [B, T, H, D] (what q/k projections
@@ -77,9 +77,8 @@ static int sdpa_raw(struct pd_tensor **in, int has_mask, int causal, struct pd_t
 {
     struct pd_tensor *ins[4] = {in[0], in[1], in[2], has_mask ? in[3] : NULL};
     struct pdi_call c = {.op = PD_OP_sdpa, .n_in = 3 + has_mask, .n_out = 2, .in = ins, .out = out};
-    c.a.i[0] = causal;
-    c.a.i[1] = has_mask;
-    c.a.f[0] = 1.0 / sqrt((double)in[0]->shape[3]);
+    c.a.sdpa =
+        (struct pdi_attrs_sdpa){.causal = causal, .scale = 1.0 / sqrt((double)in[0]->shape[3]), .has_mask = has_mask};
     return pdi_dispatch(&c);
 }
 
@@ -97,10 +96,8 @@ static struct pd_tensor *backward_of(struct pd_tensor **in, int has_mask, int ca
 {
     struct pd_tensor *out[2];
     if (sdpa_raw(in, has_mask, causal, out)) return NULL;
-    struct pdi_attrs a = {0};
-    a.i[0] = causal;
-    a.i[1] = has_mask;
-    a.f[0] = 1.0 / sqrt((double)in[0]->shape[3]);
+    struct pdi_attrs a = {
+        .sdpa = {.causal = causal, .scale = 1.0 / sqrt((double)in[0]->shape[3]), .has_mask = has_mask}};
     return opt_attention_backward(PD_OP_sdpa_backward, in, has_mask, out, &a);
 }
 RF(bwd, backward_of(in, 0, 0))

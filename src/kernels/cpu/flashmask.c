@@ -55,7 +55,7 @@
 #include "kernels/cpu/flashmask.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/unary_math.h"
-#include "ops/flashmask.h"
+#include "kernels/flashmask_rules.h"
 #include "pd/flashmask.h"
 
 /* Tile of BR query rows x BC keys: 64 x 64 keeps S, P and dP of a tile
@@ -677,15 +677,15 @@ static void fm_init(struct fm *g, const struct pd_kview *q, const struct pd_kvie
  * success the caller frees m. */
 static int fm_open(struct fm *g, struct fm_mask *m, const struct pdi_kcall *kc)
 {
-    const struct pdi_attrs *a = kc->a;
-    double p = a->f[1];
-    fm_init(g, &kc->in[0], &kc->in[1], &kc->in[2], a->f[0]);
+    const struct pdi_attrs_flashmask *a = &kc->a->flashmask;
+    double p = a->dropout_p;
+    fm_init(g, &kc->in[0], &kc->in[1], &kc->in[2], a->scale);
     g->drop = p > 0;
-    g->seed = (uint64_t)a->i[2], g->off = (uint64_t)a->i[3];
+    g->seed = (uint64_t)a->dropout_seed, g->off = (uint64_t)a->dropout_offset;
     g->thr = pdi_flashmask_keep_threshold(p);
     g->keep = (float)(1.0 / (1.0 - p));
     g->mask = m;
-    return mask_build(m, a->i[1] ? &kc->in[3] : NULL, a->i[0] != 0, g->B, g->Sq, g->Sk);
+    return mask_build(m, a->has_idx ? &kc->in[3] : NULL, a->causal != 0, g->B, g->Sq, g->Sk);
 }
 
 static int cpu_flashmask(const struct pdi_kcall *kc)
@@ -704,7 +704,7 @@ static int cpu_flashmask(const struct pdi_kcall *kc)
 
 static int cpu_flashmask_backward(const struct pdi_kcall *kc)
 {
-    int hi = kc->a->i[1] != 0;
+    int hi = kc->a->flashmask.has_idx != 0;
     struct fm g;
     struct fm_mask m;
     int rc = fm_open(&g, &m, kc);
@@ -730,21 +730,11 @@ void pd_flashmask_tile_size(int64_t *rows, int64_t *cols)
     if (cols) *cols = BC;
 }
 
-int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
-                             int64_t Hk, struct pd_flashmask_tiles *out)
+int pdi_flashmask_count_tiles(const struct pd_kview *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
+                              struct pd_flashmask_tiles *out)
 {
-    if (!out) return pdi_errorf(PD_ERR_INVALID, "pd_flashmask_count_tiles: out is NULL");
-    if (B < 0 || Sq < 0 || Sk < 0 || Hq < 0 || Hk < 0 || (Hk == 0 ? Hq != 0 : Hq % Hk != 0))
-        return pdi_errorf(PD_ERR_INVALID,
-                          "pd_flashmask_count_tiles: B = %lld, Sq = %lld, Sk = %lld must be >= 0 and Hq = %lld a "
-                          "multiple of Hk = %lld",
-                          (long long)B, (long long)Sq, (long long)Sk, (long long)Hq, (long long)Hk);
-    int rc = idx ? pdi_flashmask_check_indices("pd_flashmask_count_tiles", idx, causal != 0, B, Sq, Sk, Hk) : PD_OK;
-    if (rc) return rc;
-    struct pd_kview iv;
-    if (idx) pdi_kview_of(idx, &iv);
     struct fm_mask m;
-    rc = mask_build(&m, idx ? &iv : NULL, causal != 0, B, Sq, Sk);
+    int rc = mask_build(&m, idx, causal != 0, B, Sq, Sk);
     if (rc) return rc;
     /* Every query head of a mask head (and, without indices, every batch)
      * sees the same tiles. */

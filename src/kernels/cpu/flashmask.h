@@ -1,5 +1,7 @@
 /* paddle.c — internals of the CPU FlashMask kernels (kernels/cpu/flashmask.c)
- * shared with the benchmark: a FlexAttention-style block mask.
+ * shared with the op front end (the tile counter behind
+ * pd_flashmask_count_tiles) and with the benchmark: a FlexAttention-style
+ * block mask.
  *
  * A block mask lists, per query tile, the key tiles to visit (partial ones,
  * masked element by element through a callback, and full ones, not masked
@@ -12,6 +14,16 @@
 #define PD_KERNELS_CPU_FLASHMASK_H
 
 #include <stdint.h>
+
+#include "pd/flashmask.h"
+
+struct pd_kview;
+
+/* The tile classes of pd_flashmask_count_tiles (which validates its
+ * arguments, then calls this): idx a view of valid int32 indices
+ * [B, Hm, Sk, C], or NULL for causal alone. Status. */
+int pdi_flashmask_count_tiles(const struct pd_kview *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,
+                              struct pd_flashmask_tiles *out);
 
 /* 1 when query qi of (batch b, head h) may attend to key kj (FlexAttention's
  * polarity: true = keep). Called from several threads at once. */

@@ -77,7 +77,7 @@ static int cpu_rope(const struct pdi_kcall *k)
     int64_t B = x->shape[0], T = x->shape[1], H = x->shape[2], D = x->shape[3], h2 = D / 2;
     int64_t np = pdi_kview_numel(p), rows = B * T;
     if (rows * H * D == 0) return PD_OK;
-    double sign = (double)k->a->i[0], theta = k->a->f[0];
+    double sign = (double)k->a->rope.sign, theta = k->a->rope.theta;
     double *inv = malloc(sizeof *inv * (size_t)h2);
     float *cs = malloc(sizeof *cs * (size_t)(np * h2 * 2));
     if (!inv || !cs) {
@@ -254,7 +254,7 @@ static void sd_init(struct sd *g, const struct pdi_kcall *k)
     g->q = &k->in[0];
     g->k = &k->in[1];
     g->v = &k->in[2];
-    g->mask = k->a->i[1] ? &k->in[3] : NULL;
+    g->mask = k->a->sdpa.has_mask ? &k->in[3] : NULL;
     g->B = g->q->shape[0];
     g->Hq = g->q->shape[1];
     g->T = g->q->shape[2];
@@ -266,8 +266,8 @@ static void sd_init(struct sd *g, const struct pdi_kcall *k)
     g->Dp = pad_ld(round_vw(g->D));
     g->Dvp = pad_ld(round_vw(g->Dv));
     g->Sp = pad_ld(round_vw(g->S));
-    g->causal = k->a->i[0] != 0;
-    g->scale = (float)k->a->f[0];
+    g->causal = k->a->sdpa.causal != 0;
+    g->scale = (float)k->a->sdpa.scale;
     g->esz = pd_dtype_size(g->q->dtype);
     if (g->mask) {
         g->msz = pd_dtype_size(g->mask->dtype);

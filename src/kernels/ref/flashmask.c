@@ -4,11 +4,12 @@
  *
  * The oracle: element by element through pdi_kview_ptr (any strides), in
  * double, one query row at a time with an Sk buffer of scores; the masked
- * predicate is pdi_flashmask_masked (flashmask/masks.h), the one the dense
- * converter uses. Inputs were validated by infer (index values included).
- * A row that sees no key gives out 0, lse -inf and no gradient. Dropout
- * (f1 = p > 0) keeps weight (b, h, i, j) iff the Philox word at counter
- * i3 + ((b Hq + h) Sq + i) Sk + j of seed i2 is >= p 2^32, scaled by
+ * predicate is pdi_flashmask_masked (kernels/flashmask_rules.h), the rule
+ * the dense converter composes. Inputs were validated by infer (index
+ * values included). A row that sees no key gives out 0, lse -inf and no
+ * gradient. Dropout (dropout_p > 0) keeps weight (b, h, i, j) iff the
+ * Philox word at counter dropout_offset + ((b Hq + h) Sq + i) Sk + j of key
+ * dropout_seed is >= p 2^32, scaled by
  * 1/(1-p); the lse is that of the undropped softmax, and the backward
  * regenerates the same words. Also the CPU kernels for f64 (the CPU
  * kernels compute in f32 and register the other float dtypes).
@@ -18,8 +19,7 @@
 #include <string.h>
 
 #include "core/kernel.h"
-#include "flashmask/masks.h"
-#include "ops/flashmask.h"
+#include "kernels/flashmask_rules.h"
 
 static double ld(const struct pd_kview *v, int64_t i) { return pdi_load(pdi_kview_ptr(v, i), v->dtype); }
 static void st(const struct pd_kview *v, int64_t i, double x) { pdi_store(pdi_kview_ptr(v, i), v->dtype, x); }
@@ -44,7 +44,8 @@ static void geom_init(struct geom *g, const struct pdi_kcall *kc)
     g->q = &kc->in[0];
     g->k = &kc->in[1];
     g->v = &kc->in[2];
-    g->idx = kc->a->i[1] ? &kc->in[3] : NULL;
+    const struct pdi_attrs_flashmask *a = &kc->a->flashmask;
+    g->idx = a->has_idx ? &kc->in[3] : NULL;
     g->B = g->q->shape[0];
     g->Sq = g->q->shape[1];
     g->Hq = g->q->shape[2];
@@ -53,11 +54,11 @@ static void geom_init(struct geom *g, const struct pdi_kcall *kc)
     g->Hk = g->k->shape[2];
     g->Dv = g->v->shape[3];
     g->G = g->Hk ? g->Hq / g->Hk : 1;
-    g->causal = kc->a->i[0] != 0;
-    g->seed = (uint64_t)kc->a->i[2];
-    g->offset = (uint64_t)kc->a->i[3];
-    g->scale = kc->a->f[0];
-    g->p = kc->a->f[1];
+    g->causal = a->causal != 0;
+    g->seed = (uint64_t)a->dropout_seed;
+    g->offset = (uint64_t)a->dropout_offset;
+    g->scale = a->scale;
+    g->p = a->dropout_p;
     g->thr = pdi_flashmask_keep_threshold(g->p);
 }
 

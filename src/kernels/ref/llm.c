@@ -22,7 +22,7 @@ static int ref_rope(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *p = &k->in[1], *y = &k->out[0];
     int64_t B = x->shape[0], T = x->shape[1], H = x->shape[2], D = x->shape[3], h2 = D / 2;
-    double theta = k->a->f[0], sign = (double)k->a->i[0];
+    double theta = k->a->rope.theta, sign = (double)k->a->rope.sign;
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++) {
             int64_t pi = p->ndim == 1 ? t : b * T + t;
@@ -77,7 +77,7 @@ static void geom_init(struct geom *g, const struct pdi_kcall *k)
     g->q = &k->in[0];
     g->k = &k->in[1];
     g->v = &k->in[2];
-    g->mask = k->a->i[1] ? &k->in[3] : NULL;
+    g->mask = k->a->sdpa.has_mask ? &k->in[3] : NULL;
     g->B = g->q->shape[0];
     g->Hq = g->q->shape[1];
     g->T = g->q->shape[2];
@@ -86,8 +86,8 @@ static void geom_init(struct geom *g, const struct pdi_kcall *k)
     g->S = g->k->shape[2];
     g->Dv = g->v->shape[3];
     g->G = g->Hkv ? g->Hq / g->Hkv : 1;
-    g->causal = k->a->i[0] != 0;
-    g->scale = k->a->f[0];
+    g->causal = k->a->sdpa.causal != 0;
+    g->scale = k->a->sdpa.scale;
     memset(g->mst, 0, sizeof g->mst);
     if (g->mask)
         for (int i = 0; i < g->mask->ndim; i++) {
@@ -166,7 +166,7 @@ static int ref_sdpa_backward(const struct pdi_kcall *k)
 {
     struct geom g;
     geom_init(&g, k);
-    int hm = k->a->i[1] != 0;
+    int hm = k->a->sdpa.has_mask != 0;
     const struct pd_kview *o = &k->in[3 + hm], *lse = &k->in[4 + hm], *dout = &k->in[5 + hm];
     const struct pd_kview *dqv = &k->out[0], *dkv = &k->out[1], *dvv = &k->out[2];
     int64_t nq = pdi_kview_numel(dqv), nk = pdi_kview_numel(dkv), nv = pdi_kview_numel(dvv);
