@@ -65,8 +65,13 @@ int main(void)
     if (strcmp(a, "model.fc1/relu_1.out0|model.fc1/relu_1.grad|model/matmul_2.out0|mean_1.out0")) printf("got %s\n", a);
     PT_CHECK(!strcmp(pd_name_scope_current(), ""));
 
-    /* leaves: unnamed -> tensor_<id>; named; params from a state dict */
-    PT_CHECK(!strncmp(pd_tensor_name(x), "tensor_", 7));
+    /* creation ops name their outputs like any op; tensors made from host
+     * data are unnamed -> tensor_<id>; named; params from a state dict */
+    PT_CHECK(!strcmp(pd_tensor_name(x), "normal_1.out0") && !strcmp(pd_tensor_name(w2), "normal_3.out0"));
+    float hv[2] = {1, 2};
+    struct pd_tensor *h = pd_from_buffer(hv, (int64_t[]){2}, 1, PD_F32);
+    PT_CHECK(!strncmp(pd_tensor_name(h), "tensor_", 7));
+    pd_tensor_release(h);
     PT_CHECK(pd_tensor_set_name(x, "input:x") == PD_OK && !strcmp(pd_tensor_name(x), "input:x"));
     struct pd_state_dict *sd = pd_state_dict_create();
     pd_state_dict_add(sd, "fc1.weight", w1);
@@ -108,12 +113,12 @@ int main(void)
     pd_scope_begin();
     int64_t one = 1;
     struct pd_tensor *f7 = pd_full(&one, 1, 3.0, PD_F32);
-    struct pd_tensor *sum = pd_mul(pd_add(f7, f7), f7); /* pd_full is not an op: two calls */
+    struct pd_tensor *sum = pd_mul(pd_add(f7, f7), f7); /* three calls: full, add, mul */
     PT_NEAR(pd_item(sum), 18.0, 0);
     pd_scope_end();
     pdi_observer_remove_ex(on_before, on_after, &o);
-    PT_CHECK(o.before == 2 && o.after == o.before && o.computed_at_before == o.before);
-    PT_CHECK(!strcmp(o.first_before, "add_1") && !strcmp(o.first_after, "add_1") && !strcmp(o.out0, "add_1.out0"));
+    PT_CHECK(o.before == 3 && o.after == o.before && o.computed_at_before == o.before);
+    PT_CHECK(!strcmp(o.first_before, "full_1") && !strcmp(o.first_after, "full_1") && !strcmp(o.out0, "full_1.out0"));
     int before_n = o.before;
     pd_scope_begin();
     pd_add(x, x);

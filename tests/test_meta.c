@@ -1,10 +1,12 @@
 /* The dispatcher contract: the per-thread mode stack (tokens, strict
  * nesting, per-thread isolation), a plugged executor (autograd and observers
  * still run for the user's call, autocast's rewrite still works), meta
- * tensors (views, host reads and eager kernels fail cleanly), the host-read
- * entry point and its observers, and the proof: the tiny Llama's training
- * step under the meta executor gives the eager run's op sequence and shapes,
- * allocates no tensor data, and reports its peak activation memory. */
+ * tensors (views, host reads and eager kernels fail cleanly, every debug
+ * tool copes), the host-read entry point and its observers, and the proof:
+ * the tiny Llama and its AdamW optimizer made under the meta executor, whose
+ * training step (forward, loss, backward, update) gives the eager run's op
+ * sequence and shapes, allocates no tensor data, reads nothing on the host,
+ * and reports its peak activation memory. */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -345,9 +347,7 @@ static void test_meta_debug_tools(void)
     }
     if (f) fclose(f);
     remove(md5_path);
-    /* TEMP until creation ops are dispatched (f1-creation): backward's seed
-     * (pd_ones_like) has data, and so do its two views */
-    PT_CHECK(n >= 4 && meta >= n - (pdi_op_lookup("full") >= 0 ? 0 : 2));
+    PT_CHECK(n >= 4 && meta == n);
 }
 
 /* ---- the meta executor on the tiny Llama --------------------------------- */
@@ -379,19 +379,6 @@ static void log_op(const struct pdi_call *c, uint64_t seq, void *ctx)
     }
 }
 
-/* Drop the data of t's storage (every view of it becomes meta): the model's
- * parameters are views of one flat buffer. */
-static void drop_data(struct pd_tensor *t)
-{
-    struct pdi_storage *st = t->st;
-    if (st->meta) return;
-    pdi_free(st->data, st->nbytes);
-    st->data = NULL;
-    st->meta = st->external = 1; /* as pdi_tensor_new_meta's */
-    pdi_meta_account((int64_t)st->nbytes);
-}
-
-/* One step: loss, backward; returns the loss (in the current scope). */
 /* One training step: loss, backward, the optimizer's update (when opt);
  * returns the loss (in the current scope). */
 static struct pd_tensor *step(struct pd_llama *m, struct pd_optimizer *opt, struct pd_tensor *ids,
@@ -423,14 +410,9 @@ static void test_llama_meta(void)
     struct pd_tensor *ids = pd_from_buffer(idv, (int64_t[]){B, T}, 2, PD_I64);
     struct pd_tensor *tgt = pd_from_buffer(tgv, (int64_t[]){B, T}, 2, PD_I64);
 
-    /* TEMP until creation ops are dispatched (f1-creation): the optimizer's
-     * state is made by pd_zeros, so the update would write real tensors */
-    int with_opt = pdi_op_lookup("full") >= 0;
-    if (!with_opt) printf("creation ops are not dispatched yet: the step runs without the optimizer update\n");
-
     /* eager: every op's outputs */
     struct pd_llama *em = pd_llama_create(&cfg, 5);
-    struct pd_optimizer *eopt = with_opt ? adamw(em) : NULL;
+    struct pd_optimizer *eopt = adamw(em);
     struct oplog el = {0};
     pdi_observer_add(log_op, &el);
     pd_scope_begin();
@@ -439,12 +421,20 @@ static void test_llama_meta(void)
     pd_scope_end();
     pdi_observer_remove(log_op, &el);
 
-    /* meta: the same model without data */
+    /* meta: the same model and optimizer made under the meta executor (no
+     * data anywhere), then the step in a session of its own */
+    struct pd_memory_record mr;
+    pd_memory_record_begin();
+    int setup = pd_meta_begin();
     struct pd_llama *mm = pd_llama_create(&cfg, 5);
+    struct pd_optimizer *mopt = adamw(mm);
+    PT_CHECK(mm && mopt && pd_meta_end(setup, NULL) == PD_OK);
+    pd_memory_record_end(&mr);
+    PT_CHECK(mr.n_allocs == 0); /* creating the model allocated no tensor data */
     struct pd_state_dict *msd = pd_llama_state_dict(mm), *esd = pd_llama_state_dict(em);
-    for (int i = 0; i < pd_state_dict_size(msd); i++) drop_data(pd_state_dict_tensor(msd, i));
-    PT_CHECK(pd_tensor_is_meta(pd_state_dict_tensor(msd, 0)));
-    struct pd_optimizer *mopt = with_opt ? adamw(mm) : NULL;
+    int all_meta = 1;
+    for (int i = 0; i < pd_state_dict_size(msd); i++) all_meta &= pd_tensor_is_meta(pd_state_dict_tensor(msd, i));
+    PT_CHECK(all_meta && pd_state_dict_size(msd) == pd_state_dict_size(esd));
     struct oplog ml = {0};
     pdi_observer_add(log_op, &ml);
     struct host_log hl = {0};
@@ -458,7 +448,6 @@ static void test_llama_meta(void)
     pd_scope_end();
     struct pd_meta_report *rep = NULL;
     PT_CHECK(pd_meta_end(tok, &rep) == PD_OK && rep);
-    struct pd_memory_record mr;
     pd_memory_record_end(&mr);
     pdi_observer_remove(log_op, &ml);
     pdi_host_observer_remove(host_seen, &hl);
@@ -492,20 +481,17 @@ static void test_llama_meta(void)
     }
     PT_CHECK(grads);
     /* no tensor data was allocated during the meta step */
+    PT_CHECK(mr.n_allocs == 0 && mr.allocated_bytes == 0);
     if (mr.n_allocs)
         printf("meta step: %lld allocations, %lld bytes\n", (long long)mr.n_allocs, (long long)mr.allocated_bytes);
-    if (pdi_op_lookup("full") >= 0)
-        PT_CHECK(mr.n_allocs == 0 && mr.allocated_bytes == 0);
-    else
-        printf(
-            "creation ops (zeros, arange, ...) are not dispatched ops yet: allocations not checked\n"); /* TEMP until f1-creation */
     /* the activations' peak: more than the logits, less than all outputs made */
     int64_t logits = (int64_t)B * T * cfg.vocab_size * 4;
     PT_CHECK(rep && rep->peak_delta_bytes > logits && rep->peak_delta_bytes <= rep->made_bytes);
-    PT_CHECK(rep && rep->start_bytes >= pd_llama_num_params(mm) * 4);
+    PT_CHECK(rep && rep->start_bytes >= pd_llama_num_params(mm) * 4 * 3);              /* parameters, m, v */
+    PT_CHECK(rep && rep->end_bytes == rep->start_bytes + pd_llama_num_params(mm) * 4); /* + the gradients */
     if (rep) {
-        printf("meta step: %lld ops, peak activation memory %lld bytes (%.1f KiB) above %lld bytes of parameters; "
-               "%lld bytes made in all\n",
+        printf("meta step: %lld ops, peak activation memory %lld bytes (%.1f KiB, gradients included) above %lld "
+               "bytes of parameters and AdamW state; %lld bytes made in all\n",
                (long long)rep->n_ops, (long long)rep->peak_delta_bytes, rep->peak_delta_bytes / 1024.0,
                (long long)rep->start_bytes, (long long)rep->made_bytes);
         char *sum = pd_meta_report_summary(rep, 12);
@@ -515,11 +501,9 @@ static void test_llama_meta(void)
     }
     /* clipping reads the norm on the host (its coefficient depends on the
      * value): under the meta executor that is a clean error */
-    if (mopt) {
-        tok = pd_meta_begin();
-        PT_CHECK(pd_optimizer_clip_grad_norm(mopt, 1.0) < 0 && strstr(pd_last_error(), "meta"));
-        PT_CHECK(pd_meta_end(tok, NULL) == PD_OK);
-    }
+    tok = pd_meta_begin();
+    PT_CHECK(pd_optimizer_clip_grad_norm(mopt, 1.0) < 0 && strstr(pd_last_error(), "meta"));
+    PT_CHECK(pd_meta_end(tok, NULL) == PD_OK);
     pd_meta_report_destroy(rep);
     pd_optimizer_destroy(mopt);
     pd_optimizer_destroy(eopt);

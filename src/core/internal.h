@@ -71,6 +71,9 @@ struct pd_tensor {
 extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
+/* The checks of pdi_tensor_new without the allocation: PD_OK, or the
+ * status with its message ("tensor: negative dimension in shape [2, -1]"). */
+int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt);
 /* A new handle viewing base's storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
                                    int ndim, int64_t offset);

@@ -104,10 +104,15 @@ static int check_shape(const int64_t *shape, int ndim)
     return PD_OK;
 }
 
+int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
+    return check_shape(shape, ndim);
+}
+
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
-    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
-    if (check_shape(shape, ndim)) return NULL;
+    if (pdi_check_new(shape, ndim, dt)) return NULL;
     struct pdi_storage *st = fl_get(&free_storages, sizeof *st);
     if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
     int64_t n = pdi_numel(shape, ndim);
@@ -130,8 +135,7 @@ struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype d
  * counted in the meta statistics instead of the allocator's. */
 struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
-    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "tensor: invalid dtype %d", (int)dt);
-    if (check_shape(shape, ndim)) return NULL;
+    if (pdi_check_new(shape, ndim, dt)) return NULL;
     struct pdi_storage *st = fl_get(&free_storages, sizeof *st);
     if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
     struct pd_tensor *t = tensor_shell();
@@ -334,91 +338,8 @@ char *pdi_kview_ptr(const struct pd_kview *v, int64_t i)
     return v->data + off * (int64_t)pd_dtype_size(v->dtype);
 }
 
-/* ---- creation -------------------------------------------------------- */
-struct pd_tensor *pd_empty(const int64_t *shape, int ndim, enum pd_dtype dt)
-{
-    return pdi_scope_add(pdi_tensor_new(shape, ndim, dt));
-}
-
-static void fill_value(struct pd_tensor *t, double value)
-{
-    int64_t n = pd_tensor_numel(t);
-    size_t es = pd_dtype_size(t->dtype);
-    char *d = t->st->data;
-    if (value == 0.0 && !signbit(value)) { memset(d, 0, (size_t)n * es); return; }
-    if (t->dtype == PD_F32) {
-        float v = (float)value;
-        for (int64_t i = 0; i < n; i++) ((float *)d)[i] = v;
-        return;
-    }
-    char one[8];
-    pdi_store(one, t->dtype, value);
-    for (int64_t i = 0; i < n; i++) memcpy(d + i * (int64_t)es, one, es);
-}
-
-struct pd_tensor *pd_full(const int64_t *shape, int ndim, double value, enum pd_dtype dt)
-{
-    struct pd_tensor *t = pdi_tensor_new(shape, ndim, dt);
-    if (!t) return NULL;
-    fill_value(t, value);
-    return pdi_scope_add(t);
-}
-
-struct pd_tensor *pd_zeros(const int64_t *shape, int ndim, enum pd_dtype dt) { return pd_full(shape, ndim, 0.0, dt); }
-struct pd_tensor *pd_ones(const int64_t *shape, int ndim, enum pd_dtype dt) { return pd_full(shape, ndim, 1.0, dt); }
-struct pd_tensor *pd_scalar(double value, enum pd_dtype dt) { return pd_full(NULL, 0, value, dt); }
-
-struct pd_tensor *pd_empty_like(const struct pd_tensor *t)
-{
-    return t ? pd_empty(t->shape, t->ndim, t->dtype) : NULL;
-}
-struct pd_tensor *pd_zeros_like(const struct pd_tensor *t) { return t ? pd_zeros(t->shape, t->ndim, t->dtype) : NULL; }
-struct pd_tensor *pd_ones_like(const struct pd_tensor *t) { return t ? pd_ones(t->shape, t->ndim, t->dtype) : NULL; }
-struct pd_tensor *pd_full_like(const struct pd_tensor *t, double v)
-{
-    return t ? pd_full(t->shape, t->ndim, v, t->dtype) : NULL;
-}
-
-struct pd_tensor *pd_arange(double start, double stop, double step, enum pd_dtype dt)
-{
-    if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
-        return pdi_error(PD_ERR_INVALID, "arange: need finite start/stop and step != 0 (got %g, %g, %g)", start,
-                         stop, step);
-    double nd = ceil((stop - start) / step);
-    int64_t n = nd > 0 ? (int64_t)nd : 0;
-    struct pd_tensor *t = pdi_tensor_new(&n, 1, dt);
-    if (!t) return NULL;
-    size_t es = pd_dtype_size(dt);
-    for (int64_t i = 0; i < n; i++) pdi_store((char *)t->st->data + i * (int64_t)es, dt, start + (double)i * step);
-    return pdi_scope_add(t);
-}
-
-struct pd_tensor *pd_linspace(double start, double stop, int64_t num, enum pd_dtype dt)
-{
-    if (num < 0) return pdi_error(PD_ERR_INVALID, "linspace: num must be >= 0, got %lld", (long long)num);
-    struct pd_tensor *t = pdi_tensor_new(&num, 1, dt);
-    if (!t) return NULL;
-    size_t es = pd_dtype_size(dt);
-    double step = num > 1 ? (stop - start) / (double)(num - 1) : 0;
-    for (int64_t i = 0; i < num; i++) {
-        /* symmetric formula: exact end points */
-        double v = i < num / 2 ? start + step * (double)i : stop - step * (double)(num - 1 - i);
-        pdi_store((char *)t->st->data + i * (int64_t)es, dt, v);
-    }
-    return pdi_scope_add(t);
-}
-
-struct pd_tensor *pd_eye(int64_t n, int64_t m, enum pd_dtype dt)
-{
-    int64_t shape[2] = {n, m < 0 ? n : m};
-    struct pd_tensor *t = pd_zeros(shape, 2, dt);
-    if (!t) return NULL;
-    size_t es = pd_dtype_size(dt);
-    for (int64_t i = 0; i < shape[0] && i < shape[1]; i++)
-        pdi_store((char *)t->st->data + (i * shape[1] + i) * (int64_t)es, dt, 1.0);
-    return t;
-}
-
+/* ---- host data ------------------------------------------------------ */
+/* Creation ops (empty, full, arange, ...) live in src/ops/create.c. */
 struct pd_tensor *pd_from_buffer(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt)
 {
     struct pd_tensor *t = pdi_tensor_new(shape, ndim, dt);

@@ -594,24 +594,17 @@ struct pd_tensor *pd_scale_(struct pd_tensor *a, double s)
 }
 
 /* The temporaries (cast, clone, expand) live in a scope of their own so that
- * a call outside any scope leaks nothing. */
+ * a call outside any scope leaks nothing. The write itself is the op copy_
+ * (in place: out[0] is dst). */
 static int copy_into(struct pd_tensor *dst, struct pd_tensor *src)
 {
     struct pd_tensor *s = src->dtype == dst->dtype ? src : pd_cast(src, dst->dtype);
     if (s && s->st == dst->st) s = pd_clone(s); /* overlapping source: copy it first */
     s = pd_expand(s, dst->shape, dst->ndim);
     if (!s) return pd_last_status();
-    if (pdi_is_meta(s) || pdi_is_meta(dst))
-        return pdi_errorf(PD_ERR_INVALID, "copy_: the %s is a meta tensor (no data)",
-                          pdi_is_meta(dst) ? "destination" : "source");
-    pdi_kernel_fn fn = pdi_kernel_lookup(PDI_BACKEND_CPU, PD_OP_copy, dst->dtype);
-    if (!fn) fn = pdi_kernel_lookup(PDI_BACKEND_REF, PD_OP_copy, dst->dtype);
-    if (!fn) return pdi_errorf(PD_ERR_UNSUPPORTED, "copy_: no copy kernel for %s", pd_dtype_name(dst->dtype));
-    struct pd_kview iv, ov;
-    pdi_kview_of(s, &iv);
-    pdi_kview_of(dst, &ov);
-    struct pdi_kcall k = {PD_OP_copy, 1, 1, &iv, &ov, NULL};
-    return fn(&k);
+    struct pd_tensor *in[2] = {dst, s}, *out[1];
+    struct pdi_call c = {.op = PD_OP_copy_, .n_in = 2, .n_out = 1, .in = in, .out = out, .inplace = 1};
+    return pdi_dispatch(&c);
 }
 
 struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
@@ -622,16 +615,15 @@ struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
     pd_scope_begin();
     int rc = copy_into(dst, src);
     pd_scope_end();
-    if (rc) return NULL;
-    dst->st->version++;
-    return dst;
+    return rc ? NULL : dst;
 }
 
+/* The op fill_ (in place). The leaf check names copy_, as it always has. */
 struct pd_tensor *pd_fill_(struct pd_tensor *a, double value)
 {
-    if (!a) return NULL;
-    pd_scope_begin();
-    struct pd_tensor *r = pd_copy_(a, pd_scalar(value, a->dtype));
-    pd_scope_end();
-    return r;
+    if (!inplace_check(a, "copy_")) return NULL;
+    struct pd_tensor *in[1] = {a}, *out[1];
+    struct pdi_call c = {.op = PD_OP_fill_, .n_in = 1, .n_out = 1, .in = in, .out = out, .inplace = 1};
+    c.a.fill.value = value;
+    return pdi_dispatch(&c) ? NULL : a;
 }

@@ -1,0 +1,108 @@
+/* paddle.c — the random ops' element formulas and counter mapping, shared
+ * by the reference and CPU kernels (they are the ops' semantics: one
+ * definition keeps the two backends bit-identical by construction).
+ *
+ * Element g (row-major index in the whole draw) of uniform, normal and
+ * randint reads the Philox words offset + 2g and offset + 2g + 1; of
+ * bernoulli the word offset + g. See src/ops/ops_random.def.
+ */
+#ifndef PD_KERNELS_RANDOM_UTIL_H
+#define PD_KERNELS_RANDOM_UTIL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "core/kernel.h"
+
+/* Output rows (along the last dim) and where each starts in the whole draw.
+ * Without a slice the output is one row of numel elements. */
+struct pdi_rand_map {
+    int ndim, sliced;
+    int64_t rows, len;
+    int64_t shape[PD_MAX_DIMS], start[PD_MAX_DIMS], wstride[PD_MAX_DIMS];
+};
+
+static inline void pdi_rand_map_init(struct pdi_rand_map *m, const int64_t *shape, int ndim,
+                                     const struct pdi_ints *slice)
+{
+    memset(m, 0, sizeof *m);
+    m->ndim = ndim;
+    m->sliced = slice->n != 0 && ndim > 0;
+    int64_t n = pdi_numel(shape, ndim);
+    if (!m->sliced) {
+        m->rows = n > 0;
+        m->len = n;
+        return;
+    }
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        m->shape[d] = shape[d];
+        m->start[d] = slice->v[ndim + d];
+        m->wstride[d] = s;
+        s *= slice->v[d];
+    }
+    m->len = shape[ndim - 1];
+    m->rows = m->len ? n / m->len : 0;
+}
+
+/* Whole-draw index of row r's first element. */
+static inline int64_t pdi_rand_row(const struct pdi_rand_map *m, int64_t r)
+{
+    if (!m->sliced) return 0;
+    int64_t g = m->start[m->ndim - 1] * m->wstride[m->ndim - 1];
+    for (int d = m->ndim - 2; d >= 0; d--) {
+        g += (m->start[d] + r % m->shape[d]) * m->wstride[d];
+        r /= m->shape[d];
+    }
+    return g;
+}
+
+/* Whole-draw index of output element i (row-major in the output). */
+static inline int64_t pdi_rand_index(const struct pdi_rand_map *m, int64_t i)
+{
+    if (!m->sliced) return i;
+    return pdi_rand_row(m, i / m->len) + i % m->len;
+}
+
+static inline double pdi_rand_u01_53(uint32_t a, uint32_t b) /* [0, 1) with 53 bits */
+{
+    return (double)(((uint64_t)a << 21) ^ (b >> 11)) * 0x1p-53;
+}
+
+/* One element of uniform, normal or randint from its two words, stored at
+ * dst in dt. */
+static inline void pdi_rand_elem(enum pd_op op, const struct pdi_attrs *a, uint32_t w0, uint32_t w1, char *dst,
+                                 enum pd_dtype dt)
+{
+    double v;
+    if (op == PD_OP_uniform) {
+        double lo = a->uniform.low, hi = a->uniform.high;
+        double u = pdi_rand_u01_53(w0, w1);
+        v = lo + (hi - lo) * u;
+    } else if (op == PD_OP_normal) {
+        /* Box-Muller on two 26/27-bit halves of the same pair keeps one
+         * pair per element (reproducible per index). */
+        double mean = a->normal.mean, std = a->normal.std;
+        double u1 = ((double)(w0 >> 5) + 1.0) * 0x1p-27; /* (0, 1] */
+        double u2 = (double)(w1 >> 6) * 0x1p-26;
+        v = mean + std * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+    } else {
+        /* randint: the bounds go through double, as they always have */
+        double lo = (double)a->randint.low, hi = (double)a->randint.high;
+        uint64_t r = ((uint64_t)w0 << 32) | w1;
+        if (dt == PD_I64) {
+            *(int64_t *)dst = (int64_t)lo + (int64_t)(r % (uint64_t)(hi - lo));
+            return;
+        }
+        v = lo + (double)(r % (uint64_t)(hi - lo));
+    }
+    if (dt == PD_F32)
+        *(float *)dst = (float)v;
+    else
+        pdi_store(dst, dt, v);
+}
+
+/* bernoulli: u = (w + 0.5) / 2^32 in (0, 1), 1 where u < p. */
+static inline int pdi_rand_bernoulli(uint32_t w, double p) { return ((double)w + 0.5) * 0x1p-32 < p; }
+
+#endif
