@@ -12,7 +12,7 @@ static struct pd_tensor *clip_hook(struct pd_tensor *g, void *ctx)
 
 int main(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double xs[] = {0.5, 1.0, 2.0};
     struct pd_tensor *x = pd_from_buffer(xs, (int64_t[]){3}, 1, PD_F64);
     pd_requires_grad_(x, 1);
@@ -49,6 +49,6 @@ int main(void)
 
     /* 5. errors are messages, not crashes */
     if (pd_backward(L, NULL, 0) != 0) printf("second backward: %s\n", pd_last_error());
-    pd_scope_end(); /* frees x, its gradient and every intermediate */
+    pd_scope_end(scope_tok); /* frees x, its gradient and every intermediate */
     return 0;
 }

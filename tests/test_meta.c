@@ -73,12 +73,12 @@ static void *peer_main(void *p)
     pthread_barrier_wait(pr->bar); /* 2: the main thread checked its own modes */
     pr->dtype_seen = pd_autocast_dtype();
     pr->grad_seen = pd_is_grad_enabled();
-    pd_scope_begin();
+    int sc1 = pd_scope_begin();
     int64_t s[2] = {4, 4};
     struct pd_tensor *x = pd_ones(s, 2, PD_F32);
     struct pd_tensor *y = pd_matmul(x, x, 0, 0);
     pr->y_dtype = y ? (int)pd_tensor_dtype(y) : -1;
-    pd_scope_end();
+    pd_scope_end(sc1);
     pd_grad_mode_end(g);
     pd_autocast_end(pr->token);
     return NULL;
@@ -92,7 +92,7 @@ static void test_modes_per_thread(void)
     pthread_t th;
     pthread_create(&th, NULL, peer_main, &pr);
     pthread_barrier_wait(&bar);
-    pd_scope_begin();
+    int sc2 = pd_scope_begin();
     int64_t s[2] = {4, 4};
     struct pd_tensor *x = pd_requires_grad_(pd_ones(s, 2, PD_F32), 1);
     struct pd_tensor *y = pd_matmul(x, x, 0, 0);
@@ -100,7 +100,7 @@ static void test_modes_per_thread(void)
     PT_CHECK(y && pd_tensor_dtype(y) == PD_F32 && pd_tensor_grad_fn_name(y)); /* f32, recorded */
     /* the peer's token is not an open mode of this thread */
     PT_CHECK(pd_autocast_end(pr.token) == PD_ERR_STATE && pd_autocast_dtype() == -1);
-    pd_scope_end();
+    pd_scope_end(sc2);
     int ac = pd_autocast_begin(PD_F16); /* ours: the peer must still see its bf16 */
     pthread_barrier_wait(&bar);
     pthread_join(th, NULL);
@@ -148,7 +148,7 @@ static void seen_after(const struct pdi_call *c, uint64_t seq, void *ctx)
 
 static void test_plugged_executor(void)
 {
-    pd_scope_begin();
+    int sc3 = pd_scope_begin();
     double v[6] = {0.5, -1, 2, 3, -0.25, 1.5};
     struct pd_tensor *x = pd_requires_grad_(pt_vec(PD_F32, 6, v), 1);
     struct counting k = {0};
@@ -184,7 +184,7 @@ static void test_plugged_executor(void)
     later.abi_version = PDI_EXECUTOR_ABI;
     later.run = NULL;
     PT_CHECK(pdi_executor_begin(&later, &k) == PD_ERR_INVALID);
-    pd_scope_end();
+    pd_scope_end(sc3);
 }
 
 /* ---- meta tensors and host reads ----------------------------------------- */
@@ -208,7 +208,7 @@ static void host_seen(const struct pd_tensor *t, unsigned access, const char *wh
 
 static void test_meta_tensors(void)
 {
-    pd_scope_begin();
+    int sc4 = pd_scope_begin();
     int64_t s[2] = {3, 4};
     struct pd_tensor *m = pd_meta_empty(s, 2, PD_F32);
     PT_CHECK(m && pd_tensor_is_meta(m) && pd_tensor_numel(m) == 12 && pd_tensor_dtype(m) == PD_F32);
@@ -258,13 +258,13 @@ static void test_meta_tensors(void)
     pdi_host_observer_remove(host_seen, &l);
     pd_item(r);
     PT_CHECK(l.n == n);
-    pd_scope_end();
+    pd_scope_end(sc4);
 }
 
 /* Sessions: meta outputs from real inputs, nesting, strict ends, writes. */
 static void test_meta_sessions(void)
 {
-    pd_scope_begin();
+    int sc5 = pd_scope_begin();
     int64_t s[2] = {8, 16};
     struct pd_tensor *r = pd_ones(s, 2, PD_F32);
     int64_t live0;
@@ -293,7 +293,7 @@ static void test_meta_sessions(void)
     PT_CHECK(pd_meta_end(t1, NULL) == PD_ERR_STATE); /* no meta session open */
     PT_CHECK(pd_copy_(x, r) == NULL && strstr(pd_last_error(), "meta"));
     PT_CHECK(pd_copy_(r, x) == NULL && strstr(pd_last_error(), "meta"));
-    pd_scope_end();
+    pd_scope_end(sc5);
 }
 
 /* Every debug tool on while meta ops run: shapes are logged, graphed,
@@ -318,7 +318,7 @@ static void test_meta_debug_tools(void)
     int cs = pd_debug_set_callsites(1), an = pd_anomaly_mode(1);
     PT_CHECK(pd_profiler_begin() == PD_OK && pd_md5_begin(md5_path, PD_MD5_BITWISE, 0) == PD_OK);
     PT_CHECK(pd_graph_capture_begin() == PD_OK);
-    pd_scope_begin();
+    int sc6 = pd_scope_begin();
     int tok = pd_meta_begin();
     struct pd_tensor *w = pd_requires_grad_(pd_meta_empty((int64_t[]){6, 5}, 2, PD_F32), 1);
     struct pd_tensor *y = pd_softmax(pd_matmul(pd_meta_empty((int64_t[]){4, 6}, 2, PD_F32), w, 0, 0), -1);
@@ -326,7 +326,7 @@ static void test_meta_debug_tools(void)
     PT_CHECK(loss && pd_backward(loss, NULL, 0) == PD_OK);
     PT_CHECK(pd_tensor_grad(w) && pd_tensor_is_meta(pd_tensor_grad(w)) && pd_tensor_dim(pd_tensor_grad(w), 1) == 5);
     PT_CHECK(pd_meta_end(tok, NULL) == PD_OK);
-    pd_scope_end();
+    pd_scope_end(sc6);
     struct pd_graph *g = pd_graph_capture_end();
     PT_CHECK(g && pd_graph_num_nodes(g) >= 4);
     pd_graph_destroy(g);
@@ -406,7 +406,7 @@ static void test_llama_meta(void)
         idv[i] = (i * 7 + 3) % cfg.vocab_size;
         tgv[i] = (i * 5 + 1) % cfg.vocab_size;
     }
-    pd_scope_begin();
+    int sc7 = pd_scope_begin();
     struct pd_tensor *ids = pd_from_buffer(idv, (int64_t[]){B, T}, 2, PD_I64);
     struct pd_tensor *tgt = pd_from_buffer(tgv, (int64_t[]){B, T}, 2, PD_I64);
 
@@ -415,10 +415,10 @@ static void test_llama_meta(void)
     struct pd_optimizer *eopt = adamw(em);
     struct oplog el = {0};
     pdi_observer_add(log_op, &el);
-    pd_scope_begin();
+    int sc8 = pd_scope_begin();
     struct pd_tensor *eloss = step(em, eopt, ids, tgt);
     PT_CHECK(eloss != NULL);
-    pd_scope_end();
+    pd_scope_end(sc8);
     pdi_observer_remove(log_op, &el);
 
     /* meta: the same model and optimizer made under the meta executor (no
@@ -442,10 +442,10 @@ static void test_llama_meta(void)
     pd_memory_record_begin();
     int tok = pd_meta_begin();
     PT_CHECK(tok > 0);
-    pd_scope_begin();
+    int sc9 = pd_scope_begin();
     struct pd_tensor *mloss = step(mm, mopt, ids, tgt);
     PT_CHECK(mloss && pd_tensor_is_meta(mloss) && pd_tensor_ndim(mloss) == 0);
-    pd_scope_end();
+    pd_scope_end(sc9);
     struct pd_meta_report *rep = NULL;
     PT_CHECK(pd_meta_end(tok, &rep) == PD_OK && rep);
     pd_memory_record_end(&mr);
@@ -511,7 +511,7 @@ static void test_llama_meta(void)
     free(ml.r);
     pd_llama_destroy(mm);
     pd_llama_destroy(em);
-    pd_scope_end();
+    pd_scope_end(sc7);
 }
 
 int main(void)

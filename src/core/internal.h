@@ -364,7 +364,7 @@ int pdi_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int
 int pdi_infer_same(struct pdi_call *c);      /* out = in[0]'s meta */
 int pdi_infer_broadcast(struct pdi_call *c); /* out = broadcast of inputs, dtype of in[0] */
 void pdi_meta_of(const struct pd_tensor *t, struct pdi_meta *m);
-/* Reduce axes from attrs v[0..nv-1] (empty = all) into a mask; validates. */
+/* A reduction's axes (c->a.reduce.axes, empty = all) into a mask; validates. */
 int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned *mask);
 
 /* ---- autograd internals ---------------------------------------------- */

@@ -6,6 +6,7 @@
  *   - a storage is freed when its last tensor goes; views share it.
  *   - shape/strides beyond ndim are unused; a 0-d tensor has numel 1.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,26 +199,40 @@ void pd_tensor_release(struct pd_tensor *t)
 struct scope {
     struct pd_tensor **items;
     int n, cap;
+    int token;
 };
 static PDI_TLS struct scope *scopes;
 static PDI_TLS int n_scopes, cap_scopes;
 
-void pd_scope_begin(void)
+/* Tokens are a per-thread serial number, so an end that names any scope
+ * but the innermost (one ended twice, or in the wrong order) is caught. */
+static PDI_TLS int scope_serial;
+
+int pd_scope_begin(void)
 {
     if (n_scopes == cap_scopes) {
         int nc = cap_scopes ? cap_scopes * 2 : 8;
         struct scope *ns = realloc(scopes, sizeof *ns * (size_t)nc);
-        if (!ns) return; /* leaves tensors to the enclosing scope */
+        if (!ns) return pdi_errorf(PD_ERR_NOMEM, "scope_begin: out of memory (%d scopes open)", n_scopes);
         scopes = ns;
         cap_scopes = nc;
     }
-    scopes[n_scopes++] = (struct scope){0};
+    scope_serial = scope_serial == INT_MAX ? 1 : scope_serial + 1;
+    scopes[n_scopes++] = (struct scope){.token = scope_serial};
+    return scope_serial;
 }
 
-void pd_scope_end(void)
+int pd_scope_end(int token)
 {
-    if (n_scopes == 0) return;
-    struct scope *s = &scopes[--n_scopes];
+    if (n_scopes == 0)
+        return pdi_errorf(PD_ERR_STATE, "scope_end(%d): no scope is open on this thread", token);
+    struct scope *s = &scopes[n_scopes - 1];
+    if (token != s->token)
+        return pdi_errorf(PD_ERR_STATE,
+                          "scope_end(%d): the innermost open scope is %d; scopes end in reverse order of begin "
+                          "(nothing was released)",
+                          token, s->token);
+    n_scopes--;
     /* Release newest first: outputs go before the inputs they saved. */
     for (int i = s->n - 1; i >= 0; i--) pd_tensor_release(s->items[i]);
     free(s->items);
@@ -226,6 +241,7 @@ void pd_scope_end(void)
         scopes = NULL;
         cap_scopes = 0;
     }
+    return PD_OK;
 }
 
 int pd_scope_depth(void) { return n_scopes; }

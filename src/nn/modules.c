@@ -21,10 +21,10 @@
 
 struct pd_tensor *pdi_nn_zeros_owned(const int64_t *shape, int ndim)
 {
-    pd_scope_begin();
+    int sc = pd_scope_begin();
     struct pd_tensor *t = pd_zeros(shape, ndim, PD_F32);
     pd_tensor_retain(t); /* ours once the scope drops its reference */
-    pd_scope_end();
+    pd_scope_end(sc);
     return t;
 }
 

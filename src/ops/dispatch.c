@@ -37,6 +37,7 @@ const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
 #undef AMP_F32
 
 const char *pdi_op_name(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].name : "?"; }
+unsigned pdi_op_dtypes(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].dtypes : 0u; }
 
 int pdi_spmd_by_kind(struct pdi_call *c, void *plan)
 {
@@ -203,16 +204,20 @@ int pdi_infer_broadcast(struct pdi_call *c)
 
 int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned *mask)
 {
+    const struct pdi_ints *l = &c->a.reduce.axes;
     *mask = 0;
-    if (c->a.nv == 0) {
+    if (l->n < 0 || l->n > PDI_MAX_ATTR_INTS)
+        return pdi_errorf(PD_ERR_INVALID, "%s: %lld axes given (at most %d)", pdi_ops[c->op].name, (long long)l->n,
+                          PDI_MAX_ATTR_INTS);
+    if (l->n == 0) {
         *mask = x->ndim ? (1u << x->ndim) - 1 : 0;
         return PD_OK;
     }
-    for (int i = 0; i < c->a.nv; i++) {
-        int ax = pdi_norm_axis((int)c->a.v[i], x->ndim);
-        if (ax < 0 || (x->ndim == 0 && c->a.v[i] != 0 && c->a.v[i] != -1))
+    for (int i = 0; i < l->n; i++) {
+        int ax = pdi_norm_axis((int)l->v[i], x->ndim);
+        if (ax < 0 || (x->ndim == 0 && l->v[i] != 0 && l->v[i] != -1))
             return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
-                              (long long)c->a.v[i], x->ndim);
+                              (long long)l->v[i], x->ndim);
         if (x->ndim == 0) continue;
         if (*mask & (1u << ax))
             return pdi_errorf(PD_ERR_INVALID, "%s: axis %d repeated", pdi_ops[c->op].name, ax);

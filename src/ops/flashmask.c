@@ -297,11 +297,11 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
     if (pdi_attention_scale("flashmask", q, &scale)) return NULL;
     if (!(dropout >= 0 && dropout < 1))
         return pdi_error(PD_ERR_INVALID, "flashmask: dropout must be in [0, 1), got %g", dropout);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *idx = startend_row_indices;
     if (window && q->ndim == 4 && k->ndim == 4 &&
         !(idx = pdi_flashmask_window(q->shape[0], q->shape[1], k->shape[1], window[0], window[1], causal))) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return NULL;
     }
     struct pd_tensor *in[4] = {q, k, v, idx}, *out[2];
@@ -328,6 +328,6 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
         r = pd_keep(out[0]);
         if (lse) *lse = pd_keep(out[1]);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return r;
 }
