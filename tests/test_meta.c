@@ -397,9 +397,12 @@ static struct pd_optimizer *adamw(struct pd_llama *m)
     return pd_optimizer_create_for(&oc, pd_llama_state_dict(m));
 }
 
-static void test_llama_meta(void)
+/* dropout > 0: the training step draws masks (random ops, meta too). */
+static void test_llama_meta(double dropout)
 {
     struct pd_llama_config cfg = pt_tiny_llama_config();
+    cfg.dropout = dropout;
+    printf("-- tiny Llama, dropout %g\n", dropout);
     enum { B = 2, T = 16 };
     int64_t idv[B * T], tgv[B * T];
     for (int i = 0; i < B * T; i++) {
@@ -523,7 +526,8 @@ int main(void)
     test_meta_tensors();
     test_meta_sessions();
     test_meta_debug_tools();
-    test_llama_meta();
+    test_llama_meta(0.0);
+    test_llama_meta(0.1);
     PT_CHECK(pdi_mode_depth() == 0);
     PT_CHECK(pd_live_tensors() == live);
     int64_t meta_live;
