@@ -148,11 +148,11 @@ static double best_seconds(struct ctx *c, enum op op, int trials, int *fail, flo
 {
     double best = 1e30;
     for (int t = -2; t < trials; t++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         double t0 = bench_now();
         struct pd_tensor *y = run_op(c, op);
         double dt = bench_now() - t0;
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         if (!y) *fail = 1;
         if (t >= 0 && dt < best) best = dt;
         double m = memcpy_once(dst, c->pa);
@@ -199,13 +199,13 @@ int main(void)
     /* Validate every op once before any timing. */
     int valid[OP_COUNT];
     for (int op = 0; op < OP_COUNT; op++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *y = run_op(&c, (enum op)op); /* add_: c = a + b from c = a */
         valid[op] = y && check(&c, (enum op)op, y);
         if (!valid[op])
             printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"numel\":%lld,\"error\":\"%s\"}\n",
                    op_name[op], N_EL, y ? "validation failed" : "op failed");
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 
     for (int ti = 0; ti < n_th; ti++) {

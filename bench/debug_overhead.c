@@ -21,17 +21,17 @@ static struct pd_tensor *a, *b;
 static void fwd(void *ctx)
 {
     (void)ctx;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int i = 0; i < OPS_PER_CALL; i++) pd_add(a, b);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void fwd_bwd(void *ctx)
 {
     (void)ctx;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int i = 0; i < OPS_PER_CALL; i++) pd_backward(pd_sum(pd_add(a, b), NULL, 0, 0), NULL, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 enum tool { OFF, CALLSITES, MD5, ANOMALY, PROFILER, MEMRECORD, OFF_AFTER, N_TOOLS };

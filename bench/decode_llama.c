@@ -41,14 +41,14 @@ static int64_t argmax_row(const float *x, int n)
 static int step(struct pd_llama *m, struct pd_kv_cache *cache, const int64_t *ids, int n, float *out)
 {
     int st = PD_OK;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t shape[2] = {1, n};
     struct pd_tensor *x = pd_from_buffer(ids, shape, 2, PD_I64);
     struct pd_tensor *logits = pd_llama_forward(m, x, cache, NULL);
     /* the last position: [1, n, V] -> [V] */
     struct pd_tensor *last = logits ? pd_slice(logits, 1, n - 1, n, 1) : NULL;
     if (!last || pd_to_buffer(last, out, PD_F32)) st = pd_last_status() ? pd_last_status() : PD_ERR_INVALID;
-    pd_scope_end(); /* frees x, logits, last */
+    pd_scope_end(scope_tok); /* frees x, logits, last */
     return st;
 }
 

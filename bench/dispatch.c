@@ -14,24 +14,24 @@ struct ctx {
 static void fwd(void *p)
 {
     struct ctx *c = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int i = 0; i < OPS_PER_CALL; i++) {
         if (c->op == 0) pd_add(c->a, c->b);
         else if (c->op == 1) pd_mul(c->a, c->b);
         else pd_sum(c->a, NULL, 0, 0);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void fwd_bwd(void *p)
 {
     struct ctx *c = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int i = 0; i < OPS_PER_CALL; i++) {
         struct pd_tensor *y = c->op == 0 ? pd_add(c->a, c->b) : c->op == 1 ? pd_mul(c->a, c->b) : c->a;
         pd_backward(pd_sum(y, NULL, 0, 0), NULL, 0);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

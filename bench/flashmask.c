@@ -221,9 +221,9 @@ static void run_call(struct run *r)
 
 static void run_scoped(void *p)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     run_call(p);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Seconds per call (the policy in the header comment); *mb gets the rise of
@@ -282,12 +282,12 @@ static double compare(struct run *r, enum impl ref)
     struct run a = *r, b = *r;
     a.backward = b.backward = 1;
     b.impl = ref;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     run_call(&a);
     run_call(&b);
     double m = a.out && b.out ? max_diff(a.out, b.out) : INFINITY;
     for (int i = 0; i < 3 && isfinite(m); i++) m = fmax(m, max_diff(a.grads[i], b.grads[i]));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return m;
 }
 
@@ -465,9 +465,9 @@ struct mm {
 static void run_matmul(void *p)
 {
     struct mm *m = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_matmul(m->a, m->b, 0, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* pd_matmul's f32 rate at 1024^3, GFLOP/s. */

@@ -89,7 +89,7 @@ static struct pd_tensor *attend(struct ctx *c, int impl)
 static void run_sdpa(void *p)
 {
     struct ctx *c = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *y = attend(c, c->impl);
     if (c->backward) {
         int f = c->impl == FLASHMASK;
@@ -97,7 +97,7 @@ static void run_sdpa(void *p)
         struct pd_tensor *in[3] = {f ? c->qf : c->q, f ? c->kf : c->k, f ? c->vf : c->v};
         if (pd_grad(&L, 1, in, 3, NULL, 0, 0, 0, g)) fprintf(stderr, "grad: %s\n", pd_last_error());
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static double max_diff(struct pd_tensor *a, struct pd_tensor *b)
@@ -125,7 +125,7 @@ static struct pd_tensor *swap12(struct pd_tensor *x)
 static double validate(struct ctx *c, int n_impl)
 {
     double m = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *g[N_IMPL][3], *y[N_IMPL];
     for (int f = 0; f < n_impl; f++) {
         int fm = f == FLASHMASK;
@@ -142,7 +142,7 @@ static double validate(struct ctx *c, int n_impl)
         m = fmax(m, max_diff(y[0], y[f]));
         for (int i = 0; i < 3; i++) m = fmax(m, max_diff(g[0][i], g[f][i]));
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return m;
 }
 
@@ -168,12 +168,12 @@ static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t
     pd_generator_destroy(gen);
     int n_impl = cache || T != S ? 2 : N_IMPL;
     if (n_impl == N_IMPL) { /* the [B, T, H, D] copies outlive the scope that made them */
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         c.qf = pd_keep(pd_requires_grad_(swap12(c.q), 1));
         c.kf = pd_keep(pd_requires_grad_(swap12(c.k), 1));
         c.vf = pd_keep(pd_requires_grad_(swap12(c.v), 1));
         c.wf = pd_keep(swap12(c.w));
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     double err = validate(&c, n_impl), tol = dt == PD_F32 ? 1e-4 : 0.25;
     /* causal: about half the score matrix is visible */
@@ -217,7 +217,7 @@ struct ew {
 static void run_ew(void *p)
 {
     struct ew *e = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *y;
     if (e->op == 0) y = pd_rope(e->a, e->b, 10000.0);
     else if (e->op % 2) y = pd_swiglu(e->a, e->b);
@@ -226,7 +226,7 @@ static void run_ew(void *p)
         struct pd_tensor *L = pd_sum(y, NULL, 0, 0), *in[2] = {e->a, e->b}, *g[2];
         if (pd_grad(&L, 1, in, 2, NULL, 0, 0, 0, g)) fprintf(stderr, "grad: %s\n", pd_last_error());
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void bench_elementwise(void)

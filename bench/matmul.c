@@ -85,9 +85,9 @@ struct mm {
 static void run_pd(void *p)
 {
     struct mm *x = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     if (!pd_matmul(x->a, x->b, 0, 0)) x->fail = 1;
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void run_dnnl(void *p)
@@ -104,7 +104,7 @@ static void run_dnnl(void *p)
  * element (bad index, stride or transpose) is off by O(that sum). */
 static int validate(struct mm *x, int bf16)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *y = pd_matmul(x->a, x->b, 0, 0);
     int ok = y != NULL;
     if (!ok) fprintf(stderr, "matmul: pd_matmul failed: %s\n", pd_last_error());
@@ -132,7 +132,7 @@ static int validate(struct mm *x, int bf16)
             ok = 0;
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return ok;
 }
 
@@ -223,9 +223,9 @@ struct tmm {
 static void run_pd_t(void *p)
 {
     struct tmm *x = p;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     if (!pd_matmul(x->a, x->b, x->ta, x->tb)) x->fail = 1;
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void run_dnnl_t(void *p)
@@ -264,7 +264,7 @@ static void time_cpu(void (*fn)(void *), void *ctx, double *wall, double *cpu)
  * scales with sqrt(K) times the largest |a| |b| product. */
 static int validate_t(struct tmm *x)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *y = pd_matmul(x->a, x->b, x->ta, x->tb);
     run_dnnl_t(x);
     int ok = y && !x->fail;
@@ -282,7 +282,7 @@ static int validate_t(struct tmm *x)
             ok = 0;
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return ok;
 }
 

@@ -216,12 +216,12 @@ static double train_step(struct run *r)
 {
     double loss_v = NAN;
     double t0 = bench_now();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     if (prof.on) prof_phase_begin(PH_FWD);
     /* the forward (and loss) under autocast, the backward outside, as torch.autocast */
     int ag = r->bf16 ? pd_autocast_begin(PD_BF16) : -1;
     if (r->bf16 && ag < 0) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return NAN;
     }
     struct pd_tensor *loss = pd_llama_loss(r->model, r->ids, r->targets);
@@ -241,7 +241,7 @@ static double train_step(struct run *r)
         pd_optimizer_zero_grad(r->opt);
         if (prof.on) prof_phase_end(t0);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return loss_v;
 }
 

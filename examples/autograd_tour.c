@@ -12,7 +12,7 @@ static struct pd_tensor *clip_hook(struct pd_tensor *g, void *ctx)
 
 int main(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double xs[] = {0.5, 1.0, 2.0};
     struct pd_tensor *x = pd_from_buffer(xs, (int64_t[]){3}, 1, PD_F64);
     pd_requires_grad_(x, 1);
@@ -35,9 +35,9 @@ int main(void)
            -4 * sin(2.0) * exp(2.0));
 
     /* 3. no_grad: nothing is recorded */
-    int prev = pd_no_grad_begin();
+    int ng = pd_no_grad_begin();
     struct pd_tensor *y = pd_mul(x, x);
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     printf("under no_grad requires_grad = %d\n", pd_tensor_requires_grad(y));
 
     /* 4. a hook clips the gradient arriving at x */
@@ -49,6 +49,6 @@ int main(void)
 
     /* 5. errors are messages, not crashes */
     if (pd_backward(L, NULL, 0) != 0) printf("second backward: %s\n", pd_last_error());
-    pd_scope_end(); /* frees x, its gradient and every intermediate */
+    pd_scope_end(scope_tok); /* frees x, its gradient and every intermediate */
     return 0;
 }

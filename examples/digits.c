@@ -212,7 +212,7 @@ int main(int argc, char **argv)
             cursor = 0;
             epoch++;
         }
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x, *y;
         gather(&d, train + cursor, BATCH, &x, &y);
         cursor += BATCH;
@@ -231,18 +231,18 @@ int main(int argc, char **argv)
                 printf("step %4d  epoch %2d  loss %.4f  batch accuracy %.1f%%\n", step, epoch, pd_item(loss),
                        100 * accuracy(logits, y));
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 
     double acc = -1;
     if (!failed) {
-        pd_scope_begin();
-        int prev = pd_no_grad_begin();
+        int scope_tok = pd_scope_begin();
+        int ng = pd_no_grad_begin();
         struct pd_tensor *logits = forward(p, xt);
         if (logits) acc = accuracy(logits, yt);
         else fprintf(stderr, "digits: %s\n", pd_last_error());
-        pd_grad_mode_end(prev);
-        pd_scope_end();
+        pd_grad_mode_end(ng);
+        pd_scope_end(scope_tok);
         if (acc >= 0)
             printf("test accuracy %.1f%% (%d held-out images, %d training, %d steps of %d)\n", 100 * acc, n_test,
                    n_train, steps, BATCH);

@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : NULL;
     if (dir && (strtod(dir, &end), *end == '\0')) dir = NULL; /* a number: print only */
 
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     /* three documents of 5, 4 and 4 tokens, then 3 padding positions */
     const int64_t docs[3] = {5, 4, 4}, prefixes[3] = {2, 0, 3}, blocks[3] = {5, 4, 7};
     const struct family fam[] = {
@@ -99,6 +99,6 @@ int main(int argc, char **argv)
             rc = 1;
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return rc;
 }

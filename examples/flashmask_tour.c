@@ -6,7 +6,7 @@
 
 int main(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     enum { B = 1, S = 512, HQ = 4, HK = 2, D = 32 };
     /* documents of 300, 120 and 80 tokens, then 12 padding positions */
     const int64_t docs[3] = {300, 120, 80};
@@ -35,6 +35,6 @@ int main(void)
     pd_backward(pd_sum(out, NULL, 0, 0), NULL, 0);
     printf("|dq| %.4f, dk of a padding key %g\n", pd_item(pd_sum(pd_abs(pd_tensor_grad(q)), NULL, 0, 0)),
            pd_get(pd_tensor_grad(k), (int64_t[]){0, 505, 0, 0}));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return 0;
 }

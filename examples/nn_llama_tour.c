@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         }
     double loss = 0;
     for (int step = 0; step < steps; step++) {
-        pd_scope_begin(); /* every tensor of the step is freed at pd_scope_end */
+        int scope_tok = pd_scope_begin(); /* every tensor of the step is freed at pd_scope_end */
         struct pd_tensor *x = pd_from_buffer(ids, (int64_t[]){4, 12}, 2, PD_I64);
         struct pd_tensor *y = pd_from_buffer(tgt, (int64_t[]){4, 12}, 2, PD_I64);
         struct pd_tensor *l = pd_llama_loss(m, x, y);
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
             pd_tensor_zero_grad(p);
         }
         pd_grad_mode_end(mode);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         if (step % 10 == 0 || loss < 0.01) printf("step %3d  loss %.4f\n", step, loss);
         if (loss < 0.01) break;
     }
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     struct pd_kv_cache *kv = pd_kv_cache_create(&cfg, 1, 16);
     int64_t tok[16] = {4, 5, 6};
     int n = 3, correct = 1;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *logits = pd_llama_forward(m, pd_from_buffer(tok, (int64_t[]){1, 3}, 2, PD_I64), kv, NULL);
     while (logits && n < 12) {
         struct pd_tensor *last = pd_slice(logits, 1, -1, pd_tensor_dim(logits, 1), 1); /* [1, 1, V] */
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         logits = pd_llama_forward(m, pd_from_buffer(&tok[n], (int64_t[]){1, 1}, 2, PD_I64), kv, NULL);
         n++;
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     printf("generated:");
     for (int i = 0; i < n; i++) printf(" %lld", (long long)tok[i]);
     printf("\n%s\n", correct ? "counts correctly" : "did not learn to count");

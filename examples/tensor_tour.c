@@ -6,7 +6,7 @@
 
 int main(void)
 {
-    pd_scope_begin(); /* everything created below is freed at pd_scope_end */
+    int scope_tok = pd_scope_begin(); /* everything created below is freed at pd_scope_end */
 
     /* creation */
     struct pd_tensor *x = pd_arange(0, 12, 1, PD_F32);          /* [0, 1, ..., 11] */
@@ -42,7 +42,7 @@ int main(void)
     printf("error: %s\n", bad ? "none" : pd_last_error());
     printf("propagated: %s\n", pd_exp(bad) == NULL ? "NULL" : "tensor");
 
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     char *s = pd_tensor_to_string(kept);
     printf("%s\n", s);

@@ -26,20 +26,20 @@
 static double val_loss(struct pd_llama *m, struct pd_text_dataset *ds)
 {
     struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, BATCH, SEQ);
-    int prev = pd_no_grad_begin(), n = 0;
+    int ng = pd_no_grad_begin(), n = 0;
     double sum = 0;
     pd_llama_train(m, 0);
     for (int k = 0; k < 4; k++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x, *y;
         if (pd_dataset_iter_next(it, &x, &y) > 0) {
             sum += pd_item(pd_llama_loss(m, x, y));
             n++;
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     pd_llama_train(m, 1);
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     pd_dataset_iter_destroy(it);
     return n ? sum / n : NAN;
 }
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     double first = val_loss(m, ds), loss = NAN;
     pd_llama_train(m, 1);
     for (int step = 0; step < steps; step++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x, *y;
         pd_dataset_batch(ds, PD_SPLIT_TRAIN, BATCH, SEQ, gen, &x, &y);
         struct pd_tensor *l = pd_llama_loss(m, x, y);
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
         pd_optimizer_set_lr(opt, -1, pd_lr_schedule_at(&sched, step));
         pd_optimizer_step(opt);
         pd_optimizer_zero_grad(opt);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         if ((step + 1) % 100 == 0 || step + 1 == steps) printf("step %4d  loss %.4f\n", step + 1, loss);
     }
     double last = val_loss(m, ds);

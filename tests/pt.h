@@ -36,9 +36,9 @@ static int pt_fails, pt_checks;
 static inline struct pd_tensor *pt_vec(enum pd_dtype dt, int n, const double *v)
 {
     int64_t s = n;
-    pd_scope_begin(); /* the f64 staging tensor dies here, scope or not */
+    int scope_tok = pd_scope_begin(); /* the f64 staging tensor dies here, scope or not */
     struct pd_tensor *t = pd_keep(pd_cast(pd_from_buffer(v, &s, 1, PD_F64), dt));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return t;
 }
 

@@ -30,7 +30,7 @@ static double max_rel(struct pd_tensor *a, struct pd_tensor *b)
 
 static void test_dtypes(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = randn(8, 32, 1, 1.0), *w = pd_requires_grad_(randn(16, 32, 2, 0.2), 1);
     struct pd_tensor *bias = pd_requires_grad_(pd_zeros((int64_t[]){16}, 1, PD_F32), 1);
     struct pd_tensor *ref = pd_linear(x, w, NULL);
@@ -70,12 +70,12 @@ static void test_dtypes(void)
     /* errors */
     PT_CHECK(pd_autocast_begin(PD_F32) < 0 && strstr(pd_last_error(), "bf16 or f16"));
     PT_CHECK(pd_autocast_dtype() == -1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_policies(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = randn(4, 8, 3, 1.0);
     PT_CHECK(pd_autocast_get_op_policy("matmul") == PD_AUTOCAST_LOWER);
     PT_CHECK(pd_autocast_get_op_policy("log_softmax") == PD_AUTOCAST_F32);
@@ -92,7 +92,7 @@ static void test_policies(void)
     PT_CHECK(pd_tensor_dtype(pd_matmul(x, x, 0, 1)) == PD_BF16);
     PT_CHECK(pd_tensor_dtype(pd_tanh(x)) == PD_F32);
     pd_autocast_end(tok);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     /* outside any scope the hook's casts are released (no leak) */
     int64_t live = pd_live_tensors();
     struct pd_tensor *a = randn(4, 8, 4, 1.0);
@@ -135,7 +135,7 @@ static struct pd_tensor *net_loss(struct net *n, struct pd_tensor *x, struct pd_
 
 static double train(enum pd_dtype amp, int steps)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = randn(256, 16, 40, 1.0);
     struct pd_tensor *teacher = randn(16, 4, 41, 1.0);
     struct pd_tensor *labels = pd_argmax(pd_matmul(x, teacher, 0, 0), 1, 0);
@@ -147,7 +147,7 @@ static double train(enum pd_dtype amp, int steps)
     struct pd_optimizer *opt = pd_optimizer_create_for(&cfg, n.sd);
     double final = NAN;
     for (int s = 0; s < steps; s++) {
-        pd_scope_begin();
+        int scope_tok2 = pd_scope_begin();
         int tok = amp == PD_F32 ? -1 : pd_autocast_begin(amp);
         struct pd_tensor *loss = net_loss(&n, x, labels);
         if (tok >= 0) pd_autocast_end(tok);
@@ -157,11 +157,11 @@ static double train(enum pd_dtype amp, int steps)
         pd_optimizer_zero_grad(opt);
         final = pd_item(loss);
         if (s % 50 == 0) printf("%s step %d loss %.6f\n", amp == PD_F32 ? "f32" : "bf16", s, final);
-        pd_scope_end();
+        pd_scope_end(scope_tok2);
     }
     pd_optimizer_destroy(opt);
     net_free(&n);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return final;
 }
 
@@ -182,7 +182,7 @@ static int same_bits(struct pd_tensor *a, struct pd_tensor *b)
 
 static void test_scaler(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = randn(32, 16, 50, 1.0);
     struct pd_tensor *labels = pd_argmax(pd_matmul(x, randn(16, 4, 51, 1.0), 0, 0), 1, 0);
     struct net n;
@@ -217,7 +217,7 @@ static void test_scaler(void)
     PT_CHECK(pd_grad_scaler_get_scale(s) == 65536);
 
     for (int step = 0; step < 6; step++) {
-        pd_scope_begin();
+        int scope_tok2 = pd_scope_begin();
         tok = pd_autocast_begin(PD_F16);
         loss = net_loss(&n, x, labels);
         pd_autocast_end(tok);
@@ -234,7 +234,7 @@ static void test_scaler(void)
          * 2, 3, 4 are good -> growth after 4; 5 is one good step after */
         double want = step == 0 ? 65536 : step <= 3 ? 32768 : 65536;
         PT_NEAR(pd_grad_scaler_get_scale(s), want, 0);
-        pd_scope_end();
+        pd_scope_end(scope_tok2);
     }
     PT_CHECK(pd_grad_scaler_skipped_steps(s) == 1);
     PT_CHECK(pd_optimizer_step_count(opt) == 6);
@@ -258,7 +258,7 @@ static void test_scaler(void)
     pd_grad_scaler_destroy(s2);
     pd_optimizer_destroy(opt);
     net_free(&n);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

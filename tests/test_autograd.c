@@ -14,7 +14,7 @@ static struct pd_tensor *vec(const double *v, int64_t n)
 
 static void test_basic(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double xv[] = {-1.5, 0.5, 2.0};
     struct pd_tensor *x = pd_requires_grad_(vec(xv, 3), 1);
     /* L = sum(x*x + 3x) -> dL/dx = 2x + 3 */
@@ -29,12 +29,12 @@ static void test_basic(void)
     PT_CHECK(pd_backward(L, NULL, 0) != 0 && strstr(pd_last_error(), "freed"));
     pd_tensor_zero_grad(x);
     PT_CHECK(pd_tensor_grad(x) == NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_broadcast(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *a = pd_requires_grad_(pd_ones((int64_t[]){3, 1}, 2, PD_F64), 1);
     struct pd_tensor *b = pd_requires_grad_(pd_arange(0, 4, 1, PD_F64), 1);
     struct pd_tensor *L = pd_sum(pd_mul(pd_add(a, b), b), NULL, 0, 0); /* sum_ij (a_i + b_j) b_j */
@@ -43,13 +43,13 @@ static void test_broadcast(void)
     PT_CHECK(ga && pd_tensor_ndim(ga) == 2 && pd_tensor_dim(ga, 0) == 3 && pd_tensor_dim(ga, 1) == 1);
     PT_NEAR(pd_get(ga, (int64_t[]){1, 0}), 0 + 1 + 2 + 3, 1e-12);
     for (int j = 0; j < 4; j++) PT_NEAR(at(gb, j), 3 * (1 + 2.0 * j), 1e-12); /* sum_i (a_i + 2 b_j) */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* d^4/dx^4 [sin(x) e^x] = -4 sin(x) e^x, through create_graph four times. */
 static void test_fourth_order(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double xv[] = {-0.7, 0.3, 1.1, 2.5};
     struct pd_tensor *x = pd_requires_grad_(vec(xv, 4), 1);
     struct pd_tensor *y = pd_mul(pd_sin(x), pd_exp(x));
@@ -62,13 +62,13 @@ static void test_fourth_order(void)
     }
     for (int i = 0; g && i < 4; i++) PT_NEAR(at(g, i), -4 * sin(xv[i]) * exp(xv[i]), 1e-10);
     /* third derivative: 2 e^x (cos x - sin x) */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* f = (x.x)^2: H v = 4 (x.x) v + 8 x (x.v) */
 static void test_hvp(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double xv[] = {0.5, -1.0, 2.0}, vv[] = {1.0, 0.25, -0.5};
     struct pd_tensor *x = pd_requires_grad_(vec(xv, 3), 1), *v = vec(vv, 3);
     struct pd_tensor *xx = pd_sum(pd_mul(x, x), NULL, 0, 0);
@@ -80,7 +80,7 @@ static void test_hvp(void)
     for (int i = 0; i < 3; i++) { dxx += xv[i] * xv[i]; xdv += xv[i] * vv[i]; }
     for (int i = 0; hv && i < 3; i++) PT_NEAR(at(hv, i), 4 * dxx * vv[i] + 8 * xv[i] * xdv, 1e-12);
     PT_CHECK(pd_tensor_grad(x) == NULL); /* pd_grad never touches .grad */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static struct pd_tensor *double_it(struct pd_tensor *g, void *ctx)
@@ -91,7 +91,7 @@ static struct pd_tensor *double_it(struct pd_tensor *g, void *ctx)
 
 static void test_guards_hooks(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = pd_requires_grad_(pd_full((int64_t[]){2}, 1, 3.0, PD_F64), 1);
     int prev = pd_no_grad_begin();
     struct pd_tensor *y = pd_mul(x, x);
@@ -118,12 +118,12 @@ static void test_guards_hooks(void)
     struct pd_tensor *z = pd_mul(pd_detach(x), x);
     PT_CHECK(pd_backward(pd_sum(z, NULL, 0, 0), NULL, 0) == 0);
     PT_NEAR(at(pd_tensor_grad(x), 0), 2 * 3.0, 1e-12);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_errors_inplace(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = pd_requires_grad_(pd_full((int64_t[]){3}, 1, 2.0, PD_F64), 1);
     /* a non-differentiable path */
     struct pd_tensor *c = pd_sum(pd_cast(pd_gt(x, pd_scalar(1, PD_F64)), PD_F64), NULL, 0, 0);
@@ -155,7 +155,7 @@ static void test_errors_inplace(void)
     PT_CHECK(pd_grad(&L2, 1, &m, 1, NULL, 0, 0, 0, &gm) == 0 && gm && at(gm, 0) == 12.0);
     /* NULL propagates through ops and is refused by backward */
     PT_CHECK(pd_mul(NULL, x) == NULL && pd_backward(NULL, NULL, 0) != 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* A training-style loop leaks nothing and a deep graph frees without
@@ -165,7 +165,7 @@ static void test_lifetime(void)
     int64_t live0 = pd_live_tensors();
     struct pd_tensor *w = pd_requires_grad_(pd_full((int64_t[]){4}, 1, 0.5, PD_F32), 1);
     for (int step = 0; step < 20; step++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *xx = pd_randn((int64_t[]){8, 4}, 2, PD_F32, NULL);
         struct pd_tensor *pred = pd_sum(pd_mul(xx, w), (int[]){1}, 1, 0);
         struct pd_tensor *loss = pd_mean(pd_square(pd_sub(pred, pd_scalar(1.0, PD_F32))), NULL, 0, 0);
@@ -174,16 +174,16 @@ static void test_lifetime(void)
         pd_add_(w, pd_scale(pd_tensor_grad(w), -0.01));
         pd_grad_mode_end(prev);
         pd_tensor_zero_grad(w);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     pd_tensor_release(w);
     PT_CHECK(pd_live_tensors() == live0);
 
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = pd_requires_grad_(pd_ones((int64_t[]){2}, 1, PD_F64), 1), *y = x;
     for (int i = 0; i < 20000; i++) y = pd_scale(y, 1.0);
     PT_CHECK(pd_backward(pd_sum(y, NULL, 0, 0), NULL, 0) == 0 && at(pd_tensor_grad(x), 1) == 1.0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live0);
 }
 

@@ -142,7 +142,7 @@ static void check_default(void)
     PT_CHECK(pd_allocator_stats(&alloc_f, &s) == PD_ERR_UNSUPPORTED);
     PT_CHECK(pd_allocator_stats(NULL, &s) == PD_ERR_NULL);
 
-    pd_scope_begin();
+    int tok = pd_scope_begin();
     struct pd_tensor *x = randn(64, 32, PD_F32, g), *y = randn(64, 32, PD_F32, g);
     PT_CHECK(pd_tensor_allocator(x) == pd_allocator_host());
     PT_CHECK(x->st->backend == PDI_BACKEND_CPU);
@@ -176,7 +176,7 @@ static void check_default(void)
     pd_tensor_release(z);
     pd_tensor_release(w);
     pd_tensor_release(e);
-    pd_scope_end();
+    PT_CHECK(pd_scope_end(tok) == PD_OK);
     PT_CHECK(pd_allocator_stats(&alloc_a, &s) == PD_OK);
     PT_CHECK(s.allocated_bytes == 0 && s.n_live == 0);
     PT_CHECK(s.n_allocs == s.n_frees && s.total_freed_bytes == s.total_allocated_bytes);
@@ -274,7 +274,7 @@ static void check_third_backend(void)
     PT_CHECK(pdi_kernel_lookup(id, PD_OP_exp, PD_F32) == NULL);
     PT_CHECK(pdi_backend_synchronize(id) == PD_OK && n_syncs == 1);
 
-    pd_scope_begin();
+    int tok = pd_scope_begin();
     struct pd_tensor *x = randn(33, 17, PD_F32, g), *y = randn(33, 17, PD_F32, g);
     /* unforced: CPU (higher priority) runs add */
     struct pd_tensor *zc = pd_add(x, y);
@@ -327,21 +327,21 @@ static void check_third_backend(void)
     pd_allocator_stats(&alloc_b, &s1);
     PT_CHECK(sm && pt_same_bits(sm, pd_sum(big, &axis, 1, 0)));
     PT_CHECK(s1.total_allocated_bytes - s0.total_allocated_bytes >= 4000 * 4 + 3 * 4000 * 8);
-    pd_scope_end();
+    PT_CHECK(pd_scope_end(tok) == PD_OK);
     PT_CHECK(live(&cb) == 0 && cb.bad_frees == 0);
 
     /* a backend with a fallback: no kernels of its own, CPU's run, its
      * allocator makes the outputs */
     int fid = pdi_backend_register(&fallback_backend);
     PT_CHECK(fid > id);
-    pd_scope_begin();
+    tok = pd_scope_begin();
     struct pd_tensor *u = randn(9, 7, PD_F32, g);
     pdi_force_backend(fid);
     struct pd_tensor *eu = pd_exp(u);
     pdi_force_backend(-1);
     PT_CHECK(eu && eu->st->backend == fid && pd_tensor_allocator(eu) == &alloc_f);
     PT_CHECK(pt_same_bits(eu, pd_exp(u)));
-    pd_scope_end();
+    PT_CHECK(pd_scope_end(tok) == PD_OK);
     PT_CHECK(live(&cf) == 0 && cf.bad_frees == 0);
     pd_generator_destroy(g);
 }
@@ -351,7 +351,7 @@ static void check_flashmask_scratch(void)
 {
     struct pd_generator *g = pd_generator_create(3);
     int64_t B = 1, S = 256, H = 2, D = 64, sh[4] = {B, S, H, D};
-    pd_scope_begin();
+    int tok = pd_scope_begin();
     struct pd_tensor *q = pd_randn(sh, 4, PD_F32, g), *k = pd_randn(sh, 4, PD_F32, g), *v = pd_randn(sh, 4, PD_F32, g);
     struct pd_tensor *want = pd_flashmask_attention(q, k, v, NULL, 1, NULL, 0, 0, NULL);
     struct pd_memory_stats s0, s1;
@@ -368,7 +368,7 @@ static void check_flashmask_scratch(void)
     printf("flashmask under the counting default: %lld bytes allocated and freed in the call\n", (long long)extra);
     PT_CHECK(s1.peak_allocated_bytes >= s0.allocated_bytes + S * H * D * 4 + 2 * S * D * 4);
     pd_tensor_release(got);
-    pd_scope_end();
+    PT_CHECK(pd_scope_end(tok) == PD_OK);
     PT_CHECK(live(&ca) == 0 && ca.bad_frees == 0);
     pd_generator_destroy(g);
 }

@@ -18,7 +18,7 @@
 static void test_python_division(int backend)
 {
     pdi_force_backend(backend);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double a[] = {7, -7, 7, -7, 0, 5.5, -5.5};
     const double b[] = {2, 2, -2, -2, 3, 2, 2};
     const double rem[] = {1, 1, -1, -1, 0, 1.5, 0.5};
@@ -62,14 +62,14 @@ static void test_python_division(int backend)
     const double fz[] = {1, -1, 0}, zz[] = {0, 0, 0};
     q = pd_floor_divide(pt_vec(PD_F32, 3, fz), pt_vec(PD_F32, 3, zz));
     PT_CHECK(pt_at(q, 0) == INFINITY && pt_at(q, 1) == -INFINITY && isnan(pt_at(q, 2)));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_int_pow_and_wrap(int backend)
 {
     pdi_force_backend(backend);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double base[] = {2, -2, 1, -1, -1, 0, 3, 2};
     const double ex[] = {10, 3, -5, -3, -4, -1, 0, -1};
     const double want[] = {1024, -8, 1, -1, 1, 0, 1, 0};
@@ -90,14 +90,14 @@ static void test_int_pow_and_wrap(int backend)
         PT_NEAR(pt_at(bo, i), t[i] || u[i], 0);
         PT_NEAR(pt_at(ba, i), t[i] && u[i], 0);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_nan_and_logic(int backend)
 {
     pdi_force_backend(backend);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double a[] = {NAN, 1, -0.0, 2}, b[] = {1, NAN, 0, NAN};
     for (int f = 0; f < 4; f++) {
         enum pd_dtype dt = (enum pd_dtype[]){PD_F32, PD_F64, PD_BF16, PD_F16}[f];
@@ -115,13 +115,13 @@ static void test_nan_and_logic(int backend)
     const double tiny[] = {1e-300, 0}, ones[] = {1, 1};
     struct pd_tensor *l = pd_logical_and(pt_vec(PD_F64, 2, tiny), pt_vec(PD_I32, 2, ones));
     PT_CHECK(l && pt_at(l, 0) == 1 && pt_at(l, 1) == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_promotion(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t s[] = {2, 3};
     struct pd_tensor *f32 = pd_ones(s, 2, PD_F32), *bf = pd_ones(s, 2, PD_BF16), *i32 = pd_ones(s, 2, PD_I32);
     struct pd_tensor *u8 = pd_ones(s, 2, PD_U8), *i8 = pd_ones(s, 2, PD_I8), *bo = pd_ones(s, 2, PD_BOOL);
@@ -144,14 +144,14 @@ static void test_promotion(void)
     w = pd_where(f32, i8, u8); /* cond cast to bool */
     PT_CHECK(w && pd_tensor_dtype(w) == PD_I16);
     PT_CHECK(pd_tensor_dtype(pd_eq(f32, i32)) == PD_BOOL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* pd_add_/pd_mul_ write into in[0] through the fast (contiguous, scalar,
  * row broadcast) and the half-precision block paths. */
 static void test_inplace_alias(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const enum pd_dtype dts[] = {PD_F32, PD_F64, PD_BF16, PD_F16, PD_I32};
     for (int k = 0; k < 5; k++) {
         enum pd_dtype dt = dts[k];
@@ -178,7 +178,7 @@ static void test_inplace_alias(void)
         free(a);
         free(b);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static struct pd_tensor *leaf(const double *v, int n)
@@ -196,7 +196,7 @@ static void grads2(struct pd_tensor *y, struct pd_tensor *a, struct pd_tensor *b
 
 static void test_grad_special_points(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *g[2];
     /* maximum/minimum: ties split half and half */
     const double av[] = {1, 2, 3}, bv[] = {1, 1, 5};
@@ -237,7 +237,7 @@ static void test_grad_special_points(void)
     PT_NEAR(pt_at(ga[0], 0), 3, 1e-12);
     PT_CHECK(pd_grad(ga, 1, &a, 1, NULL, 0, 0, 0, gaa) == 0);
     PT_NEAR(pt_at(gaa[0], 0), 3, 1e-12);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- second order: d/dx_j (df/dx_i) by autograd (create_graph) against
@@ -246,18 +246,18 @@ typedef struct pd_tensor *(*bin_fn)(struct pd_tensor *, struct pd_tensor *);
 
 static double grad1(bin_fn f, double a, double b, int i)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *in[2] = {leaf(&a, 1), leaf(&b, 1)}, *y = f(in[0], in[1]), *g[2] = {NULL, NULL};
     double r = NAN;
     if (y && pd_grad(&y, 1, in, 2, NULL, 0, 0, 1, g) == 0) r = g[i] ? pt_at(g[i], 0) : 0;
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return r;
 }
 
 static void check_second_order(const char *name, bin_fn f, double a, double b)
 {
     for (int i = 0; i < 2; i++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *in[2] = {leaf(&a, 1), leaf(&b, 1)}, *y = f(in[0], in[1]), *g[2] = {NULL, NULL};
         struct pd_tensor *h[2] = {NULL, NULL};
         PT_CHECK(y && pd_grad(&y, 1, in, 2, NULL, 1, 1, 1, g) == 0);
@@ -271,7 +271,7 @@ static void check_second_order(const char *name, bin_fn f, double a, double b)
                 printf("%s: d2/dx%d dx%d analytic %.10g numeric %.10g\n", name, i, j, ana, num);
             PT_NEAR(ana, num, 1e-5);
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
@@ -297,7 +297,7 @@ static void test_second_order(void)
 
 static void test_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t s1[] = {2, 3}, s2[] = {4};
     struct pd_tensor *x = pd_ones(s1, 2, PD_F32), *y = pd_ones(s2, 1, PD_F32);
     PT_CHECK(pd_add(x, y) == NULL && strstr(pd_last_error(), "broadcast"));
@@ -309,7 +309,7 @@ static void test_errors(void)
     struct pd_tensor *in[3] = {x, x, x};
     PT_CHECK(pdi_calln(PD_OP_where, in, 3, NULL) == NULL && strstr(pd_last_error(), "bool"));
     PT_CHECK(pd_where(pd_ones(s2, 1, PD_BOOL), x, x) == NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -155,7 +155,7 @@ static void test_creation_formulas(void)
     for (int be = -1; be <= PDI_BACKEND_REF; be += 1 + (be == -1)) { /* default (CPU), then REF */
         pdi_force_backend(be);
         for (int dt = 0; dt < PD_DTYPE_COUNT; dt++) {
-            pd_scope_begin();
+            int scope_tok = pd_scope_begin();
             for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
                 bad += !pt_same_bits(pd_full(s23, 2, values[v], dt), old_full(s23, 2, values[v], dt));
                 bad += !pt_same_bits(pd_full(s4, 4, values[v], dt), old_full(s4, 4, values[v], dt));
@@ -182,7 +182,7 @@ static void test_creation_formulas(void)
                                      old_linspace(ls[i].start, ls[i].stop, ls[i].num, dt));
             for (size_t i = 0; i < sizeof ey / sizeof ey[0]; i++, n++)
                 bad += !pt_same_bits(pd_eye(ey[i].n, ey[i].m, dt), old_eye(ey[i].n, ey[i].m, dt));
-            pd_scope_end();
+            pd_scope_end(scope_tok);
         }
     }
     pdi_force_backend(-1);
@@ -201,7 +201,7 @@ static void test_random_formulas(void)
         pdi_force_backend(be);
         for (int dt = 0; dt < PD_DTYPE_COUNT; dt++) {
             for (int s = 0; s < 4; s++) {
-                pd_scope_begin();
+                int scope_tok = pd_scope_begin();
                 const int64_t *sh = shapes[s];
                 int nd = ndims[s];
                 int64_t numel = pdi_numel(sh, nd);
@@ -245,7 +245,7 @@ static void test_random_formulas(void)
                 bad += gs != seed0 || go != off;
                 n++;
                 pd_generator_destroy(g);
-                pd_scope_end();
+                pd_scope_end(scope_tok);
             }
         }
     }
@@ -253,14 +253,14 @@ static void test_random_formulas(void)
     if (bad) printf("random: %d of %d results differ from the old code\n", bad, n);
     PT_CHECK(bad == 0);
     /* the default generator: pd_rand(NULL) draws from it and advances it */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_manual_seed(77);
     struct pd_tensor *a = pd_randn((int64_t[]){5}, 1, PD_F32, NULL);
     uint64_t s, o;
     pd_generator_get_state(pd_default_generator(), &s, &o);
     PT_CHECK(s == 77 && o == 12);
     PT_CHECK(pt_same_bits(a, old_random((int64_t[]){5}, 1, PD_F32, 77, 0, R_NORMAL, 0, 1)));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- replay ------------------------------------------------------------ */
@@ -311,7 +311,7 @@ static void test_replay(void)
 {
     struct recorder R = {.flags = PDI_F_RANDOM};
     PT_CHECK(pdi_observer_add(record, &R) == PD_OK);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_generator *g = pd_generator_create(2024);
     int64_t s[2] = {33, 65};
     pd_rand(s, 2, PD_F32, g);
@@ -351,7 +351,7 @@ static void test_replay(void)
     pdi_attrs_format(R.r[1].op, &R.r[1].a, buf, sizeof buf);
     PT_CHECK(strstr(buf, "offset=4292,") != NULL); /* 2 * 33 * 65 = 4290 words, 4-aligned */
     recorder_clear(&R);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == 0);
 }
 
@@ -377,7 +377,7 @@ static void test_slices(void)
         pdi_force_backend(be);
         for (int k = 0; k < 4; k++) {
             enum pd_op op = ops[k];
-            pd_scope_begin();
+            int scope_tok = pd_scope_begin();
             struct pdi_attrs a = {0};
             struct pd_tensor *p = NULL;
             if (op == PD_OP_uniform) a.uniform = (struct pdi_attrs_uniform){.dtype = PD_F32, .low = -1, .high = 2};
@@ -397,7 +397,7 @@ static void test_slices(void)
                 for (int64_t r1 = r0; r1 <= 7; r1++)
                     for (int64_t c0 = 0; c0 <= 13; c0++)
                         for (int64_t c1 = c0; c1 <= 13; c1++) {
-                            pd_scope_begin();
+                            int scope_tok2 = pd_scope_begin();
                             struct pd_tensor *blk = draw_block(op, &a, p, r0, r1, c0, c1);
                             struct pd_tensor *want =
                                 pd_contiguous(pd_slice(pd_slice(full, 0, r0, r1, 1), 1, c0, c1, 1));
@@ -409,9 +409,9 @@ static void test_slices(void)
                                 bad++;
                             }
                             n++;
-                            pd_scope_end();
+                            pd_scope_end(scope_tok2);
                         }
-            pd_scope_end();
+            pd_scope_end(scope_tok);
         }
     }
     pdi_force_backend(-1);
@@ -419,7 +419,7 @@ static void test_slices(void)
     PT_CHECK(bad == 0);
 
     /* long rows (several 1024-element blocks, threads) and 3-d */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pdi_attrs a = {.normal = {.shape = {3, {3, 5, 3001}}, .dtype = PD_F32, .seed = 5, .offset = 4, .std = 1}};
     struct pd_tensor *full = redispatch(PD_OP_normal, &a, NULL);
     a.normal.shape = (struct pdi_ints){3, {2, 3, 2500}};
@@ -435,14 +435,14 @@ static void test_slices(void)
     a.normal.slice = (struct pdi_ints){4, {3, 5, 1, 1}};
     PT_CHECK(redispatch(PD_OP_normal, &a, NULL) == NULL && strstr(pd_last_error(), "normal: slice has 4 values"));
     pd_clear_error();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- copy_ and fill_ are ops -------------------------------------------- */
 static void test_inplace_ops(void)
 {
     struct recorder R = {0};
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *t = pd_zeros((int64_t[]){4, 5}, 2, PD_F32);
     struct pd_tensor *col = pd_slice(t, 1, 1, 2, 1);
     uint64_t v0 = t->st->version;
@@ -483,7 +483,7 @@ static void test_inplace_ops(void)
     struct pdi_call c = {.op = PD_OP_copy_, .n_in = 2, .n_out = 1, .in = in, .out = out, .inplace = 1};
     PT_CHECK(pdi_dispatch(&c) != PD_OK && strstr(pd_last_error(), "copy_: src [5] f32 does not match dst [4, 5] f32"));
     pd_clear_error();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     /* outside every scope nothing leaks (pd_fill_ used to leak its scalar) */
     struct pd_tensor *u = pd_keep(pd_zeros((int64_t[]){2}, 1, PD_F64));
     int64_t live = pd_live_tensors();
@@ -504,7 +504,7 @@ static void test_inplace_ops(void)
 static void test_messages(void)
 {
     int64_t s23[2] = {2, 3}, sneg[2] = {2, -1};
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     PT_ERR(pd_arange(0, 1, 0, PD_F32), "arange: need finite start/stop and step != 0 (got 0, 1, 0)");
     PT_ERR(pd_arange(0, INFINITY, 1, PD_F32), "arange: need finite start/stop and step != 0 (got 0, inf, 1)");
     PT_ERR(pd_linspace(0, 1, -1, PD_F32), "linspace: num must be >= 0, got -1");
@@ -538,13 +538,13 @@ static void test_messages(void)
     a = (struct pdi_attrs){.full = {.shape = {1, {-4}}, .dtype = PD_F32}};
     PT_CHECK(pdi_calln(PD_OP_full, NULL, 0, &a) == NULL && strstr(pd_last_error(), "tensor: negative dimension"));
     pd_clear_error();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* creation outputs are plain tensors: no history, named after their op */
 static void test_autograd_and_names(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *z = pd_zeros((int64_t[]){2}, 1, PD_F32);
     PT_CHECK(z && !z->requires_grad && !z->grad_fn);
     char nb[PDI_NAME_BUF];
@@ -556,7 +556,7 @@ static void test_autograd_and_names(void)
     struct pd_tensor *l = pd_sum(pd_mul(x, pd_arange(1, 3, 1, PD_F32)), NULL, 0, 0);
     PT_CHECK(pd_backward(l, NULL, 0) == PD_OK);
     PT_CHECK(pd_tensor_grad(x) && pd_get(pd_tensor_grad(x), (int64_t[]){1}) == 2);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -58,7 +58,7 @@ static void test_memory_and_batches(void)
     int B = 8, T = 16;
     struct pd_generator *g = pd_generator_create(42);
     int64_t live0 = pd_live_tensors();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x, *y;
     PT_CHECK(pd_dataset_batch(ds, PD_SPLIT_TRAIN, B, T, g, &x, &y) == 0);
     PT_CHECK(x && pd_tensor_dtype(x) == PD_I64 && pd_tensor_ndim(x) == 2 && pd_tensor_dim(x, 0) == B &&
@@ -75,7 +75,7 @@ static void test_memory_and_batches(void)
     yd = pd_tensor_data(y);
     for (int b = 0; b < B; b++) found += window_start(val, 100, xd + b * T, yd + b * T, T) >= 0;
     PT_CHECK(found == B);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live0);
 
     /* determinism: the same generator state gives the same batch, and the
@@ -105,7 +105,7 @@ static void test_memory_and_batches(void)
     const int T2 = 60; /* val has 100 tokens: starts 0..39 */
     int seen[100] = {0};
     int bad = 0;
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     for (int it = 0; it < 100; it++) {
         PT_CHECK(pd_dataset_batch(ds, PD_SPLIT_VAL, 16, T2, g, &x, &y) == 0);
         xd = pd_tensor_data(x);
@@ -116,7 +116,7 @@ static void test_memory_and_batches(void)
             else seen[s]++;
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     int all = 1;
     for (int s = 0; s < 40; s++) all &= seen[s] > 0;
     PT_CHECK(bad == 0 && all);
@@ -140,7 +140,7 @@ static void test_memory_and_batches(void)
     for (int pass = 0; pass < 2; pass++) {
         rows = 0;
         calls = 0;
-        pd_scope_begin();
+        scope_tok = pd_scope_begin();
         while ((r = pd_dataset_iter_next(it, &x, &y)) > 0) {
             calls++;
             last = r;
@@ -153,7 +153,7 @@ static void test_memory_and_batches(void)
                     mismatch += yd[b * T3 + t] != train[rows * T3 + t + 1];
                 }
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         PT_CHECK(r == 0 && rows == 89 && calls == 23 && last == 1 && mismatch == 0);
         pd_dataset_iter_reset(it);
     }

@@ -39,7 +39,7 @@ int main(void)
     /* a byte-level dataset (tok NULL), the last 10% for validation */
     struct pd_text_dataset *ds = pd_text_dataset_from_memory(text, len, NULL, 0.1);
     struct pd_generator *gen = pd_generator_create(1234);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x, *y;
     if (pd_dataset_batch(ds, PD_SPLIT_TRAIN, 4, 32, gen, &x, &y) != PD_OK) {
         fprintf(stderr, "error: %s\n", pd_last_error());
@@ -51,15 +51,15 @@ int main(void)
     pd_generator_get_state(gen, &seed, &offset); /* save these to resume the same data stream */
     printf("batch [%lld, %lld], generator at (%llu, %llu)\n", (long long)pd_tensor_dim(x, 0),
            (long long)pd_tensor_dim(x, 1), (unsigned long long)seed, (unsigned long long)offset);
-    pd_scope_end(); /* frees x and y */
+    pd_scope_end(scope_tok); /* frees x and y */
 
     /* evaluation: every validation window once, in order */
     struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, 16, 32);
     int64_t windows = 0;
     int rows;
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     while ((rows = pd_dataset_iter_next(it, &x, &y)) > 0) windows += rows; /* a model's loss goes here */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     ok &= rows == 0 && windows == pd_dataset_iter_num_windows(it);
     printf("validation: %lld windows of 32 tokens\n", (long long)windows);
 

@@ -21,16 +21,16 @@ int main(void)
     char want[80];
 
     /* off: NaN flows through silently */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *y = pd_log(x);
     PT_CHECK(y && isnan(pt_at(y, 2)));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     /* 1. forward: log(-2) */
     PT_CHECK(pd_anomaly_mode(1) == 0);
     pd_debug_set_callsites(1);
     pd_debug_reset_names();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     struct pd_tensor *ok = pd_exp(x); /* finite: passes */
     PT_CHECK(ok != NULL);
     pd_name_scope_begin("head");
@@ -43,12 +43,12 @@ int main(void)
     PT_CHECK(contains(e, "[0] input:x [4] f32 min=-2 max=9 mean=3 nan=0 inf=0"));
     snprintf(want, sizeof want, "called at test_debug_anomaly.c:%d (main)", line_log);
     PT_CHECK(contains(e, want));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     /* 2. backward: d sqrt(z)/dz = 1 / (2 sqrt(z)) is inf at z = 0 */
     pd_requires_grad_(z, 1);
     pd_debug_reset_names();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     struct pd_tensor *r = pd_sqrt(z); int line_sqrt = __LINE__;
     struct pd_tensor *loss = pd_sum(r, NULL, 0, 0);
     PT_CHECK(r && loss); /* sqrt(0) = 0 is finite: forward passes */
@@ -62,27 +62,27 @@ int main(void)
     snprintf(want, sizeof want, "forward op sqrt_1.grad called at test_debug_anomaly.c:%d (main)", line_sqrt);
     PT_CHECK(contains(e, want));
     PT_CHECK(pd_tensor_grad(z) == NULL); /* nothing half-delivered */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     /* 3. off again: the same backward completes with inf in the gradient */
     PT_CHECK(pd_anomaly_mode(0) == 1);
     pd_debug_set_callsites(0);
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     loss = pd_sum(pd_sqrt(z), NULL, 0, 0);
     PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
     PT_CHECK(pd_tensor_grad(z) && isinf(pt_at(pd_tensor_grad(z), 0)));
     PT_NEAR(pt_at(pd_tensor_grad(z), 2), 0.25, 1e-6);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     /* 4. without call sites the message says how to get them */
     pd_anomaly_mode(1);
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     PT_CHECK(pd_log(x) == NULL && contains(pd_last_error(), "pd_debug_set_callsites(1)"));
     /* integer outputs are not checked; NaN in f64 is */
     double nv[2] = {NAN, 1.0};
     struct pd_tensor *n64 = pt_vec(PD_F64, 2, nv);
     PT_CHECK(n64 == NULL || pd_neg(n64) == NULL); /* pt_vec's cast op already stops */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_anomaly_mode(0);
 
     pd_tensor_release(x);

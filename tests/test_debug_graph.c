@@ -68,7 +68,7 @@ int main(void)
     pd_debug_reset_names();
 
     /* 1. forward capture */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     PT_CHECK(pd_graph_capture_begin() == PD_OK);
     PT_CHECK(pd_graph_capture_begin() == PD_ERR_STATE); /* one at a time */
     struct pd_tensor *loss = mlp(x, w1, w2);
@@ -169,7 +169,7 @@ int main(void)
     PT_CHECK(pd_graph_write_dot(eg, path, -1) == PD_ERR_INVALID);
     pd_graph_destroy(eg);
     pd_graph_destroy(NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_debug_set_callsites(0);
 
     char cmd[300];

@@ -35,31 +35,31 @@ int main(void)
     pd_requires_grad_(w, 1);
 
     /* 1. off by default: nothing */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_backward(pd_sum(pd_mul(a, w), NULL, 0, 0), NULL, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(c.n == 0);
 
     /* 2. module levels */
     PT_CHECK(pd_set_log_level("dispatch", 3) == PD_OK && pd_get_log_level("dispatch") == 3);
     pd_debug_reset_names();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_mul(a, w);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] mul_1 mul()"));
     /* the op's attributes are printed from the op table */
     c.n = 0;
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_rms_norm(a, 1, NULL, 1e-6);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] rms_norm_1 rms_norm(n_norm_axes=1, eps=1e-06, has_w=0, has_b=0)"));
     c.n = 0;
     PT_CHECK(pd_log_parse("dispatch=4,autograd=3") == PD_OK);
     c.n = 0;
     pd_debug_reset_names();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_backward(pd_sum(pd_mul(a, w), NULL, 0, 0), NULL, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(has(&c, "[dispatch:3] mul_1") && has(&c, "[dispatch:4] mul_1   out0 mul_1.out0 f32 [2, 3]"));
     PT_CHECK(has(&c, "[autograd:3] sum_1.grad") && has(&c, "[autograd:3] mul_1.grad"));
     /* ops run by backward are logged with their node */
@@ -79,7 +79,7 @@ int main(void)
     /* 3. a guard: only the region's forward ops, and their backward later */
     c.n = 0;
     pd_debug_reset_names();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     struct pd_tensor *h = pd_mul(a, w);           /* mul_1: outside */
     PT_CHECK(pd_log_guard_begin("dispatch", 3) == PD_OK);
     PT_CHECK(pd_log_guard_begin("autograd", 3) == PD_OK);
@@ -90,7 +90,7 @@ int main(void)
     PT_CHECK(c.n == 1 && !strcmp(c.lines[0], "[dispatch:3] exp_1 exp()"));
     c.n = 0;
     PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     /* backward: exp_1.grad logs (and the ops its VJP runs), the others not */
     PT_CHECK(has(&c, "[autograd:3] exp_1.grad"));
     PT_CHECK(has(&c, "[dispatch:3] mul_2 mul() in exp_1.grad"));
@@ -100,9 +100,9 @@ int main(void)
 
     /* 4. after everything ended: silent again */
     c.n = 0;
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_backward(pd_sum(pd_mul(a, w), NULL, 0, 0), NULL, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(c.n == 0);
     pd_log_set_sink(NULL, NULL);
     pd_tensor_release(a);

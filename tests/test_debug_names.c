@@ -10,7 +10,7 @@
 static void mlp_step(struct pd_tensor *x, struct pd_tensor *w1, struct pd_tensor *w2, char *log, size_t n)
 {
     pd_debug_reset_names();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_name_scope_begin("model");
     pd_name_scope_begin("fc1");
     struct pd_tensor *h = pd_relu(pd_matmul(x, w1, 0, 0));
@@ -21,7 +21,7 @@ static void mlp_step(struct pd_tensor *x, struct pd_tensor *w1, struct pd_tensor
     snprintf(log, n, "%s|%s|%s|%s", pd_tensor_name(h), pd_tensor_grad_fn_name(h), pd_tensor_name(y),
              pd_tensor_name(loss));
     pd_backward(loss, NULL, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 struct obs {
@@ -95,7 +95,7 @@ int main(void)
 
     /* 2. a failing op's error starts with its name (old text kept after it) */
     pd_debug_reset_names();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     PT_CHECK(pd_matmul(x, x, 0, 0) == NULL);
     PT_CHECK(!strncmp(pd_last_error(), "matmul_1: ", 10));
     pd_name_scope_begin("blk");
@@ -103,31 +103,31 @@ int main(void)
     pd_name_scope_end();
     /* NULL propagation keeps the earlier op's message */
     PT_CHECK(pd_relu(pd_add(x, w2)) == NULL && !strncmp(pd_last_error(), "add_2: ", 7));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     /* 3. observers: before sees allocated but uncomputed outputs */
     struct obs o = {0};
     PT_CHECK(pdi_observer_add_ex(on_before, on_after, &o) == PD_OK);
     PT_CHECK(pdi_observer_add_ex(NULL, NULL, &o) == PD_ERR_INVALID);
     pd_debug_reset_names();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     int64_t one = 1;
     struct pd_tensor *f7 = pd_full(&one, 1, 3.0, PD_F32);
     struct pd_tensor *sum = pd_mul(pd_add(f7, f7), f7); /* three calls: full, add, mul */
     PT_NEAR(pd_item(sum), 18.0, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_observer_remove_ex(on_before, on_after, &o);
     PT_CHECK(o.before == 3 && o.after == o.before && o.computed_at_before == o.before);
     PT_CHECK(!strcmp(o.first_before, "full_1") && !strcmp(o.first_after, "full_1") && !strcmp(o.out0, "full_1.out0"));
     int before_n = o.before;
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_add(x, x);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(o.before == before_n); /* removed */
 
     /* 4. call sites: the user's line, carried to the GradNode */
     PT_CHECK(pd_debug_set_callsites(1) == 0);
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     struct pd_tensor *z = pd_matmul(x, w1, 0, 0); int line_z = __LINE__;
     char want[64];
     snprintf(want, sizeof want, "test_debug_names.c:%d (main)", line_z);
@@ -138,11 +138,11 @@ int main(void)
     PT_CHECK(pd_matmul(x, x, 0, 0) == NULL); int line_bad = __LINE__;
     snprintf(want, sizeof want, "test_debug_names.c:%d (main)", line_bad);
     PT_CHECK(strstr(pd_last_error(), want) != NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_debug_set_callsites(0) == 1);
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     PT_CHECK(pd_tensor_callsite(pd_matmul(x, w1, 0, 0)) == NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 
     pd_tensor_release(x);
     pd_tensor_release(w1);

@@ -344,7 +344,7 @@ static int dense_matches(const struct fm_case *c, const unsigned char *vis)
 static void check_case(const struct fm_case *c, enum pd_dtype dt, int composed)
 {
     double tol = tol_of(dt);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q, *k, *v, *dout;
     make_inputs(c, dt, &q, &k, &v, &dout);
     struct fm_run r;
@@ -352,7 +352,7 @@ static void check_case(const struct fm_case *c, enum pd_dtype dt, int composed)
     if (rc) printf("%s [%s]: %s\n", c->name, pd_dtype_name(dt), pd_last_error());
     PT_CHECK(rc == 0);
     if (rc) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return;
     }
     double *qd = to_f64(q), *kd = to_f64(k), *vd = to_f64(v), *gd = to_f64(dout);
@@ -368,7 +368,7 @@ static void check_case(const struct fm_case *c, enum pd_dtype dt, int composed)
     if (c->idx) PT_CHECK(dense_matches(c, vis));
     free(qd), free(kd), free(vd), free(gd), free(vis), free(keep);
     ref_free(&ref);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- masks ---------------------------------------------------------------- */
@@ -517,7 +517,7 @@ static void test_families(void)
         for (int si = 0; si < 4; si++)
             for (int hi = 0; hi < 5; hi++) {
                 if (!fam_fits((enum fam)f, lengths[si])) continue;
-                pd_scope_begin();
+                int scope_tok = pd_scope_begin();
                 struct fm_case c;
                 family_case(&c, (enum fam)f, lengths[si], head_cfg[hi]);
                 if (!c.idx) printf("%s: builder failed: %s\n", c.name, pd_last_error());
@@ -532,7 +532,7 @@ static void test_families(void)
                     }
                     if (si == 2 && hi == 3) check_case(&c, PD_BF16, 0);
                 }
-                pd_scope_end();
+                pd_scope_end(scope_tok);
             }
 }
 
@@ -543,7 +543,7 @@ static void test_head_dims(void)
     static const int64_t dims[6][2] = {{32, 32}, {64, 64}, {96, 80}, {128, 128}, {200, 136}, {256, 256}};
     for (int di = 0; di < 6; di++)
         for (int causal_only = 0; causal_only < 2; causal_only++) {
-            pd_scope_begin();
+            int scope_tok = pd_scope_begin();
             struct fm_case c = {.B = 1, .Sq = 97, .Sk = 97, .Hq = 2, .Hk = causal_only ? 1 : 2, .D = dims[di][0],
                                 .Dv = dims[di][1], .causal = 1};
             if (!causal_only) c.idx = family_mask(FAM_CAUSAL_DOC, 97, 1, 1);
@@ -551,7 +551,7 @@ static void test_head_dims(void)
                      causal_only ? "causal GQA" : "causal_document");
             check_case(&c, PD_F32, 0);
             check_case(&c, PD_BF16, 0);
-            pd_scope_end();
+            pd_scope_end(scope_tok);
         }
 }
 
@@ -571,7 +571,7 @@ static void test_random_masks(void)
         for (int m = 0; m < 4; m++)
             for (int st = 0; st < STYLE_COUNT; st++)
                 for (int hi = 3; hi < 5; hi++) {
-                    pd_scope_begin();
+                    int scope_tok = pd_scope_begin();
                     struct heads hc = head_cfg[hi];
                     struct fm_case c = {.B = 2, .Sq = Sq, .Sk = Sk, .Hq = 4, .Hk = hc.hk, .D = 8, .Dv = 8,
                                         .causal = modes[m][0]};
@@ -581,19 +581,19 @@ static void test_random_masks(void)
                              (long long)hc.hm);
                     check_case(&c, PD_F32, 0);
                     if (si == 0 && hi == 3) check_case(&c, PD_F64, 0);
-                    pd_scope_end();
+                    pd_scope_end(scope_tok);
                 }
     }
     /* a given scale, Dv != D, non-contiguous q, k, v and an index tensor
      * expanded over the batch (stride 0) */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t es[4] = {3, 1, 40, 2};
     struct fm_case c = {.B = 3, .Sq = 40, .Sk = 40, .Hq = 2, .Hk = 2, .D = 8, .Dv = 5, .scale = 0.3, .transposed = 1};
     c.idx = pd_expand(random_idx(1, 1, 40, 40, 2, 0, STYLE_DIAG), es, 4);
     snprintf(c.name, sizeof c.name, "views: transposed q/k/v, expanded indices, scale 0.3");
     check_case(&c, PD_F32, 0);
     check_case(&c, PD_F64, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- equivalences ----------------------------------------------------------- */
@@ -629,14 +629,14 @@ static int runs_close(const char *what, struct fm_run *a, struct fm_run *b, doub
  * within tol. */
 static void check_pair(const char *what, const struct fm_case *a, const struct fm_case *b, double tol)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q, *k, *v, *dout;
     make_inputs(a, PD_F32, &q, &k, &v, &dout);
     struct fm_run ra, rb;
     int rc = run_op(a, q, k, v, dout, 0, &ra) || run_op(b, q, k, v, dout, 0, &rb);
     PT_CHECK(rc == 0);
     if (!rc) PT_CHECK(tol > 0 ? runs_close(what, &ra, &rb, tol) : runs_identical(what, &ra, &rb));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_equivalences(void)
@@ -644,7 +644,7 @@ static void test_equivalences(void)
     int64_t S = 70, Sk = 90;
     for (int sq = 0; sq < 2; sq++) {
         int64_t Sq = sq ? S : Sk; /* square, then Sq < Sk */
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         int32_t a[2 * 2 * 90 * 2], b[2 * 2 * 90 * 4];
         struct fm_case base = {.B = 2, .Sq = Sq, .Sk = Sk, .Hq = 4, .Hk = 2, .D = 16, .Dv = 16};
         struct fm_case x = base, y = base;
@@ -716,7 +716,7 @@ static void test_equivalences(void)
         snprintf(y.name, sizeof y.name, "item 5: non-causal C=2 as causal %lldx%lld", (long long)Sq, (long long)Sk);
         check_case(&x, PD_F32, 0);
         check_pair(y.name, &x, &y, 1e-6);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
@@ -725,14 +725,14 @@ static void test_equivalences(void)
  * their group sees: dk = dv = 0; no NaN anywhere. Exact zeros. */
 static void check_fully_masked(const struct fm_case *c)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q, *k, *v, *dout;
     make_inputs(c, PD_F32, &q, &k, &v, &dout);
     struct fm_run r;
     int rc = run_op(c, q, k, v, dout, 0, &r);
     PT_CHECK(rc == 0);
     if (rc) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return;
     }
     int64_t B = c->B, Sq = c->Sq, Sk = c->Sk, Hq = c->Hq, Hk = c->Hk, D = c->D, Dv = c->Dv, G = Hq / Hk;
@@ -771,13 +771,13 @@ static void check_fully_masked(const struct fm_case *c)
     PT_CHECK(rows > 0 && cols > 0);
     PT_CHECK(bad == 0 && nan == 0);
     free(vis), free(out), free(lse), free(dq), free(dk), free(dv);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     check_case(c, PD_F32, 0);
 }
 
 static void test_fully_masked(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     /* the docstring example: causal, per-head LTS = 8 and 5 (S = 10): rows
      * >= 8 resp. >= 5 see nothing, and no query sees keys >= 8 resp. >= 5 */
     int32_t x[2 * 2 * 130 * 4];
@@ -804,7 +804,7 @@ static void test_fully_masked(void)
     c.idx = idx_from(x, 2, 1, 40, 1);
     snprintf(c.name, sizeof c.name, "causal Sq > Sk, LTS = 0 columns");
     check_fully_masked(&c);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- tiles --------------------------------------------------------------------- */
@@ -846,7 +846,7 @@ static void print_tiles(const char *name, const char *what, struct pd_flashmask_
  * bit-identical. */
 static void check_tiles(const struct fm_case *c, int exact)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q, *k, *v, *dout;
     make_inputs(c, PD_F32, &q, &k, &v, &dout);
     int prev = pd_no_grad_begin(), old = pd_flashmask_set_tile_skipping(1);
@@ -888,7 +888,7 @@ static void check_tiles(const struct fm_case *c, int exact)
     }
     if (none.partial != total) print_tiles(c->name, "skipping off (all partial expected)", none);
     PT_CHECK(none.partial == total && none.skipped == 0 && none.full == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_tiles(void)
@@ -897,13 +897,13 @@ static void test_tiles(void)
     pd_flashmask_tile_size(&R, &C);
     PT_CHECK(R > 0 && C > 0);
     for (int f = 0; f < FAM_COUNT; f++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct fm_case c;
         family_case(&c, (enum fam)f, 130, head_cfg[3]);
         if (c.idx) check_tiles(&c, 1);
         family_case(&c, (enum fam)f, 2 * R + 1, head_cfg[4]);
         if (c.idx && fam_fits((enum fam)f, 2 * R + 1)) check_tiles(&c, 1);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     static const int modes[4][2] = {{1, 1}, {1, 2}, {0, 2}, {0, 4}};
     static const int64_t shapes[3][2] = {{130, 129}, {129, 130}, {70, 150}};
@@ -918,13 +918,13 @@ static void test_tiles(void)
         }
         for (int m = 0; m < 4; m++)
             for (int st = 0; st < STYLE_COUNT; st++) {
-                pd_scope_begin();
+                int scope_tok = pd_scope_begin();
                 c.causal = modes[m][0];
                 c.idx = random_idx(2, 2, c.Sq, c.Sk, modes[m][1], c.causal, (enum idx_style)st);
                 snprintf(c.name, sizeof c.name, "tiles, %s causal=%d C=%d %lldx%lld", style_name[st], c.causal,
                          modes[m][1], (long long)c.Sq, (long long)c.Sk);
                 check_tiles(&c, st == STYLE_DIAG);
-                pd_scope_end();
+                pd_scope_end(scope_tok);
             }
     }
     static const int64_t win[2] = {20, 3};
@@ -936,7 +936,7 @@ static void test_tiles(void)
 /* ---- determinism ------------------------------------------------------------------ */
 static void check_determinism(const struct fm_case *c)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q, *k, *v, *dout;
     make_inputs(c, PD_F32, &q, &k, &v, &dout);
     int nt = omp_get_max_threads();
@@ -958,12 +958,12 @@ static void check_determinism(const struct fm_case *c)
         snprintf(what, sizeof what, "%s: 2 threads vs 1", c->name);
         PT_CHECK(runs_identical(what, &a, &one));
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_determinism(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct fm_case c;
     family_case(&c, FAM_CAUSAL_DOC, 200, head_cfg[3]);
     check_determinism(&c);
@@ -976,13 +976,13 @@ static void test_determinism(void)
     c.dropout = 0.2;
     snprintf(c.name, sizeof c.name, "determinism, causal with dropout");
     check_determinism(&c);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- dropout ------------------------------------------------------------------------ */
 static void test_dropout(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct fm_case c = {.B = 2, .Sq = 37, .Sk = 45, .Hq = 4, .Hk = 2, .D = 8, .Dv = 8, .causal = 1, .dropout = 0.3};
     c.idx = random_idx(2, 2, 37, 45, 1, 1, STYLE_DIAG);
     snprintf(c.name, sizeof c.name, "dropout 0.3, causal C=1 37x45");
@@ -1026,7 +1026,7 @@ static void test_dropout(void)
     snprintf(c.name, sizeof c.name, "dropout 0.5, wild C=4, Hk=1");
     check_case(&c, PD_F32, 0);
     check_case(&c, PD_F64, 1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- finite differences ------------------------------------------------------------- */
@@ -1035,7 +1035,7 @@ static void test_dropout(void)
 static double fd_loss(const struct fm_case *c, struct pd_tensor *q, struct pd_tensor *k, struct pd_tensor *v,
                       const double *w, const double *w2)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int prev = pd_no_grad_begin();
     if (c->dropout > 0) pd_manual_seed(99);
     struct pd_tensor *lse, *y = call(c, q, k, v, w2 ? &lse : NULL);
@@ -1048,7 +1048,7 @@ static double fd_loss(const struct fm_case *c, struct pd_tensor *q, struct pd_te
         free(o), free(l);
     }
     pd_grad_mode_end(prev);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return L;
 }
 
@@ -1056,7 +1056,7 @@ static double fd_loss(const struct fm_case *c, struct pd_tensor *q, struct pd_te
  * differences of every element of q, k and v. */
 static void check_fd(const struct fm_case *c, int with_lse)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q = leaf(randn(PD_F64, c->B, c->Sq, c->Hq, c->D));
     struct pd_tensor *k = leaf(randn(PD_F64, c->B, c->Sk, c->Hk, c->D));
     struct pd_tensor *v = leaf(randn(PD_F64, c->B, c->Sk, c->Hk, c->Dv));
@@ -1066,7 +1066,7 @@ static void check_fd(const struct fm_case *c, int with_lse)
     struct pd_tensor *lse, *y = call(c, q, k, v, with_lse ? &lse : NULL), *in[3] = {q, k, v}, *g[3];
     PT_CHECK(y != NULL);
     if (!y) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return;
     }
     struct pd_tensor *L = pd_sum(pd_mul(y, W), NULL, 0, 0);
@@ -1090,12 +1090,12 @@ static void check_fd(const struct fm_case *c, int with_lse)
     }
     PT_CHECK(bad == 0);
     free(w), free(w2);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_finite_differences(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     static const int64_t docs[3] = {3, 4, 1}, docs_full[2] = {5, 4};
     struct fm_case c = {.B = 1, .Sq = 9, .Sk = 9, .Hq = 2, .Hk = 1, .D = 4, .Dv = 3, .causal = 1};
     c.idx = pd_flashmask_causal_document(9, docs, 3); /* one padding position */
@@ -1123,7 +1123,7 @@ static void test_finite_differences(void)
     c = (struct fm_case){.B = 1, .Sq = 5, .Sk = 8, .Hq = 2, .Hk = 2, .D = 4, .Dv = 4, .causal = 1};
     snprintf(c.name, sizeof c.name, "fd causal 5x8, no indices, with lse");
     check_fd(&c, 1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Second order: d/dk and d/dv of sum(dq * w2), dq = d/dq sum(out * w) taken
@@ -1131,7 +1131,7 @@ static void test_finite_differences(void)
  * (fused) dq. */
 static void test_second_order(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     static const int64_t docs[2] = {2, 3};
     struct fm_case c = {.B = 1, .Sq = 6, .Sk = 6, .Hq = 2, .Hk = 1, .D = 4, .Dv = 3, .causal = 1};
     c.idx = pd_flashmask_causal_document(6, docs, 2);
@@ -1149,19 +1149,19 @@ static void test_second_order(void)
             double l[2], x0 = x[e];
             for (int s = 0; s < 2; s++) {
                 x[e] = x0 + (s ? -eps : eps);
-                pd_scope_begin();
+                int scope_tok2 = pd_scope_begin();
                 struct pd_tensor *qq = leaf(q), *d;
                 struct pd_tensor *ll = pd_sum(pd_mul(call(&c, qq, k, v, NULL), w), NULL, 0, 0);
                 pd_grad(&ll, 1, &qq, 1, NULL, 0, 0, 0, &d);
                 l[s] = pd_item(pd_sum(pd_mul(d, w2), NULL, 0, 0));
-                pd_scope_end();
+                pd_scope_end(scope_tok2);
             }
             x[e] = x0;
             PT_NEAR(ga[e], (l[0] - l[1]) / (2 * eps), 1e-6);
         }
         free(ga);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- errors ----------------------------------------------------------------------- */
@@ -1177,7 +1177,7 @@ static void expect_error(struct pd_tensor *r, const char *needle)
 
 static void test_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t live = pd_live_tensors();
     struct pd_tensor *q = randn(PD_F32, 2, 6, 4, 8), *k = randn(PD_F32, 2, 6, 2, 8), *v = randn(PD_F32, 2, 6, 2, 8);
     int32_t z[2 * 3 * 6 * 4] = {0};
@@ -1215,13 +1215,13 @@ static void test_errors(void)
     struct pd_flashmask_tiles t;
     PT_CHECK(pd_flashmask_count_tiles(idx_from(z, 2, 1, 6, 4), 1, 2, 6, 6, 4, 2, &t) != 0);
     pd_clear_error();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live);
 
     /* outside any scope the caller gets exactly the tensors returned */
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     struct pd_tensor *qq = pd_keep(randn(PD_F32, 1, 3, 2, 4)), *kk = pd_keep(randn(PD_F32, 1, 3, 1, 4));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     live = pd_live_tensors();
     struct pd_tensor *l = NULL, *y = pd_flashmask_attention(qq, kk, kk, NULL, 1, NULL, 0, 0, &l);
     PT_CHECK(y != NULL && l != NULL && pd_live_tensors() == live + 2);

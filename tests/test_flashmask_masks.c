@@ -101,7 +101,7 @@ static int see_qk(int64_t i, int64_t j) { return j <= i && !(i >= 4 && i < 9 && 
 
 static void dense_is(struct pd_tensor *idx, int causal, int (*see)(int64_t, int64_t), const char *name)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *d = pd_flashmask_to_dense(idx, causal, S);
     PT_CHECK(d && pd_tensor_dtype(d) == PD_BOOL && pd_tensor_dim(d, 2) == S && pd_tensor_dim(d, 3) == S);
     if (d) {
@@ -114,7 +114,7 @@ static void dense_is(struct pd_tensor *idx, int causal, int (*see)(int64_t, int6
                     printf("  %s: query %lld key %lld is %d\n", name, (long long)i, (long long)j, m[i * S + j]);
         PT_CHECK(bad == 0);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void dense_families(void)
@@ -134,7 +134,7 @@ static void dense_families(void)
 
 static void eviction(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t n = 64, start = 8;
     struct pd_tensor *a = pd_flashmask_random_eviction(n, start, 7), *b = pd_flashmask_random_eviction(n, start, 7);
     struct pd_tensor *c = pd_flashmask_random_eviction(n, start, 8);
@@ -161,13 +161,13 @@ static void eviction(void)
     struct pd_tensor *z = pd_flashmask_to_dense(pd_flashmask_random_eviction(8, 0, 3), 1, 8);
     struct pd_tensor *eye = pd_eye(8, 8, PD_BOOL);
     PT_CHECK(z && pd_item(pd_sum(z, NULL, 0, 0)) == 8 && pd_item(pd_sum(pd_mul(z, eye), NULL, 0, 0)) == 8);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void errors(void)
 {
     static const int64_t neg[2] = {3, -1}, big[2] = {8, 9}, short2[2] = {4, 4}, pre_big[2] = {5, 0};
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     PT_CHECK(!pd_flashmask_causal(-1) && strstr(pd_last_error(), "pd_flashmask_causal"));
     PT_CHECK(!pd_flashmask_causal_document(16, neg, 2) && strstr(pd_last_error(), ">= 0"));
     PT_CHECK(!pd_flashmask_document(16, big, 2) && strstr(pd_last_error(), "sum to more than S"));
@@ -187,13 +187,13 @@ static void errors(void)
     PT_CHECK(!pd_flashmask_to_dense(pd_cast(c1, PD_I64), 1, 8) && strstr(pd_last_error(), "int32"));
     PT_CHECK(!pd_flashmask_to_dense(pd_reshape(c1, (int64_t[]){8, 1}, 2), 1, 8) && strstr(pd_last_error(), "rank"));
     PT_CHECK(!pd_flashmask_to_dense(NULL, 1, 8));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Two mask heads and a batch of 2; Sq != Sk (bottom-right causal). */
 static void dense_shapes(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *h[2] = {pd_flashmask_causal_document(S, docs, 3), pd_flashmask_causal(S)};
     struct pd_tensor *heads = pd_concat(h, 2, 1), *two[2] = {heads, heads};
     struct pd_tensor *d = pd_flashmask_to_dense(pd_concat(two, 2, 0), 1, S);
@@ -205,7 +205,7 @@ static void dense_shapes(void)
     for (int64_t i = 0; r && i < 6; i++)
         for (int64_t j = 0; j < 4; j++) bad += pd_get(r, (int64_t[]){0, 0, i, j}) != (j <= i - 2);
     PT_CHECK(bad == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- the reference kernels (f64 runs them on the CPU backend) ---------- */
@@ -226,7 +226,7 @@ static double max_diff(struct pd_tensor *a, struct pd_tensor *b)
  * dq 0). */
 static void reference_kernels(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t B = 1, Hq = 4, Hk = 2, D = 8;
     struct pd_tensor *q = pd_requires_grad_(pd_randn((int64_t[]){B, S, Hq, D}, 4, PD_F64, NULL), 1);
     struct pd_tensor *k = pd_requires_grad_(pd_randn((int64_t[]){B, S, Hk, D}, 4, PD_F64, NULL), 1);
@@ -274,15 +274,15 @@ static void reference_kernels(void)
     PT_CHECK(max_diff(g2[0], pd_tensor_grad(q)) < 1e-12);
     PT_CHECK(max_diff(g2[1], pd_tensor_grad(k)) < 1e-12);
     PT_CHECK(max_diff(g2[2], pd_tensor_grad(v)) < 1e-12);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)
 {
-    pd_scope_begin(); /* the builders' tensors of the first two */
+    int scope_tok = pd_scope_begin(); /* the builders' tensors of the first two */
     docstring_lists();
     dense_families();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     eviction();
     errors();
     dense_shapes();

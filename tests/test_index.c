@@ -429,7 +429,7 @@ static double eval_h(struct pd_tensor *(*f)(struct pd_tensor *), struct pd_tenso
 static void check_second_order(int line, const char *name, struct pd_tensor *(*f)(struct pd_tensor *), const int64_t *shape,
                                int nd)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_generator *gen = pd_generator_create(11);
     struct pd_tensor *x = pd_contiguous(pd_uniform(shape, nd, -2, 2, PD_F64, gen));
     struct pd_tensor *v = pd_uniform(shape, nd, 0.5, 1.5, PD_F64, gen);
@@ -439,7 +439,7 @@ static void check_second_order(int line, const char *name, struct pd_tensor *(*f
     if (isnan(eval_h(f, x, v, 1, &h)) || pd_grad(&h, 1, &x, 1, NULL, 0, 0, 0, &gg)) {
         printf("FAIL line %d %s: %s\n", line, name, pd_last_error());
         n_fail++;
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return;
     }
     double *px = pd_tensor_data(x);
@@ -460,7 +460,7 @@ static void check_second_order(int line, const char *name, struct pd_tensor *(*f
             break;
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 #define SECOND(f, ...) check_second_order(__LINE__, #f, f, SH(__VA_ARGS__), NA(__VA_ARGS__))
 
@@ -567,22 +567,22 @@ int main(void)
     int backends[2] = {PDI_BACKEND_REF, -1};
     for (int b = 0; b < 2; b++) {
         backend_name = names[b];
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         pdi_force_backend(backends[b]);
         test_values();
         pdi_force_backend(-1);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     backend_name = "cpu vs ref";
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     test_large();
     test_determinism();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     backend_name = "grad";
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     test_grads();
     test_second_order();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     CHECK(pd_live_tensors() == 0, "%lld tensors leaked", (long long)pd_live_tensors());
     printf("test_index: %s (%d failures)\n", n_fail ? "FAIL" : "ok", n_fail);
     return n_fail != 0;

@@ -121,11 +121,11 @@ int main(void)
     int backends[2] = {PDI_BACKEND_REF, -1};
     for (int b = 0; b < 2; b++) {
         backend = names[b];
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         pdi_force_backend(backends[b]);
         run();
         pdi_force_backend(-1);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     if (pd_live_tensors() != 0) {
         printf("FAIL: %lld tensors leaked\n", (long long)pd_live_tensors());

@@ -136,7 +136,7 @@ static void test_fixture(void)
  * deterministic. */
 static void test_round_trip(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_state_dict *sd = pd_state_dict_create();
     const double vals[] = {0.0, -1.5, 3.25, 1e-8, -65504.0, 7.0, NAN, INFINITY};
     for (int dt = 0; dt < PD_DTYPE_COUNT; dt++) {
@@ -221,12 +221,12 @@ static void test_round_trip(void)
     pd_state_dict_destroy(none2);
     unlink(tmp("none.safetensors"));
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_stats(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor_stats s;
     const double v[] = {1, 2, 3, 4, NAN, INFINITY, -INFINITY, -10};
     PT_CHECK(pd_tensor_stats(pt_vec(PD_F32, 8, v), &s) == PD_OK);
@@ -259,13 +259,13 @@ static void test_stats(void)
     PT_CHECK(pd_tensor_stats(pd_scalar(-2, PD_I8), &s) == PD_OK && s.min == -2 && s.std == 0);
     PT_CHECK(pd_tensor_stats(NULL, &s) == PD_ERR_NULL);
     PT_CHECK(pd_tensor_stats(pd_scalar(1, PD_F32), NULL) < 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* A failed save leaves the existing file byte-for-byte and no temp file. */
 static void test_atomic_save(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const char *p = tmp("keep.safetensors");
     struct pd_state_dict *good = pd_state_dict_create();
     pd_state_dict_add(good, "w", pd_arange(0, 10, 1, PD_F32));
@@ -333,7 +333,7 @@ static void test_atomic_save(void)
     pd_state_dict_destroy(r);
     pd_state_dict_destroy(bad);
     pd_state_dict_destroy(good);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -15,10 +15,10 @@ int main(void)
 
     /* a "model": its state dict lists the live parameter tensors */
     struct pd_state_dict *model = pd_state_dict_create();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_state_dict_add(model, "embed.weight", pd_randn((int64_t[]){16, 4}, 2, PD_F32, NULL));
     pd_state_dict_add(model, "norm.weight", pd_ones((int64_t[]){4}, 1, PD_F32));
-    pd_scope_end(); /* the dict holds its own references */
+    pd_scope_end(scope_tok); /* the dict holds its own references */
     pd_state_dict_set_meta(model, "step", "100");
 
     /* atomic save: a temporary file, fsync, rename */
@@ -39,10 +39,10 @@ int main(void)
 
     /* load into a fresh model of the same shapes, strictly, in bf16 */
     struct pd_state_dict *fresh = pd_state_dict_create();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_state_dict_add(fresh, "embed.weight", pd_zeros((int64_t[]){16, 4}, 2, PD_BF16));
     pd_state_dict_add(fresh, "norm.weight", pd_zeros((int64_t[]){4}, 1, PD_BF16));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     int st = pd_state_dict_load_file(fresh, path, 1, report, sizeof report);
     printf("%s\n", report); /* loaded 2 tensors (2 converted to the model's dtype) */
 
@@ -52,9 +52,9 @@ int main(void)
 
     /* a mis-shaped model is refused, and nothing is written into it */
     struct pd_state_dict *wrong = pd_state_dict_create();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_state_dict_add(wrong, "embed.weight", pd_zeros((int64_t[]){8, 4}, 2, PD_F32));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     int st2 = pd_state_dict_load_file(wrong, path, 0, report, sizeof report);
     printf("%s\n", report);
 

@@ -19,11 +19,11 @@ static struct pd_tensor *vec(enum pd_dtype dt, int n, double start)
 static struct pd_state_dict *model(void)
 {
     struct pd_state_dict *sd = pd_state_dict_create();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_state_dict_add(sd, "a", pd_requires_grad_(pd_zeros((int64_t[]){2, 3}, 2, PD_F32), 1));
     pd_state_dict_add(sd, "b", pd_zeros((int64_t[]){4}, 1, PD_BF16));
     pd_state_dict_add(sd, "c", pd_zeros((int64_t[]){2}, 1, PD_I64));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return sd;
 }
 
@@ -31,11 +31,11 @@ static struct pd_state_dict *model(void)
 static struct pd_state_dict *source(void)
 {
     struct pd_state_dict *sd = pd_state_dict_create();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_state_dict_add(sd, "a", pd_reshape(vec(PD_F32, 6, 1), (int64_t[]){2, 3}, 2));
     pd_state_dict_add(sd, "b", vec(PD_F32, 4, 10.5));
     pd_state_dict_add(sd, "c", vec(PD_I64, 2, 100));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return sd;
 }
 
@@ -44,9 +44,9 @@ static double sum_all(const struct pd_state_dict *sd)
     double s = 0;
     for (int i = 0; i < pd_state_dict_size(sd); i++) {
         struct pd_tensor *t = pd_state_dict_tensor(sd, i);
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         s += pd_item(pd_sum(pd_cast(t, PD_F64), NULL, 0, 0));
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     return s;
 }
@@ -67,9 +67,9 @@ static void test_strict_ok(void)
     PT_CHECK(pd_is_grad_enabled() && pd_scope_depth() == 0);
     PT_CHECK(pd_live_tensors() == live);
     /* the values are copies: changing the source later does not touch dst */
-    pd_scope_begin(); /* (pd_fill_ outside a scope leaks its temporaries: core bug, reported) */
+    int scope_tok = pd_scope_begin(); /* (pd_fill_ outside a scope leaks its temporaries: core bug, reported) */
     pd_fill_(pd_state_dict_get(src, "a"), -7);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_get(a, (int64_t[]){0, 0}) == 1);
     /* a dict loaded into itself is a no-op copy */
     PT_CHECK(pd_state_dict_load(dst, dst, 1, NULL, 0) == PD_OK && pd_get(a, (int64_t[]){1, 2}) == 6);
@@ -88,10 +88,10 @@ static void test_errors(void)
     PT_CHECK(!strcmp(pd_last_error(), rep));
     PT_CHECK(sum_all(dst) == 0);
 
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_state_dict_add(src, "c", vec(PD_I64, 2, 0));
     pd_state_dict_add(src, "extra.weight", vec(PD_F32, 3, 0));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(dst, src, 1, rep, sizeof rep) == PD_ERR_INVALID);
     PT_CHECK(!strcmp(rep, "state dict load (strict): 1 unexpected (extra.weight); nothing loaded"));
     PT_CHECK(sum_all(dst) == 0);
@@ -104,15 +104,15 @@ static void test_errors(void)
     dst = model();
 
     /* a shape mismatch is an error in both modes, with both shapes */
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_state_dict_set(src, "b", vec(PD_F32, 5, 0), 1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(dst, src, 0, rep, sizeof rep) == PD_ERR_INVALID);
     PT_CHECK(!strcmp(rep, "state dict load (non-strict): 1 shape mismatch (b) [b: file [5], model [4]]; nothing loaded"));
     PT_CHECK(sum_all(dst) == 0);
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_state_dict_set(src, "a", pd_zeros((int64_t[]){3, 2}, 2, PD_F32), 1); /* same numel, other shape */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_state_dict_remove(src, "c");
     PT_CHECK(pd_state_dict_load(dst, src, 1, rep, sizeof rep) == PD_ERR_INVALID);
     PT_CHECK(!strcmp(rep, "state dict load (strict): 2 shape mismatch (a, b) [a: file [3, 2], model [2, 3]]; "
@@ -120,23 +120,23 @@ static void test_errors(void)
     PT_CHECK(sum_all(dst) == 0);
     /* a scalar is not a [1] */
     struct pd_state_dict *d1 = pd_state_dict_create(), *s1 = pd_state_dict_create();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     pd_state_dict_add(d1, "x", pd_zeros((int64_t[]){1}, 1, PD_F32));
     pd_state_dict_add(s1, "x", pd_scalar(3, PD_F32));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(d1, s1, 0, NULL, 0) == PD_ERR_INVALID && strstr(pd_last_error(), "file [], model [1]"));
     pd_state_dict_destroy(d1);
     pd_state_dict_destroy(s1);
 
     /* long lists are cut after a few names, counts stay exact */
     struct pd_state_dict *big = pd_state_dict_create(), *empty = pd_state_dict_create();
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     for (int i = 0; i < 10; i++) {
         char name[32];
         snprintf(name, sizeof name, "layers.%d.w", i);
         pd_state_dict_add(big, name, pd_zeros((int64_t[]){2}, 1, PD_F32));
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(big, empty, 1, rep, sizeof rep) == PD_ERR_INVALID);
     PT_CHECK(!strcmp(rep, "state dict load (strict): 10 missing (layers.0.w, layers.1.w, layers.2.w, layers.3.w, "
                           "...); nothing loaded"));
@@ -158,7 +158,7 @@ static void test_errors(void)
  * the load writes through it into the base. */
 static void test_views(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *base = pd_zeros((int64_t[]){3, 4}, 2, PD_F32);
     struct pd_state_dict *dst = pd_state_dict_create(), *src = pd_state_dict_create();
     pd_state_dict_add(dst, "t", pd_transpose(base, 0, 1));          /* [4, 3] */
@@ -171,7 +171,7 @@ static void test_views(void)
     PT_CHECK(pd_get(base, (int64_t[]){1, 1}) == -1 && pd_get(base, (int64_t[]){2, 3}) == -1);
     pd_state_dict_destroy(dst);
     pd_state_dict_destroy(src);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_files(void)

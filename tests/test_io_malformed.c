@@ -184,7 +184,7 @@ static void test_fuzz(void)
 {
     const char *env = getenv("PD_IO_FUZZ_ITERS");
     int iters = env && atoi(env) > 0 ? atoi(env) : 2000;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_state_dict *sd = pd_state_dict_create();
     pd_state_dict_add(sd, "w", pd_randn((int64_t[]){3, 5}, 2, PD_F32, NULL));
     pd_state_dict_add(sd, "b.bf16", pd_ones((int64_t[]){4}, 1, PD_BF16));
@@ -195,7 +195,7 @@ static void test_fuzz(void)
     pd_state_dict_set_meta(sd, "step", "42");
     PT_CHECK(pd_safetensors_save(path, sd) == PD_OK);
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     FILE *f = fopen(path, "rb");
     unsigned char good[4096], buf[4096];
     size_t n = fread(good, 1, sizeof good, f);

@@ -61,7 +61,7 @@ static struct pd_tensor *f_avgp(struct pd_tensor **in)
 
 static void test_values(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     enum pd_dtype dts[] = {PD_F64, PD_F32, PD_BF16, PD_F16};
     for (int d = 0; d < 4; d++) {
         /* [[1,2],[3,4]] @ [[5,6],[7,8]] = [[19,22],[43,50]] (exact in bf16) */
@@ -126,7 +126,7 @@ static void test_values(void)
     PT_CHECK(r && pd_tensor_numel(r) == 6);
     PT_NEAR(at(r, 0), 0, 0);
     PT_NEAR(at(r, 5), 0, 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void expect_error(struct pd_tensor *r, const char *needle)
@@ -138,7 +138,7 @@ static void expect_error(struct pd_tensor *r, const char *needle)
 
 static void test_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *a = pd_ones((int64_t[]){2, 3}, 2, PD_F32), *b = pd_ones((int64_t[]){4, 5}, 2, PD_F32);
     expect_error(pd_matmul(a, b, 0, 0), "inner dimensions differ");
     expect_error(pd_matmul(pd_ones((int64_t[]){2, 2, 3}, 3, PD_F32), pd_ones((int64_t[]){3, 3, 5}, 3, PD_F32), 0, 0),
@@ -165,7 +165,7 @@ static void test_errors(void)
                                                     .groups = 1, .input_shape = {4, {1, 4, 5, 5}}}};
     expect_error(pdi_call2(PD_OP_conv2d_backward_data, pd_ones((int64_t[]){1, 2, 4, 3}, 4, PD_F32),
                            pd_ones((int64_t[]){2, 4, 3, 3}, 4, PD_F32), &at), "gout");
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- second order ---------------------------------------------------- */
@@ -184,7 +184,7 @@ static struct pd_tensor *F_of(fn2 f, struct pd_tensor *x, struct pd_tensor *w, s
 
 static void check_second_order(const char *name, fn2 f, const int64_t *xs, int xn, const int64_t *ws, int wn)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_generator *g = pd_generator_create(7);
     struct pd_tensor *x = pd_requires_grad_(pd_uniform(xs, xn, -2, 2, PD_F64, g), 1);
     struct pd_tensor *w = pd_requires_grad_(pd_uniform(ws, wn, -2, 2, PD_F64, g), 1);
@@ -201,13 +201,13 @@ static void check_second_order(const char *name, fn2 f, const int64_t *xs, int x
         int64_t n = pd_tensor_numel(in[q]);
         for (int64_t i = 0; i < n && !bad; i++) {
             double x0 = p[i], eps = 1e-6;
-            pd_scope_begin();
+            int scope_tok2 = pd_scope_begin();
             p[i] = x0 + eps;
             double fp = pd_item(F_of(f, x, w, u, v, 0));
             p[i] = x0 - eps;
             double fm = pd_item(F_of(f, x, w, u, v, 0));
             p[i] = x0;
-            pd_scope_end();
+            pd_scope_end(scope_tok2);
             double num = (fp - fm) / (2 * eps), ana = gr[q] ? at(gr[q], i) : 0;
             if (fabs(num - ana) > 1e-5 * (1 + fabs(num))) {
                 printf("%s: d2 w.r.t. input %d element %lld: analytic %.10g, numeric %.10g\n", name, q, (long long)i, ana,
@@ -217,7 +217,7 @@ static void check_second_order(const char *name, fn2 f, const int64_t *xs, int x
         }
     }
     PT_CHECK(!bad);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static struct pd_tensor *s_mm(struct pd_tensor *x, struct pd_tensor *w) { return pd_matmul(x, w, 0, 1); }
@@ -255,7 +255,7 @@ static void *conv_worker(void *arg)
 {
     int id = (int)(intptr_t)arg, *bad = malloc(sizeof *bad);
     *bad = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_generator *g = pd_generator_create((uint64_t)id);
     for (int it = 0; it < 20; it++) {
         int64_t c = 2 + (it + id) % 3;
@@ -276,7 +276,7 @@ static void *conv_worker(void *arg)
             if (fabs(at(y, i) - at(yr, i)) > 1e-4) *bad = 1;
     }
     pd_generator_destroy(g);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return bad;
 }
 
@@ -298,7 +298,7 @@ static void test_threads(void)
  * dtypes with the output's rounding. */
 static void cmp_ref(const char *what, struct pd_tensor *a, struct pd_tensor *b, int ta, int tb)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *y = pd_matmul(a, b, ta, tb);
     pdi_force_backend(PDI_BACKEND_REF);
     struct pd_tensor *r = pd_matmul(a, b, ta, tb);
@@ -323,7 +323,7 @@ static void cmp_ref(const char *what, struct pd_tensor *a, struct pd_tensor *b, 
                         (long long)n, worst);
         PT_CHECK(bad == 0);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static struct pd_tensor *rnd2(int64_t r, int64_t c, enum pd_dtype dt)
@@ -339,14 +339,14 @@ static void cmp_shape(int64_t m, int64_t n, int64_t k, int ta, int tb, enum pd_d
     char what[96];
     snprintf(what, sizeof what, "matmul M %lld N %lld K %lld ta %d tb %d", (long long)m, (long long)n, (long long)k, ta,
              tb);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     cmp_ref(what, ta ? rnd2(k, m, dt) : rnd2(m, k, dt), tb ? rnd2(n, k, dt) : rnd2(k, n, dt), ta, tb);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_kernel_paths(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     /* GEMV (M <= 4): widths around the 4-row/8-lane/32-column blocks, K
      * below and off a multiple of 8, both layouts of b, transposed a */
     static const int64_t ms[] = {1, 2, 3, 4, 5}, ns[] = {1, 3, 33, 70}, ks[] = {1, 5, 8, 13, 300};
@@ -390,7 +390,7 @@ static void test_kernel_paths(void)
     struct pd_tensor *z = pd_matmul(rnd2(3, 0, PD_F32), rnd2(0, 5, PD_F32), 0, 0);
     PT_CHECK(z && pd_tensor_numel(z) == 15);
     for (int64_t i = 0; z && i < 15; i++) PT_CHECK(at(z, i) == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -148,7 +148,7 @@ static double composed_forward(const struct fixture *f, int report)
     int64_t hd = c->dim / c->n_heads;
     char name[128];
     double worst = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int prev = pd_enable_grad_begin();
     struct pd_tensor *pos = pd_arange(0, (double)T, 1, PD_I64);
     struct pd_tensor *x = pd_embedding(f->ids, pd_state_dict_get(w, "model.embed_tokens.weight"));
@@ -215,7 +215,7 @@ static double composed_forward(const struct fixture *f, int report)
     free(wt);
     free(gr);
     pd_grad_mode_end(prev);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     for (int i = 0; i < nw; i++) pd_requires_grad_(pd_state_dict_tensor(f->weights, i), 0);
     return worst;
 }
@@ -226,7 +226,7 @@ static int check_grads(const struct fixture *f, struct pd_llama *m)
 {
     int fails0 = pt_fails;
     struct pd_state_dict *params = pd_llama_state_dict(m);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double el = compare("fwd", "logits", pd_llama_forward(m, f->ids, NULL, NULL),
                         pd_state_dict_get(f->expected, "logits"));
     struct pd_tensor *loss = pd_llama_loss(m, f->ids, f->targets);
@@ -256,7 +256,7 @@ static int check_grads(const struct fixture *f, struct pd_llama *m)
     /* Every parameter of the model has a reference gradient. */
     PT_CHECK(n_grads == pd_state_dict_size(params));
     printf("  %d gradients, worst rel. error %.3g (%s)\n", n_grads, worst, worst_name);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     for (int i = 0; i < pd_state_dict_size(params); i++) pd_tensor_zero_grad(pd_state_dict_tensor(params, i));
     return pt_fails - fails0;
 }
@@ -283,7 +283,7 @@ static void check_adamw(const struct fixture *f, struct pd_llama *m)
     PT_CHECK(opt && pd_optimizer_add_group(opt, pd_llama_state_dict(m), NULL) == 0);
     double *got = malloc(sizeof *got * (size_t)(steps + 1));
     for (int s = 0; s <= steps; s++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *loss = pd_llama_loss(m, f->ids, f->targets);
         got[s] = loss ? pd_item(loss) : NAN;
         if (s < steps) {
@@ -291,7 +291,7 @@ static void check_adamw(const struct fixture *f, struct pd_llama *m)
             PT_CHECK(pd_optimizer_step(opt) == PD_OK);
             pd_optimizer_zero_grad(opt);
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     struct pd_tensor *gt = pd_from_buffer(got, (int64_t[]){steps + 1}, 1, PD_F64);
     double e = compare("adamw", "loss trajectory", gt, want);
@@ -361,9 +361,9 @@ static void check_sensitivity(const char *dir)
     c.rope_theta *= 2;
     struct pd_llama *m = pd_llama_create(&c, 1);
     PT_CHECK(m && pd_state_dict_load(pd_llama_state_dict(m), f.weights, 1, NULL, 0) == PD_OK);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double e = rel_err(pd_llama_forward(m, f.ids, NULL, NULL), pd_state_dict_get(f.expected, "logits"));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     printf("  rope_theta x2: logits rel. error %.3g (must exceed %g)\n", e, 100 * TOL);
     PT_CHECK(e > 100 * TOL && isfinite(e));
     pd_llama_destroy(m);

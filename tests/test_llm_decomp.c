@@ -87,7 +87,7 @@ static int grads_of(struct tc *t, int decomp, struct pd_tensor **r, int create_g
 
 static void check(struct tc *t)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     enum pd_dtype dt = pd_tensor_dtype(t->in[0]);
     double tol = dt == PD_F64 ? 1e-9 : dt == PD_F32 ? 2e-5 : 2e-2, gtol = dt == PD_F64 ? 1e-9 : 1e-4;
     struct pd_tensor *o[2] = {NULL, NULL}, *d[2] = {NULL, NULL};
@@ -127,7 +127,7 @@ static void check(struct tc *t)
             }
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static const enum pd_dtype dts[3] = {PD_F64, PD_F32, PD_BF16};
@@ -256,7 +256,7 @@ static void test_flashmask(void)
  * of the values it sees when q = 0. */
 static void test_dense_vs_kernel(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int causal = 0; causal < 2; causal++)
         for (int64_t C = 1; C <= 4; C *= 2) {
             if (causal ? C == 4 : C == 1) continue;
@@ -275,7 +275,7 @@ static void test_dense_vs_kernel(void)
                 printf("dense mask (causal %d, C %lld) differs from the kernel by %g\n", causal, (long long)C, e);
             PT_CHECK(e <= 1e-12);
         }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* The sets print by name (a Philox key above 2^63 included) and have the
@@ -305,7 +305,7 @@ static void test_attrs(void)
 int main(void)
 {
     gen = pd_generator_create(11);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int op = 0; op < PD_OP_COUNT; op++) {
         int want = op == PD_OP_rope || op == PD_OP_swiglu || op == PD_OP_sdpa || op == PD_OP_flashmask;
         if (want) PT_CHECK(pdi_op_has_decomp((enum pd_op)op));
@@ -316,7 +316,7 @@ int main(void)
     test_flashmask();
     test_dense_vs_kernel();
     test_attrs();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_generator_destroy(gen);
     PT_DONE();
 }

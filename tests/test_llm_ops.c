@@ -93,7 +93,7 @@ static void check_sdpa(const char *what, enum pd_dtype dt, struct pd_tensor *q, 
                        struct pd_tensor *v, struct pd_tensor *mask, int causal, double scale)
 {
     double tol = dt == PD_F64 ? 1e-10 : 1e-4;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     q = leaf(pd_cast(q, dt));
     k = leaf(pd_cast(k, dt));
     v = leaf(pd_cast(v, dt));
@@ -101,7 +101,7 @@ static void check_sdpa(const char *what, enum pd_dtype dt, struct pd_tensor *q, 
     struct pd_tensor *in[3] = {q, k, v}, *ga[3], *gb[3];
     struct pd_tensor *a = pd_sdpa(q, k, v, mask, causal, scale), *b = ref_sdpa(q, k, v, mask, causal, scale);
     PT_CHECK(a != NULL && b != NULL);
-    if (!a || !b) { pd_scope_end(); return; }
+    if (!a || !b) { pd_scope_end(scope_tok); return; }
     struct pd_tensor *w = pd_cast(pd_randn(pd_tensor_shape(a), 4, PD_F64, gen), dt);
     struct pd_tensor *la = pd_sum(pd_mul(a, w), NULL, 0, 0), *lb = pd_sum(pd_mul(b, w), NULL, 0, 0);
     PT_CHECK(pd_grad(&la, 1, in, 3, NULL, 0, 0, 0, ga) == 0);
@@ -117,7 +117,7 @@ static void check_sdpa(const char *what, enum pd_dtype dt, struct pd_tensor *q, 
         PT_CHECK(e <= tol);
         PT_CHECK(!has_nan(ga[i]));
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_sdpa_vs_composition(void)
@@ -125,7 +125,7 @@ static void test_sdpa_vs_composition(void)
     enum pd_dtype dts[2] = {PD_F64, PD_F32};
     for (int i = 0; i < 2; i++) {
         enum pd_dtype dt = dts[i];
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         /* training shape of the Llama bench, shrunk in batch */
         check_sdpa("causal mha", dt, randn(dt, 2, 6, 96, 48), randn(dt, 2, 6, 96, 48), randn(dt, 2, 6, 96, 48), NULL,
                    1, 0);
@@ -161,14 +161,14 @@ static void test_sdpa_vs_composition(void)
         int64_t fs[4] = {1, 3, 30, 64};
         check_sdpa("float mask", dt, randn(dt, 1, 3, 30, 16), randn(dt, 1, 3, 64, 16), randn(dt, 1, 3, 64, 16),
                    pd_scale(pd_randn(fs, 4, PD_F64, gen), 2.0), 1, 0);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
 /* A row with no visible key: zeros, zero gradients, no NaN. */
 static void test_fully_masked(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q = leaf(randn(PD_F32, 1, 2, 4, 8)), *k = leaf(randn(PD_F32, 1, 2, 5, 8));
     struct pd_tensor *v = leaf(randn(PD_F32, 1, 2, 5, 8));
     int64_t ms[2] = {4, 5};
@@ -189,14 +189,14 @@ static void test_fully_masked(void)
     struct pd_tensor *fm = pd_where(m, pd_scalar(0, PD_F32), pd_scalar(-INFINITY, PD_F32));
     struct pd_tensor *y2 = pd_sdpa(q, k, v, fm, 0, 0);
     PT_CHECK(rel_diff(y2, y) <= 1e-6);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Second order: d/dk of sum(dq * w2), where dq = d/dq sum(sdpa * w) is
  * taken with create_graph, against central differences in k. */
 static void test_second_order(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q = leaf(randn(PD_F64, 1, 2, 3, 4)), *k = leaf(randn(PD_F64, 1, 1, 5, 4));
     struct pd_tensor *v = leaf(randn(PD_F64, 1, 1, 5, 4));
     struct pd_tensor *w = randn(PD_F64, 1, 2, 3, 4), *w2 = randn(PD_F64, 1, 2, 3, 4);
@@ -209,24 +209,24 @@ static void test_second_order(void)
         double l[2], k0 = kp[i];
         for (int s = 0; s < 2; s++) {
             kp[i] = k0 + (s ? -eps : eps);
-            pd_scope_begin();
+            int scope_tok2 = pd_scope_begin();
             struct pd_tensor *qq = leaf(q), *d;
             struct pd_tensor *ll = pd_sum(pd_mul(pd_sdpa(qq, k, v, NULL, 1, 0), w), NULL, 0, 0);
             pd_grad(&ll, 1, &qq, 1, NULL, 0, 0, 0, &d);
             l[s] = pd_item(pd_sum(pd_mul(d, w2), NULL, 0, 0));
-            pd_scope_end();
+            pd_scope_end(scope_tok2);
         }
         kp[i] = k0;
         int64_t idx[4] = {0, 0, i / 4, i % 4};
         PT_NEAR(pd_get(dk, idx), (l[0] - l[1]) / (2 * eps), 1e-6);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* A float mask that requires grad gets d mask = dS (summed to its shape). */
 static void test_mask_grad(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *q = randn(PD_F64, 2, 2, 6, 8), *k = randn(PD_F64, 2, 2, 7, 8), *v = randn(PD_F64, 2, 2, 7, 8);
     int64_t ms[2] = {6, 7};
     struct pd_tensor *m = pd_requires_grad_(pd_randn(ms, 2, PD_F64, gen), 1), *w = randn(PD_F64, 2, 2, 6, 8);
@@ -236,7 +236,7 @@ static void test_mask_grad(void)
     PT_CHECK(pd_grad(&la, 1, &m, 1, NULL, 0, 0, 0, &ga) == 0);
     PT_CHECK(pd_grad(&lb, 1, &m, 1, NULL, 0, 0, 0, &gb) == 0);
     PT_CHECK(rel_diff(ga, gb) <= 1e-10);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- rope ------------------------------------------------------------ */
@@ -260,7 +260,7 @@ static struct pd_tensor *ref_rope(struct pd_tensor *x, struct pd_tensor *pos, do
 static void check_rope(enum pd_dtype dt, struct pd_tensor *x, struct pd_tensor *pos, double theta)
 {
     double tol = dt == PD_F64 ? 1e-12 : 2e-6;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     x = leaf(pd_cast(x, dt));
     struct pd_tensor *a = pd_rope(x, pos, theta), *b = ref_rope(x, pos, theta), *ga, *gb;
     PT_CHECK(rel_diff(a, b) <= tol);
@@ -269,14 +269,14 @@ static void check_rope(enum pd_dtype dt, struct pd_tensor *x, struct pd_tensor *
     PT_CHECK(pd_grad(&la, 1, &x, 1, NULL, 0, 0, 0, &ga) == 0);
     PT_CHECK(pd_grad(&lb, 1, &x, 1, NULL, 0, 0, 0, &gb) == 0);
     PT_CHECK(rel_diff(ga, gb) <= tol);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_rope(void)
 {
     enum pd_dtype dts[2] = {PD_F64, PD_F32};
     for (int i = 0; i < 2; i++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         check_rope(dts[i], randn(PD_F64, 2, 64, 6, 48), pd_arange(0, 64, 1, PD_I64), 10000.0);
         int64_t ps[2] = {3, 17};
         check_rope(dts[i], randn(PD_F64, 3, 17, 2, 16), pd_randint(ps, 2, 0, 2048, PD_I64, gen), 500000.0);
@@ -284,13 +284,13 @@ static void test_rope(void)
         int64_t p1[2] = {4, 1};
         check_rope(dts[i], randn(PD_F64, 4, 1, 8, 64), pd_randint(p1, 2, 100, 200, PD_I64, gen), 10000.0);
         check_rope(dts[i], pd_transpose(randn(PD_F64, 2, 5, 9, 8), 1, 2), pd_arange(3, 12, 1, PD_I64), 10000.0);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
 static void test_swiglu(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t s[3] = {4, 33, 96};
     enum pd_dtype dts[2] = {PD_F64, PD_F32};
     for (int i = 0; i < 2; i++) {
@@ -316,7 +316,7 @@ static void test_swiglu(void)
         PT_CHECK(rel_diff(ha[0], hb[0]) <= tol * 10);
         PT_CHECK(rel_diff(ha[1], hb[1]) <= tol * 10);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- errors and ownership -------------------------------------------- */
@@ -332,7 +332,7 @@ static void expect_error(struct pd_tensor *r, const char *op, const char *needle
 
 static void test_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t live = pd_live_tensors();
     struct pd_tensor *x = randn(PD_F32, 2, 3, 4, 6), *pos = pd_arange(0, 3, 1, PD_I64);
     int64_t s3[3] = {3, 4, 6};
@@ -357,13 +357,13 @@ static void test_errors(void)
     expect_error(pd_sdpa(q, k2, k2, NULL, 1, NAN), "sdpa", "scale");
     PT_CHECK(pd_sdpa(NULL, k2, k2, NULL, 1, 0) == NULL);
     /* a failed op leaks nothing (the tensors above belong to this scope) */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live);
 
     /* outside any scope, pd_sdpa hands the caller exactly one tensor */
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     struct pd_tensor *qq = pd_keep(randn(PD_F32, 1, 2, 3, 4));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     live = pd_live_tensors();
     struct pd_tensor *y = pd_sdpa(qq, qq, qq, NULL, 1, 0);
     PT_CHECK(y != NULL && pd_live_tensors() == live + 1);

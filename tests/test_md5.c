@@ -34,11 +34,11 @@ static int run(const char *path, enum pd_md5_mode mode, int decimals)
     pd_debug_reset_names();
     int rc = pd_md5_begin(path, mode, decimals);
     if (!rc) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *h = pd_relu(pd_matmul(x, w1, 0, 0));
         struct pd_tensor *loss = pd_mean(pd_matmul(h, w2, 0, 0), NULL, 0, 0);
         rc = pd_backward(loss, NULL, 0);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         int rc2 = pd_md5_end();
         if (!rc) rc = rc2;
     }

@@ -49,7 +49,7 @@ static struct pd_tensor *first_grad(fwd_fn f, struct pd_tensor *x, struct pd_ten
 /* H v by autograd vs (G(x + e v) - G(x - e v)) / 2e. */
 static void check_hvp(const char *name, fwd_fn f, const int64_t *shape, int nd)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double xv[NX], vv[NX], cv[NX];
     for (int i = 0; i < NX; i++) {
         xv[i] = sin(1.3 * i + 0.4) * 1.5;
@@ -82,12 +82,12 @@ static void check_hvp(const char *name, fwd_fn f, const int64_t *shape, int nd)
         if (worst > 1e-6) printf("  %s: H v differs from finite differences by %g\n", name, worst);
         PT_CHECK(worst <= 1e-6);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_second_order(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double wv[4] = {0.5, -1.2, 2.0, 0.9}, bv[4] = {0.1, 0.2, -0.3, 0.4};
     int64_t four = 4;
     g_w = pd_from_buffer(wv, &four, 1, PD_F64);
@@ -99,13 +99,13 @@ static void test_second_order(void)
     check_hvp("layer_norm 2 axes", f_layer_norm2, s26, 2);
     check_hvp("rms_norm", f_rms_norm, s34, 2);
     check_hvp("cross_entropy", f_cross_entropy, s34, 2);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* d weight = sum of the g rows of each id; ids get no gradient. */
 static void test_embedding_grad(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t ids[6] = {2, 0, 2, 2, 4, 0}, n = 6, ws[2] = {5, 3};
     struct pd_tensor *w = pd_requires_grad_(pd_rand(ws, 2, PD_F64, NULL), 1);
     struct pd_tensor *y = pd_embedding(pd_from_buffer(ids, &n, 1, PD_I64), w);
@@ -131,12 +131,12 @@ static void test_embedding_grad(void)
     PT_CHECK(!pd_embedding(pd_from_buffer(ids, &n, 1, PD_I64), pd_rand(&n, 1, PD_F32, NULL)) &&
              strstr(pd_last_error(), "2-d"));
     PT_CHECK(!pd_embedding(pd_rand(&n, 1, PD_F32, NULL), w) && strstr(pd_last_error(), "integers"));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_dropout(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t shape[2] = {100, 100};
     struct pd_tensor *x = pd_add_scalar(pd_rand(shape, 2, PD_F32, NULL), 1.0); /* in [1, 2): never 0 */
     struct pd_generator *g = pd_generator_create(7);
@@ -169,12 +169,12 @@ static void test_dropout(void)
     PT_CHECK(!pd_dropout(x, 1.5, 1, g) && strstr(pd_last_error(), "[0, 1]"));
     PT_CHECK(!pd_dropout(x, NAN, 1, g));
     pd_generator_destroy(g);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_one_hot_and_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int32_t ids[4] = {3, 0, 1, 3};
     int64_t four = 4;
     struct pd_tensor *t = pd_from_buffer(ids, &four, 1, PD_I32);
@@ -215,7 +215,7 @@ static void test_one_hot_and_errors(void)
     /* mixed precision: an f32 weight with a bf16 x is cast to bf16 */
     struct pd_tensor *ln = pd_layer_norm(pd_cast(x, PD_BF16), 1, pd_ones(&three, 1, PD_F32), NULL, 1e-5);
     PT_CHECK(ln && pd_tensor_dtype(ln) == PD_BF16);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* bf16/f16 backward of the norms and softmax (computed in f32 inside the
@@ -224,7 +224,7 @@ static void test_low_precision_backward(void)
 {
     enum pd_dtype dts[2] = {PD_BF16, PD_F16};
     for (int d = 0; d < 2; d++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         int64_t xs[2] = {4, 8}, ws = 8;
         struct pd_tensor *x0 = pd_cast(pd_randn(xs, 2, PD_F32, NULL), dts[d]);
         struct pd_tensor *w0 = pd_cast(pd_add_scalar(pd_rand(&ws, 1, PD_F32, NULL), 0.5), dts[d]);
@@ -254,7 +254,7 @@ static void test_low_precision_backward(void)
         }
         if (worst > 0.03 * scale) printf("  %s backward: max diff %g (scale %g)\n", pd_dtype_name(dts[d]), worst, scale);
         PT_CHECK(worst <= 0.03 * scale);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
@@ -287,7 +287,7 @@ static void test_fused_norm_backward(void)
     static double a[12000 + 80], b[12000 + 80];
     for (int d = 0; d < 3; d++) {
         for (int centre = 0; centre < 2; centre++) {
-            pd_scope_begin();
+            int scope_tok = pd_scope_begin();
             int64_t xs[3] = {3, 100, 40}, ws = 40;
             struct pd_tensor *x = pd_cast(pd_add_scalar(pd_randn(xs, 3, PD_F32, NULL), centre ? 3.0 : 0.0), dts[d]);
             struct pd_tensor *w = pd_cast(pd_add_scalar(pd_rand(&ws, 1, PD_F32, NULL), 0.5), dts[d]);
@@ -305,14 +305,14 @@ static void test_fused_norm_backward(void)
                 printf("  %s %s: fused vs composed backward differ by %g (scale %g)\n", pd_dtype_name(dts[d]),
                        centre ? "layer_norm" : "rms_norm", worst, scale);
             PT_CHECK(worst <= tol * scale);
-            pd_scope_end();
+            pd_scope_end(scope_tok);
         }
     }
 
     /* dw and db do not depend on the thread count (fixed chunks) */
 #ifdef _OPENMP
     int nt = omp_get_max_threads();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t xs[2] = {2048, 288}, ws = 288;
     struct pd_tensor *x = pd_randn(xs, 2, PD_F32, NULL), *w = pd_rand(&ws, 1, PD_F32, NULL);
     struct pd_tensor *bias = pd_randn(&ws, 1, PD_F32, NULL), *c = pd_randn(xs, 2, PD_F32, NULL);
@@ -324,11 +324,11 @@ static void test_fused_norm_backward(void)
     omp_set_num_threads(nt);
     PT_CHECK(n1 == 2048 * 288 + 576 && n1 == n2);
     PT_CHECK(n1 == n2 && memcmp(t1, t2, sizeof(double) * (size_t)n1) == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 #endif
 
     /* bad calls of the op name what is wrong */
-    pd_scope_begin();
+    scope_tok = pd_scope_begin();
     int64_t s23[2] = {2, 3}, s32[2] = {3, 2}, three = 3;
     struct pd_tensor *x2 = pd_requires_grad_(pd_randn(s23, 2, PD_F32, NULL), 1);
     struct pd_tensor *in[3] = {x2, pd_randn(s32, 2, PD_F32, NULL), pd_ones(&three, 1, PD_F32)}, *out[3];
@@ -352,7 +352,7 @@ static void test_fused_norm_backward(void)
     /* its outputs are not differentiable: asking says why */
     struct pd_tensor *gx = NULL, *L = pd_sum(out[0], NULL, 0, 0);
     PT_CHECK(L && pd_grad(&L, 1, &x2, 1, NULL, 0, 0, 0, &gx) != 0 && strstr(pd_last_error(), "not differentiable"));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

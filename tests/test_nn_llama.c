@@ -125,7 +125,7 @@ static struct pd_state_dict *f64_copy(struct pd_state_dict *sd)
 
 static void test_names(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama_config c = tiny();
     struct pd_llama *m = pd_llama_create(&c, 1);
     PT_CHECK(m != NULL);
@@ -176,13 +176,13 @@ static void test_names(void)
     double nm = 2 * (32 * 32 * 2 + 16 * 32 * 2 + 48 * 32 * 3) + 37 * 32;
     PT_NEAR(f, 6 * nm + 12.0 * 2 * 32 * 10, 1e-12);
     PT_CHECK(pd_llama_flops_per_token(&c, 0) < 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Logits and all gradients against the f64 reference. */
 static void test_reference(int tie)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama_config c = tiny();
     c.tie_embeddings = tie;
     struct pd_llama *m = pd_llama_create(&c, 7);
@@ -238,13 +238,13 @@ static void test_reference(int tie)
     pd_generator_destroy(gen);
     pd_state_dict_destroy(r.p);
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Prefill then one token at a time == one full forward. */
 static void test_kv_cache(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama_config c = tiny();
     struct pd_llama *m = pd_llama_create(&c, 11);
     pd_llama_train(m, 0);
@@ -291,14 +291,14 @@ static void test_kv_cache(void)
     pd_kv_cache_destroy(kv);
     pd_kv_cache_destroy(NULL);
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Left-padded batch == each prompt alone, at the prompt's last position and
  * for the next decoded token. */
 static void test_pad_mask(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama_config c = tiny();
     struct pd_llama *m = pd_llama_create(&c, 5);
     pd_llama_train(m, 0);
@@ -325,12 +325,12 @@ static void test_pad_mask(void)
     PT_CHECK(rel_err(pd_slice(step, 0, 1, 2, 1), pd_slice(lb2, 1, 3, 4, 1)) < 1e-5);
     pd_kv_cache_destroy(kv);
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_dropout(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama_config c = tiny();
     c.dropout = 0.3;
     struct pd_llama *m = pd_llama_create(&c, 9);
@@ -348,7 +348,7 @@ static void test_dropout(void)
     PT_CHECK(rel_err(e1, ref) == 0); /* same seed, same weights; eval mode is exact */
     pd_llama_destroy(m);
     pd_llama_destroy(m0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* field by field: memcmp would read the struct's padding */
@@ -413,7 +413,7 @@ static void test_config(void)
 
 static void test_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama_config c = tiny();
     struct pd_llama *m = pd_llama_create(&c, 1);
     int64_t idv[4] = {1, 2, 3, 4};
@@ -434,7 +434,7 @@ static void test_errors(void)
     PT_NEAR(pd_item(l), -pd_get(lg, (int64_t[]){0, 2, 5}), 1e-5);
     pd_llama_destroy(m);
     pd_llama_destroy(NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

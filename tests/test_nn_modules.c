@@ -253,12 +253,12 @@ static void test_modules(void)
 int main(void)
 {
     int64_t live = pd_live_tensors();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     test_gain_fans();
     test_random_inits();
     test_orthogonal_and_constants();
     test_modules();
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live);
     /* modules created outside any scope own their parameters: no leak */
     struct pd_nn_block *b = pd_nn_block_create(16, 4, 4, 24, 1e-5, 10000, NULL);

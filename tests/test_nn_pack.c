@@ -59,7 +59,7 @@ static struct pd_tensor *doc_part(struct pd_tensor *logits, int d)
 /* (a) changing document B changes B's logits and nothing else, exactly. */
 static void test_perturbation(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama *m = tiny_model();
     int64_t ids[T], ids2[T], doc[T];
     fill_tokens(ids, 0);
@@ -77,14 +77,14 @@ static void test_perturbation(void)
     struct pd_tensor *p2 = pd_llama_forward(m, i64(1, T, ids2), NULL, NULL);
     PT_CHECK(max_abs(pd_sub(doc_part(p1, 2), doc_part(p2, 2))) > 1e-3);
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* (a) d sum(logits of document d) / d embedding rows: zero on every other
  * document's rows, non-zero on its own. */
 static void test_gradient_isolation(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama *m = tiny_model();
     struct pd_tensor *emb = pd_state_dict_get(pd_llama_state_dict(m), "model.embed_tokens.weight"); /* [V, dim] */
     int64_t ids[T], doc[T];
@@ -105,14 +105,14 @@ static void test_gradient_isolation(void)
     }
     pd_tensor_zero_grad(emb);
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* (b) each document packed = the document alone; a one-document row = the
  * plain causal forward; loss and gradients likewise. */
 static void test_equals_alone(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama *m = tiny_model();
     int64_t ids[2 * T], doc[2 * T], tg[2 * T];
     fill_tokens(ids, 2);
@@ -160,12 +160,12 @@ static void test_equals_alone(void)
         pd_tensor_zero_grad(p);
     }
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_llama *m = tiny_model();
     int64_t ids[T], doc[T];
     fill_tokens(ids, 0);
@@ -180,7 +180,7 @@ static void test_errors(void)
     PT_CHECK(pd_llama_loss_packed(m, i64(1, T, ids), i64(1, 3, ids), i64(1, T, doc)) == NULL);
     PT_CHECK(strstr(pd_last_error(), "targets") != NULL);
     pd_llama_destroy(m);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

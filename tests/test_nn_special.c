@@ -57,7 +57,7 @@ static const double big_rows[][C4] = {
 
 static void check_big(int backend, int axis0, enum pd_dtype dt)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t shape[2] = {NBIG, C4};
     struct pd_tensor *x = pd_from_buffer(big_rows, shape, 2, PD_F64);
     x = pd_cast(x, dt);
@@ -86,13 +86,13 @@ static void check_big(int backend, int axis0, enum pd_dtype dt)
             PT_CHECK(isfinite(a)); /* softmax is finite on every one of these rows */
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* NaN spreads over its row only; all -inf rows are NaN; +inf makes the row NaN. */
 static void check_nan_inf(int backend, enum pd_dtype dt)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double v[4][3] = {{1, NAN, 2}, {-INFINITY, -INFINITY, -INFINITY}, {INFINITY, 0, 1}, {-INFINITY, 0, 1}};
     int64_t shape[2] = {4, 3};
     struct pd_tensor *x = pd_cast(pd_from_buffer(v, shape, 2, PD_F64), dt);
@@ -113,13 +113,13 @@ static void check_nan_inf(int backend, enum pd_dtype dt)
         PT_NEAR(pd_get(sm, (int64_t[]){3, 2}), e2, tol);
         PT_NEAR(pd_get(lsm, (int64_t[]){3, 2}), log(e2), tol);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* cross_entropy on huge logits: finite and equal to the double formula. */
 static void check_ce_big(int backend)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double v[3][3] = {{1e4, -1e4, 0}, {3e38, -3e38, 3e38}, {-3e38, 1, 2}};
     int64_t tv[3] = {1, 2, 2}, shape[2] = {3, 3}, n = 3;
     struct pd_tensor *x = pd_cast(pd_from_buffer(v, shape, 2, PD_F64), PD_F32);
@@ -149,14 +149,14 @@ static void check_ce_big(int backend)
     struct pd_tensor *l2 = pd_cross_entropy(pd_cast(pd_from_buffer(nv, ns, 2, PD_F64), PD_F32),
                                             pd_from_buffer(tn, &two, 1, PD_I64), -100, 0, PD_REDUCE_MEAN);
     PT_CHECK(l2 && isnan(pd_item(l2)));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* torch.nn.functional.cross_entropy, written out: class targets with
  * ignore_index and label smoothing, and probability targets. */
 static void check_ce_semantics(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     enum { N = 5, C = 3 };
     double xv[N][C] = {{0.2, -1.0, 0.5}, {1.5, 0.1, -0.3}, {-0.7, 0.9, 0.0}, {0.3, 0.3, 2.0}, {-2.0, 1.0, 0.4}};
     int64_t tv[N] = {2, -1, 1, 0, -1}, xs[2] = {N, C}, tn = N;
@@ -203,14 +203,14 @@ static void check_ce_semantics(void)
     struct pd_tensor *m0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_MEAN);
     struct pd_tensor *s0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_SUM);
     PT_CHECK(m0 && isnan(pd_item(m0)) && s0 && pd_item(s0) == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* layer_norm / rms_norm against the two-pass formula in double, f32 rows
  * with a large common offset (where a one-pass variance would cancel). */
 static void check_norm_values(int backend)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     enum { R = 3, M = 1000 };
     static float xv[R][M], wv[M], bv[M];
     for (int r = 0; r < R; r++)
@@ -244,7 +244,7 @@ static void check_norm_values(int backend)
         if (worst_ln >= 1e-5 || worst_rn >= 1e-5)
             printf("  backend %d row %d: |ln err| %g, |rms err| %g\n", backend, r, worst_ln, worst_rn);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -63,12 +63,12 @@ static struct pd_tensor *mlp_loss(struct mlp *m, struct pd_tensor *x, struct pd_
 static void train_steps(struct mlp *m, struct pd_optimizer *opt, struct pd_tensor *x, struct pd_tensor *y, int steps)
 {
     for (int s = 0; s < steps; s++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         pd_backward(mlp_loss(m, x, y, 0, 8), NULL, 0);
         PT_CHECK(pd_optimizer_clip_grad_norm(opt, 0.5) >= 0);
         PT_CHECK(pd_optimizer_step(opt) == PD_OK);
         pd_optimizer_zero_grad(opt);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
@@ -82,14 +82,14 @@ static int same_bits(struct pd_tensor *a, struct pd_tensor *b)
 static struct pd_state_dict *copy_sd(const struct pd_state_dict *sd)
 {
     struct pd_state_dict *c = pd_state_dict_create();
-    pd_scope_begin(); /* the state dict keeps the copies */
+    int scope_tok = pd_scope_begin(); /* the state dict keeps the copies */
     for (int i = 0; i < pd_state_dict_size(sd); i++) {
         struct pd_tensor *t = pd_state_dict_tensor(sd, i);
         struct pd_tensor *d = pd_empty(pd_tensor_shape(t), pd_tensor_ndim(t), pd_tensor_dtype(t));
         pd_copy_(d, t);
         pd_state_dict_add(c, pd_state_dict_name(sd, i), d);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     for (int i = 0; i < pd_state_dict_meta_size(sd); i++)
         pd_state_dict_set_meta(c, pd_state_dict_meta_key(sd, i), pd_state_dict_meta_value(sd, i));
     return c;
@@ -155,7 +155,7 @@ static void test_accumulation(void)
     cfg.momentum = 0.9;
     struct pd_optimizer *oa = pd_optimizer_create_for(&cfg, a.sd), *ob = pd_optimizer_create_for(&cfg, b.sd);
     for (int step = 0; step < 3; step++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         pd_backward(mlp_loss(&a, x, y, 0, 8), NULL, 0);
         pd_optimizer_step(oa);
         pd_optimizer_zero_grad(oa);
@@ -166,7 +166,7 @@ static void test_accumulation(void)
             PT_CHECK(r == (i == k - 1));
         }
         PT_CHECK(pd_tensor_grad(b.w1) == NULL); /* zeroed after the step */
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     PT_CHECK(pd_optimizer_step_count(ob) == 3);
     double maxd = 0;
@@ -187,7 +187,7 @@ static void test_accumulation(void)
 
 static void test_clip(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double av[] = {1, 2, 3}, cv[] = {3, 0, 4}, dv[] = {12, 0, 0};
     struct pd_tensor *p = pd_requires_grad_(pt_vec(PD_F32, 3, av), 1);
     struct pd_tensor *q = pd_requires_grad_(pd_zeros((int64_t[]){4}, 1, PD_F32), 1);
@@ -221,13 +221,13 @@ static void test_clip(void)
     PT_CHECK(pd_clip_grad_norm(sd, -1.0) == -1 && strstr(pd_last_error(), "max_norm"));
     PT_CHECK(pd_clip_grad_norm(NULL, 1.0) == -1);
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* bf16 parameters: the update runs on an f32 master, the parameter is its rounding. */
 static void test_low_precision_params(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     double wv[] = {0.5, -0.25, 1.0, 2.0};
     struct pd_tensor *w = pd_requires_grad_(pd_detach(pt_vec(PD_BF16, 4, wv)), 1);
     struct pd_tensor *w32 = pd_requires_grad_(pd_detach(pt_vec(PD_F32, 4, wv)), 1);
@@ -240,14 +240,14 @@ static void test_low_precision_params(void)
     struct pd_optimizer *o1 = pd_optimizer_create(&cfg), *o2 = pd_optimizer_create(&cfg);
     PT_CHECK(pd_optimizer_add_group(o1, s1, NULL) == 0 && pd_optimizer_add_group(o2, s2, NULL) == 0);
     for (int s = 0; s < 20; s++) {
-        pd_scope_begin();
+        int scope_tok2 = pd_scope_begin();
         pd_backward(pd_sum(w, NULL, 0, 0), NULL, 0); /* grad = 1 */
         pd_backward(pd_sum(w32, NULL, 0, 0), NULL, 0);
         pd_optimizer_step(o1);
         pd_optimizer_step(o2);
         pd_optimizer_zero_grad(o1);
         pd_optimizer_zero_grad(o2);
-        pd_scope_end();
+        pd_scope_end(scope_tok2);
     }
     struct pd_state_dict *st = pd_state_dict_create();
     pd_optimizer_state_dict(o1, st, "o.");
@@ -263,12 +263,12 @@ static void test_low_precision_params(void)
     pd_optimizer_destroy(o2);
     pd_state_dict_destroy(s1);
     pd_state_dict_destroy(s2);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_api_and_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_optim_config cfg;
     pd_optim_config_default(&cfg, PD_OPTIM_ADAMW);
     PT_CHECK(cfg.lr == 1e-3 && cfg.weight_decay == 1e-2 && cfg.beta2 == 0.999);
@@ -347,7 +347,7 @@ static void test_api_and_errors(void)
     pd_state_dict_destroy(good);
     pd_state_dict_destroy(bad);
     pd_optimizer_destroy(o);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 #define LEAKS(what) do { if (pd_live_tensors()) printf("%s: %lld live tensors\n", what, (long long)pd_live_tensors()); } while (0)

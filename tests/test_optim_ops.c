@@ -105,7 +105,7 @@ static double max_rel(struct pd_tensor *a, struct pd_tensor *b)
 static void replay(const struct rec *r)
 {
     for (int be = 0; be < 2; be++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x[64], *out[1] = {NULL};
         for (int i = 0; i < r->n_in; i++) x[i] = pd_clone(r->before[i]);
         struct pdi_call c = {.op = r->op, .n_in = r->n_in, .n_out = r->n_out, .in = x, .out = out, .a = r->a};
@@ -128,7 +128,7 @@ static void replay(const struct rec *r)
             if (be == 0) PT_CHECK(pt_same_bits(out[0], r->out));
             else PT_NEAR(pd_item(out[0]), pd_item(r->out), 1e-12);
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
 }
 
@@ -166,7 +166,7 @@ static struct pd_tensor *loss_of(struct pd_tensor **p, int n, int skip)
  * out (its step count lags the other's). */
 static void test_updates(const struct pd_optim_config *cfg, enum pd_op op, int state_planes)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     enum { NP = 5 };
     struct pd_tensor *p[NP] = {param((int64_t[]){16, 8}, 2, 1, PD_F32), param((int64_t[]){4, 300}, 2, 2, PD_BF16),
                                param((int64_t[]){16}, 1, 3, PD_F32), param((int64_t[]){40}, 1, 4, PD_F16),
@@ -178,7 +178,7 @@ static void test_updates(const struct pd_optim_config *cfg, enum pd_op op, int s
     PT_CHECK(o != NULL);
     int expected_calls[3] = {4, 4, 5};
     for (int step = 0; step < 3; step++) {
-        pd_scope_begin();
+        int scope_tok2 = pd_scope_begin();
         PT_CHECK(pd_backward(loss_of(p, NP, step == 1 ? 2 : -1), NULL, 0) == PD_OK);
         uint64_t ver[NP];
         for (int k = 0; k < NP; k++) ver[k] = p[k]->st->version;
@@ -203,17 +203,17 @@ static void test_updates(const struct pd_optim_config *cfg, enum pd_op op, int s
         replay_all();
         recs_clear();
         pd_optimizer_zero_grad(o);
-        pd_scope_end();
+        pd_scope_end(scope_tok2);
     }
     pd_optimizer_destroy(o);
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- clipping and the scaler --------------------------------------------- */
 static void test_clip(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *a = param((int64_t[]){3000}, 1, 7, PD_F32), *b = param((int64_t[]){5}, 1, 8, PD_F32);
     struct pd_tensor *c = param((int64_t[]){6}, 1, 9, PD_BF16);
     struct pd_state_dict *sd = pd_state_dict_create();
@@ -239,12 +239,12 @@ static void test_clip(void)
     recs_clear();
     PT_NEAR(pd_clip_grad_norm(sd, 100.0), 0.1, 1e-5); /* below max: no grad_scale */
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_scaler(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *a = param((int64_t[]){50, 40}, 2, 11, PD_F32), *b = param((int64_t[]){7}, 1, 12, PD_F32);
     struct pd_state_dict *sd = pd_state_dict_create();
     pd_state_dict_add(sd, "a", a);
@@ -254,7 +254,7 @@ static void test_scaler(void)
     struct pd_optimizer *o = pd_optimizer_create_for(&cfg, sd);
     struct pd_grad_scaler *s = pd_grad_scaler_create(NULL);
     for (int inf = 0; inf < 2; inf++) {
-        pd_scope_begin();
+        int scope_tok2 = pd_scope_begin();
         struct pd_tensor *l = pd_add(pd_sum(pd_square(a), NULL, 0, 0), pd_scale(pd_sum(b, NULL, 0, 0), 2.0));
         PT_CHECK(pd_backward(pd_grad_scaler_scale(s, l), NULL, 0) == PD_OK);
         if (inf) ((float *)pd_tensor_data(pd_tensor_grad(a)))[17] = NAN;
@@ -271,18 +271,18 @@ static void test_scaler(void)
         recs_clear();
         PT_CHECK(pd_grad_scaler_update(s) == PD_OK);
         pd_optimizer_zero_grad(o);
-        pd_scope_end();
+        pd_scope_end(scope_tok2);
     }
     pd_grad_scaler_destroy(s);
     pd_optimizer_destroy(o);
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- the written set of other in-place calls, and errors ------------------- */
 static void test_written_set(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = pd_zeros((int64_t[]){3}, 1, PD_F32), *y = pd_ones((int64_t[]){3}, 1, PD_F32);
     uint64_t v = x->st->version;
     PT_CHECK(pd_add_(x, y) == x);
@@ -311,7 +311,7 @@ static void test_written_set(void)
     char buf[256];
     pdi_attrs_format(PD_OP_adam_update, &(struct pdi_attrs){.adam_update = {.lr = 0.5, .amsgrad = 1}}, buf, sizeof buf);
     PT_CHECK(strstr(buf, "adam_update(lr=0.5") && strstr(buf, "amsgrad=1"));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* ---- the debug tools on ops without outputs -------------------------------- */
@@ -328,7 +328,7 @@ static void log_sink(const char *module, int level, const char *line, void *ctx)
  * sites all on around a scaled, clipped AdamW step. */
 static void test_debug_tools(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *a = param((int64_t[]){6, 5}, 2, 21, PD_F32), *b = param((int64_t[]){5}, 1, 22, PD_BF16);
     struct pd_state_dict *sd = pd_state_dict_create();
     pd_state_dict_add(sd, "a", a);
@@ -365,7 +365,7 @@ static void test_debug_tools(void)
     pd_grad_scaler_destroy(s);
     pd_optimizer_destroy(o);
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     recs_clear();
 }
 

@@ -49,7 +49,7 @@ static double fb(int k) { return 0.05 * k - 0.05; }
 static void check_run(const char *name, const struct pd_optim_config *cfg, int decay_groups, const double *ref_loss,
                       const double *ref_params)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = formula((int64_t[]){6, 4}, 2, fx), *y = formula((int64_t[]){6, 3}, 2, fy);
     struct pd_tensor *w = pd_requires_grad_(formula((int64_t[]){3, 4}, 2, fw), 1);
     struct pd_tensor *b = pd_requires_grad_(formula((int64_t[]){3}, 1, fb), 1);
@@ -65,7 +65,7 @@ static void check_run(const char *name, const struct pd_optim_config *cfg, int d
         PT_CHECK(pd_optimizer_add_group(opt, sd, NULL) == 0);
     }
     for (int s = 0; s < REF_STEPS; s++) {
-        pd_scope_begin();
+        int scope_tok2 = pd_scope_begin();
         pd_optimizer_zero_grad(opt);
         struct pd_tensor *loss = pd_mse_loss(pd_tanh(pd_linear(x, w, b)), y, PD_REDUCE_MEAN);
         PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
@@ -74,7 +74,7 @@ static void check_run(const char *name, const struct pd_optim_config *cfg, int d
             printf("%s: step %d loss %.9g vs torch %.9g\n", name, s, l, ref_loss[s]);
         PT_NEAR(l, ref_loss[s], 1e-6);
         PT_CHECK(pd_optimizer_step(opt) == PD_OK);
-        pd_scope_end();
+        pd_scope_end(scope_tok2);
     }
     PT_CHECK(pd_optimizer_step_count(opt) == REF_STEPS);
     for (int i = 0; i < 15; i++) {
@@ -85,7 +85,7 @@ static void check_run(const char *name, const struct pd_optim_config *cfg, int d
     }
     pd_optimizer_destroy(opt);
     pd_state_dict_destroy(sd);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_optimizers(void)

@@ -40,10 +40,10 @@ int main(void)
     struct pd_tensor *a = pd_randn(sa, 2, PD_F32, g), *b = pd_randn(sb, 2, PD_F32, g), *bt = pd_randn(sbt, 2, PD_F32, g);
     PT_CHECK(pd_profiler_begin() == PD_OK);
     PT_CHECK(pd_profiler_begin() == PD_ERR_STATE);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_matmul(a, b, 0, 0);
     pd_matmul(a, bt, 0, 1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_profiler_end() == PD_OK);
     struct pd_profiler_row *rows;
     int n;
@@ -61,11 +61,11 @@ int main(void)
     struct pd_tensor *x = pd_randn(sx, 2, PD_F32, g), *w[3];
     for (int i = 0; i < 3; i++) w[i] = pd_requires_grad_(pd_randn(sw, 2, PD_F32, g), 1);
     for (int warm = 0; warm < 2; warm++) { /* warm the allocator cache and oneDNN */
-        pd_scope_begin();
+        scope_tok = pd_scope_begin();
         struct pd_tensor *h = x;
         for (int i = 0; i < 3; i++) h = pd_relu(pd_matmul(h, w[i], 0, 0));
         pd_backward(pd_mean(h, NULL, 0, 0), NULL, 0);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     /* The step is timed until ops cover 90% of it, at most five times: when
      * other processes share the two cores (ctest -j2 in CI), a time slice
@@ -79,13 +79,13 @@ int main(void)
         double t0 = now_us();
         PT_CHECK(pd_profiler_range_push("step") == PD_OK);
         PT_CHECK(pd_profiler_range_push("forward") == PD_OK);
-        pd_scope_begin();
+        scope_tok = pd_scope_begin();
         struct pd_tensor *h = x;
         for (int i = 0; i < 3; i++) h = pd_relu(pd_matmul(h, w[i], 0, 0));
         struct pd_tensor *loss = pd_mean(h, NULL, 0, 0);
         PT_CHECK(pd_profiler_range_pop() == PD_OK);
         PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         PT_CHECK(pd_profiler_range_pop() == PD_OK);
         wall = now_us() - t0;
         PT_CHECK(pd_profiler_end() == PD_OK);

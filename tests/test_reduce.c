@@ -34,7 +34,7 @@ static double at(const struct pd_tensor *t, int64_t i)
 
 static void test_values(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double d[6] = {1, -2, 3, 4, 5, -6};
     struct pd_tensor *x = mat(d, 2, 3, PD_F32);
     struct pd_tensor *s = pd_sum(x, (int[]){-1}, 1, 0);
@@ -94,12 +94,12 @@ static void test_values(void)
     s = pd_sum(pd_scalar(2.5, PD_F32), (int[]){-1}, 1, 0);
     PT_CHECK(s && pd_tensor_ndim(s) == 0 && at(s, 0) == 2.5);
     PT_CHECK(pd_cumsum(pd_scalar(2.5, PD_F32), -1) != NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_special(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     /* NaN propagates through amax/max; argmax points at the first NaN */
     const double v[5] = {1, NAN, 9, NAN, 2};
     struct pd_tensor *x = vec(v, 5, PD_F32), *idx = NULL;
@@ -129,14 +129,14 @@ static void test_special(void)
     PT_CHECK(!pd_sum(e, (int[]){2}, 1, 0) && strstr(pd_last_error(), "out of range"));
     PT_CHECK(!pd_sum(e, (int[]){1, -1}, 2, 0) && strstr(pd_last_error(), "repeated"));
     PT_CHECK(!pd_cumsum(e, 2));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Same bits with 1, 2 and 3 threads, and CPU within tolerance of REF. */
 static void test_determinism(void)
 {
 #ifdef _OPENMP
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct { int64_t shape[3]; int nd; int axes[2]; int na; } cases[] = {
         {{1 << 21}, 1, {0}, 0},         /* full: chunk-parallel */
         {{3, 300001}, 2, {1}, 1},       /* few long rows */
@@ -179,7 +179,7 @@ static void test_determinism(void)
             }
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 #endif
 }
 
@@ -188,7 +188,7 @@ static void test_determinism(void)
  * path). */
 static void test_nan_paths(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t shape[2] = {67, 45};
     double *v = malloc(sizeof *v * 67 * 45);
     for (int i = 0; i < 67 * 45; i++) v[i] = (double)((i * 7919) % 23) - 11; /* many ties */
@@ -230,12 +230,12 @@ static void test_nan_paths(void)
             }
         }
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_accuracy(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t n = 1 << 20;
     struct pd_tensor *x = pd_uniform(&n, 1, 0, 1, PD_F32, NULL);
     double cpu = at(pd_sum(x, NULL, 0, 0), 0);
@@ -248,7 +248,7 @@ static void test_accuracy(void)
     PT_CHECK(at(pd_sum(pd_ones(&m, 1, PD_BF16), NULL, 0, 0), 0) == 4096);
     PT_CHECK(at(pd_sum(pd_ones(&m, 1, PD_F16), NULL, 0, 0), 0) == 4096);
     PT_CHECK(at(pd_cumsum(pd_ones(&m, 1, PD_BF16), 0), 4095) == 4096);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* d/dx of sum(f(x) * w) for a leaf x. */
@@ -261,7 +261,7 @@ static struct pd_tensor *grad_of(struct pd_tensor *y, struct pd_tensor *x)
 
 static void test_grads(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     /* amax splits among ties, max picks the index */
     const double t[3] = {1, 3, 3};
     struct pd_tensor *x = pd_requires_grad_(vec(t, 3, PD_F64), 1);
@@ -303,7 +303,7 @@ static void test_grads(void)
         PT_NEAR(at(g2, 0), p0 - p0 * p0, 1e-12);
         PT_NEAR(at(g2, 0) + at(g2, 1) + at(g2, 2), 0, 1e-12);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -135,9 +135,9 @@ static void test_scopes(void)
 {
     int64_t live = pd_live_tensors();
     struct pd_state_dict *sd = pd_state_dict_create();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_state_dict_add(sd, "r", pd_arange(0, 5, 1, PD_F32));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live + 1);
     PT_CHECK(pt_at(pd_state_dict_get(sd, "r"), 4) == 4);
     pd_state_dict_destroy(sd);

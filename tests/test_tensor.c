@@ -54,7 +54,7 @@ static void test_conversions(void)
 
 static void test_creation(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t s[] = {2, 3};
     struct pd_tensor *z = pd_zeros(s, 2, PD_F32), *o = pd_ones(s, 2, PD_BF16), *f = pd_full(s, 2, 2.5, PD_F64);
     PT_CHECK(z && o && f);
@@ -79,12 +79,12 @@ static void test_creation(void)
     PT_CHECK(pd_zeros(s, 9, PD_F32) == NULL);
     PT_CHECK(pd_arange(0, 1, 0, PD_F32) == NULL);
     PT_CHECK(pd_randint(s, 2, 5, 5, PD_I64, NULL) == NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_views(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = pd_arange(0, 24, 1, PD_F32);
     struct pd_tensor *v = pd_reshape(x, (int64_t[]){2, 3, 4}, 3);
     PT_CHECK(pd_tensor_shares_storage(x, v));
@@ -124,23 +124,23 @@ static void test_views(void)
     PT_CHECK(pd_expand(v, (int64_t[]){2, 5, 4}, 3) == NULL);
     PT_CHECK(pd_slice(v, 5, 0, 1, 1) == NULL);
     PT_CHECK(pd_transpose(NULL, 0, 1) == NULL); /* NULL propagates */
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_scopes(void)
 {
     int64_t live0 = pd_live_tensors();
     struct pd_tensor *kept;
-    pd_scope_begin();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
+    int scope_tok2 = pd_scope_begin();
     struct pd_tensor *a = pd_ones((int64_t[]){4}, 1, PD_F32);
     struct pd_tensor *b = pd_reshape(a, (int64_t[]){2, 2}, 2);
     (void)b;
     kept = pd_keep(pd_zeros((int64_t[]){3}, 1, PD_F32)); /* survives the inner scope */
-    pd_scope_end();
+    pd_scope_end(scope_tok2);
     PT_CHECK(pd_tensor_numel(kept) == 3);
     PT_CHECK(pd_live_tensors() == live0 + 1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live0);
     /* outside any scope the caller owns what it gets */
     struct pd_tensor *c = pd_ones((int64_t[]){2}, 1, PD_F32);
@@ -155,7 +155,7 @@ static void test_scopes(void)
 
 static void test_printing(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     char *s = pd_tensor_to_string(pd_reshape(pd_arange(0, 6, 1, PD_F32), (int64_t[]){2, 3}, 2));
     PT_CHECK(s && strstr(s, "tensor([[0.0000, 1.0000, 2.0000],") && strstr(s, "shape=[2, 3], dtype=f32"));
     free(s);
@@ -165,12 +165,12 @@ static void test_printing(void)
     s = pd_tensor_to_string(NULL);
     PT_CHECK(s && strstr(s, "NULL"));
     free(s);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 static void test_random(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t n = 1 << 18;
     double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
     struct pd_generator *g = pd_generator_create(42);
@@ -214,7 +214,7 @@ static void test_random(void)
     pd_generator_destroy(g);
     free(a);
     free(b);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

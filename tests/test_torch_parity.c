@@ -449,7 +449,7 @@ static struct pd_tensor *layout(struct pd_tensor *leaf, int lay)
 static int run_layout(struct fixture *f, int lay, int *n_grads, double *worst, char *msg, size_t len)
 {
     int rc = -1;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     pd_clear_error();
     f->missing[0] = 0;
     struct call c = {.f = f};
@@ -511,7 +511,7 @@ static int run_layout(struct fixture *f, int lay, int *n_grads, double *worst, c
     }
     rc = 0;
 done:
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return rc;
 }
 

@@ -34,7 +34,7 @@ static int same(double a, double b)
 static void test_rounding(int be)
 {
     pdi_force_backend(be);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double x[] = {-2.5, -1.5, -0.5, -0.3, 0.5, 1.5, 2.5, 3.5, 0.7, -0.0};
     const double rnd[] = {-2, -2, -0.0, -0.0, 0, 2, 2, 4, 1, -0.0};
     const double flo[] = {-3, -2, -1, -1, 0, 1, 2, 3, 0, -0.0};
@@ -56,14 +56,14 @@ static void test_rounding(int be)
     const double xi[] = {-7, 0, 9};
     struct pd_tensor *ti = pt_vec(PD_I32, 3, xi);
     for (int i = 0; i < 3; i++) PT_SAME(pt_at(pd_round(ti), i), xi[i]);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_cast(int be)
 {
     pdi_force_backend(be);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     /* float -> int: truncate toward zero, saturate, NaN -> 0 */
     const double xf[] = {300, -300, 127.9, -128.9, NAN, INFINITY, -INFINITY, -0.9, 3.7};
     const double to_i8[] = {127, -128, 127, -128, 0, 127, -128, 0, 3};
@@ -133,14 +133,14 @@ static void test_cast(int be)
     struct pd_tensor *tbool = pt_vec(PD_BOOL, 2, bb);
     PT_SAME(pt_at(pd_cast(tbool, PD_F32), 1), 1);
     PT_SAME(pt_at(pd_cast(pd_cast(pt_vec(PD_F16, 1, (double[]){0.333251953125}), PD_BF16), PD_F32), 0), 0.333984375);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_int_ops(int be)
 {
     pdi_force_backend(be);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double x8[] = {-128, 127, -3, 0};
     struct pd_tensor *t8 = pt_vec(PD_I8, 4, x8);
     PT_SAME(pt_at(pd_neg(t8), 0), -128);
@@ -179,14 +179,14 @@ static void test_int_ops(int be)
     /* bool inputs of numeric ops: no kernel, a clear error */
     PT_CHECK(pd_neg(pt_vec(PD_BOOL, 1, (double[]){1})) == NULL);
     PT_CHECK(strstr(pd_last_error(), "bool") != NULL);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_specials(int be)
 {
     pdi_force_backend(be);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double x[] = {NAN, INFINITY, -INFINITY, 0, -0.0};
     const enum pd_dtype dts[] = {PD_F32, PD_F64, PD_F16, PD_BF16};
     for (int d = 0; d < 4; d++) {
@@ -245,7 +245,7 @@ static void test_specials(int be)
     PT_SAME(pt_at(pd_isnan(ti), 1), 0);
     PT_SAME(pt_at(pd_logical_not(ti), 0), 1);
     PT_SAME(pt_at(pd_logical_not(tb), 1), 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
@@ -253,7 +253,7 @@ static void test_specials(int be)
 static void test_values(int be)
 {
     pdi_force_backend(be);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int k = 0; k < 2; k++) {
         enum pd_dtype dt = k ? PD_F32 : PD_F64;
         double tol = k ? 3e-7 : 1e-14;
@@ -281,13 +281,13 @@ static void test_values(int be)
         PT_NEAR(pt_at(pd_reciprocal(two), 0), 0.5, 0);
         PT_NEAR(pt_at(pd_sigmoid(pt_vec(dt, 1, (double[]){-20.0})), 0), 2.0611536181902037e-09, tol);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pdi_force_backend(-1);
 }
 
 static void test_promotion_and_errors(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double xi[] = {1, 4};
     struct pd_tensor *ti = pt_vec(PD_I32, 2, xi), *tb = pt_vec(PD_BOOL, 2, xi);
     struct pd_tensor *e = pd_sqrt(ti);
@@ -305,20 +305,20 @@ static void test_promotion_and_errors(void)
     PT_CHECK(pd_softplus(tf, 0, 20) == NULL);
     PT_CHECK(strstr(pd_last_error(), "beta") != NULL);
     PT_CHECK(pd_clip(tf, NAN, 1) == NULL);
-    struct pdi_attrs a = {.i = {42}};
+    struct pdi_attrs a = {.cast = {.dtype = 42}};
     PT_CHECK(pdi_call1(PD_OP_cast, tf, &a) == NULL);
     PT_CHECK(strstr(pd_last_error(), "dtype") != NULL);
     PT_CHECK(pd_exp(NULL) == NULL);
     PT_CHECK(pd_cast(NULL, PD_F32) == NULL);
     /* cast to the same dtype is the same tensor */
     PT_CHECK(pd_cast(tf, PD_F32) == tf);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* d/dx f at x (f64, scalar) via pd_grad; order 1..4 by repeated create_graph. */
 static double nth_grad(struct pd_tensor *(*f)(struct pd_tensor *), double x0, int order)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *x = pd_requires_grad_(pt_vec(PD_F64, 1, &x0), 1);
     struct pd_tensor *y = pd_sum(f(x), NULL, 0, 0);
     for (int k = 0; k < order && y; k++) {
@@ -327,7 +327,7 @@ static double nth_grad(struct pd_tensor *(*f)(struct pd_tensor *), double x0, in
         y = pd_sum(g, NULL, 0, 0);
     }
     double r = y ? pd_item(y) : NAN;
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return r;
 }
 
@@ -387,7 +387,7 @@ static void test_grads(void)
         }
     }
     /* clip: gradient 1 on the closed interval, 0 outside; pow 0: zero */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     const double xc[] = {-0.5, 0.8, 1.0, 0.0, -2.0};
     struct pd_tensor *x = pd_requires_grad_(pt_vec(PD_F64, 5, xc), 1), *g = NULL;
     struct pd_tensor *y = pd_sum(pd_clip(x, -0.5, 0.8), NULL, 0, 0);
@@ -411,7 +411,7 @@ static void test_grads(void)
     PT_CHECK(!pd_tensor_requires_grad(pd_round(x)));
     PT_CHECK(!pd_tensor_requires_grad(pd_sign(x)));
     PT_CHECK(pd_tensor_requires_grad(pd_cast(x, PD_BF16)));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 /* Outputs over 16 MB (they once took a non-temporal store path, whose
@@ -419,7 +419,7 @@ static void test_grads(void)
  * and misaligned runs must still be exact. */
 static void test_streaming(void)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int64_t n = (int64_t)5 << 20; /* 20 MB of f32 */
     struct pd_tensor *x = pd_arange(0, (double)n, 1, PD_F32);
     struct pd_tensor *y = pd_scale(x, 0.5), *r = pd_relu(pd_add_scalar(x, -100));
@@ -435,7 +435,7 @@ static void test_streaming(void)
     for (int64_t i = 1; i < n; i += 991) bad += px[i] != (float)i * 2.0f;
     bad += px[1] != 2.0f || px[2] != 4.0f || px[n - 1] != (float)(n - 1) * 2.0f;
     PT_CHECK(bad == 0);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
 }
 
 int main(void)

@@ -83,8 +83,13 @@ void pd_clear_error(void);
 /* ---- lifetime -------------------------------------------------------- */
 void pd_tensor_retain(struct pd_tensor *t);
 void pd_tensor_release(struct pd_tensor *t);   /* NULL is a no-op */
-void pd_scope_begin(void);
-void pd_scope_end(void);
+/* int tok = pd_scope_begin(); ... pd_scope_end(tok);
+ * begin returns a token (> 0), or a negative status when it fails (then no
+ * scope was opened). end releases what the scope owns; it fails, releasing
+ * nothing and leaving every scope open, unless tok names the innermost open
+ * scope of this thread. */
+int pd_scope_begin(void);
+int pd_scope_end(int token);
 int pd_scope_depth(void);
 /* Move t out of the innermost scope into the enclosing one (or to the
  * caller when no scope encloses it). Returns t. */

@@ -84,7 +84,7 @@ static int unscale_grads(struct pd_optimizer *o, double inv, int *found)
         else copy[n_copy++] = o->params[i].p;
     }
     int prev = pd_no_grad_begin();
-    pd_scope_begin(); /* contiguous copies of strided gradients, found_inf */
+    int scope_tok = pd_scope_begin(); /* contiguous copies of strided gradients, found_inf */
     int n_in = n_own;
     for (int i = 0; i < n_copy && !rc; i++) {
         struct pd_tensor *g = copy[i]->grad;
@@ -98,9 +98,11 @@ static int unscale_grads(struct pd_optimizer *o, double inv, int *found)
         c.a.amp_unscale.inv_scale = inv;
         c.a.amp_unscale.n_inplace = n_own;
         rc = pdi_dispatch(&c);
-        if (!rc) *found = pd_item(out[0]) != 0; /* the one host read */
+        double f = 0;
+        if (!rc) rc = pdi_host_scalar(out[0], "grad_scaler", &f); /* the one host read */
+        *found = f != 0;
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);
     for (int i = 0; i < n_copy && !rc && !*found; i++) rc = pdi_grad_scale_copy(copy[i], inv);
     free(in);

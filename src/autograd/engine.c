@@ -267,20 +267,21 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         else rc = deliver_leaf(r, t, seeds[i]);
     }
     /* 4. run */
-    int prev = pd_set_grad_enabled(r->create_graph);
+    int mode = r->create_graph ? pd_enable_grad_begin() : pd_no_grad_begin();
+    if (mode < 0) return mode;
     for (int k = 0; k < r->n && rc == PD_OK; k++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         rc = run_node(r, k);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         for (int j = 0; j < r->nodes[k]->n_out; j++) { pd_tensor_release(r->buf[k][j]); r->buf[k][j] = NULL; }
     }
     for (int i = 0; i < r->n_leaves && rc == PD_OK; i++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         rc = flush_leaf(r, r->leaves[i].leaf, r->leaves[i].grad);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
-    pd_set_grad_enabled(prev);
-    return rc;
+    int end = pd_grad_mode_end(mode);
+    return rc ? rc : end;
 }
 
 static void run_free(struct run *r)
@@ -322,7 +323,7 @@ int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph
 {
     int rc = check_root(loss, "backward");
     if (rc) return rc;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *seed = grad ? grad : default_seed(loss, "backward");
     if (seed && (seed->ndim != loss->ndim || memcmp(seed->shape, loss->shape, sizeof(int64_t) * (size_t)loss->ndim))) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
@@ -330,11 +331,11 @@ int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph
                          pdi_shape_str(grad->shape, grad->ndim, b0, sizeof b0),
                          pdi_shape_str(loss->shape, loss->ndim, b1, sizeof b1));
     }
-    if (!seed) { pd_scope_end(); return pd_last_status(); }
+    if (!seed) { pd_scope_end(scope_tok); return pd_last_status(); }
     struct run r = {.retain_graph = retain_graph};
     rc = run_backward(&r, &loss, &seed, 1);
     run_free(&r);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return rc;
 }
 
@@ -362,7 +363,7 @@ int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const
         if (inputs[i]->grad_fn) { tg[i].fn = inputs[i]->grad_fn; tg[i].nr = inputs[i]->out_nr; }
         else tg[i].leaf = inputs[i];
     }
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int i = 0; i < n_out && rc == PD_OK; i++) {
         seeds[i] = grad_outputs && grad_outputs[i] ? grad_outputs[i] : default_seed(outputs[i], "grad");
         if (!seeds[i]) rc = pd_last_status();
@@ -373,7 +374,7 @@ int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const
         rc = run_backward(&r, outputs, seeds, n_out);
         run_free(&r);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     for (int i = 0; i < n_in; i++) {
         /* the same leaf may be listed twice: each target caught it once */
         if (rc == PD_OK && !tg[i].grad && !allow_unused) {

@@ -56,11 +56,6 @@ struct pdi_attrs {
 #include "ops/ops.def"
 #undef PD_ATTRS
     };
-    /* Untyped slots of the families not yet moved to typed sets. */
-    int64_t i[8];
-    double f[4];
-    int64_t v[24];
-    int nv;
 };
 
 struct pdi_attr_desc {

@@ -74,9 +74,6 @@ void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int 
 /* Typed per-op attribute sets generated from the op table (core/attrs.h). */
 #include "core/attrs.h"
 
-/* ---- attributes ------------------------------------------------------ */
-/* Typed per-op attribute sets generated from the op table (core/attrs.h). */
-#include "core/attrs.h"
 
 /* ---- ops, flags and dtype classes ------------------------------------ */
 enum pdi_kind {
@@ -96,8 +93,24 @@ enum pd_op {
     PD_OP_COUNT
 };
 
+/* The ops of the unary and reduce families in table order (their rows of
+ * ops_unary.def and ops_reduce.def), for kernels registered family-wide
+ * (kernels/common.h: pdi_register_by_class). */
+#define PD_ATTRS(set, fields)
+#define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) PD_OP_##name,
+static const enum pd_op pdi_unary_ops[] = {
+#include "ops/ops_unary.def"
+};
+static const enum pd_op pdi_reduce_ops[] = {
+#include "ops/ops_reduce.def"
+};
+#undef PD_OP
+#undef PD_ATTRS
+
 /* The op's name in the table ("matmul"). */
 const char *pdi_op_name(enum pd_op op);
+/* The op's dtype class (the table's dtypes column): mask of 1u << dtype. */
+unsigned pdi_op_dtypes(enum pd_op op);
 
 /* flags */
 #define PDI_F_NONE 0u
@@ -273,14 +286,16 @@ static inline uint16_t pdi_f32_bf16(float f)
     return (v.u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((v.u >> 16) | 0x40u) : r;
 }
 
-/* Reduction axes of attrs v[0..nv-1] as a bit mask (nv = 0: every axis);
- * assumes the axes were validated (pdi_axes_mask). */
+/* A reduction's axes (a->reduce.axes: every reduce set starts with them)
+ * as a bit mask (no axes: every axis); assumes the axes were validated
+ * (pdi_axes_mask). */
 static inline unsigned pdi_attrs_axes_mask(const struct pdi_attrs *a, int ndim)
 {
-    if (a->nv == 0) return ndim ? (1u << ndim) - 1 : 0;
+    const struct pdi_ints *l = &a->reduce.axes;
+    if (l->n == 0) return ndim ? (1u << ndim) - 1 : 0;
     unsigned m = 0;
-    for (int i = 0; i < a->nv; i++) {
-        int ax = pdi_norm_axis((int)a->v[i], ndim);
+    for (int i = 0; i < l->n; i++) {
+        int ax = pdi_norm_axis((int)l->v[i], ndim);
         if (ax >= 0 && ndim > 0) m |= 1u << ax;
     }
     return m;

@@ -6,7 +6,9 @@
  *   - a storage is freed when its last tensor goes; views share it.
  *   - shape/strides beyond ndim are unused; a 0-d tensor has numel 1.
  */
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,59 @@ static void fl_put(struct freelist *fl, void *p)
     fl->n++;
 }
 
+/* ---- live-storage registry ------------------------------------------- */
+/* A circular list through a sentinel, under one lock that only tracked
+ * storages take (the registry is a debugging aid; eager mode never pays
+ * for it beyond the tests of track_on and st->serial). */
+static int track_on;
+static uint64_t next_serial = 1;
+static struct pdi_storage live_head = {.live_prev = &live_head, .live_next = &live_head};
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void pdi_storage_track_begin(void) { __atomic_add_fetch(&track_on, 1, __ATOMIC_RELAXED); }
+void pdi_storage_track_end(void)
+{
+    if (__atomic_sub_fetch(&track_on, 1, __ATOMIC_RELAXED) < 0) __atomic_store_n(&track_on, 0, __ATOMIC_RELAXED);
+}
+
+uint64_t pdi_storage_serial_next(void)
+{
+    pthread_mutex_lock(&live_mu);
+    uint64_t s = next_serial;
+    pthread_mutex_unlock(&live_mu);
+    return s;
+}
+
+static void storage_link(struct pdi_storage *st)
+{
+    pthread_mutex_lock(&live_mu);
+    st->serial = next_serial++;
+    st->live_prev = live_head.live_prev;
+    st->live_next = &live_head;
+    live_head.live_prev->live_next = st;
+    live_head.live_prev = st;
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void storage_unlink(struct pdi_storage *st)
+{
+    pthread_mutex_lock(&live_mu);
+    st->live_prev->live_next = st->live_next;
+    st->live_next->live_prev = st->live_prev;
+    st->serial = 0;
+    pthread_mutex_unlock(&live_mu);
+}
+
+int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx)
+{
+    int64_t n = 0;
+    pthread_mutex_lock(&live_mu);
+    for (struct pdi_storage *st = live_head.live_next; st != &live_head; st = st->live_next, n++)
+        if (fn) fn(st, ctx);
+    pthread_mutex_unlock(&live_mu);
+    return n;
+}
+
 static struct pd_tensor *tensor_shell(void)
 {
     struct pd_tensor *t = fl_get(&free_tensors, sizeof *t);
@@ -125,6 +180,30 @@ struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtyp
     st->refcount = 1;
     struct pd_tensor *t = tensor_shell();
     if (!t) { pdi_allocator_free(alloc, st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
+    if (__builtin_expect(__atomic_load_n(&track_on, __ATOMIC_RELAXED) != 0, 0)) storage_link(st);
+    t->st = st;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    pdi_contiguous_strides(shape, ndim, t->strides);
+    return t;
+}
+
+/* A meta storage has a size but no data; it is marked external too, so that
+ * releasing a storage tests one flag on the common path. Its bytes are
+ * counted in the meta statistics instead of the allocator's. */
+struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    if (pdi_check_new(shape, ndim, dt)) return NULL;
+    struct pdi_storage *st = fl_get(&free_storages, sizeof *st);
+    if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
+    struct pd_tensor *t = tensor_shell();
+    if (!t) { fl_put(&free_storages, st); return NULL; }
+    st->nbytes = (size_t)pdi_numel(shape, ndim) * pd_dtype_size(dt);
+    st->refcount = 1;
+    st->external = st->meta = 1;
+    st->backend = -1; /* no device: shapes only */
+    pdi_meta_account((int64_t)st->nbytes);
     t->st = st;
     t->dtype = dt;
     t->ndim = ndim;
@@ -158,7 +237,9 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
+    if (__builtin_expect(st->serial != 0, 0)) storage_unlink(st);
     if (!st->external) pdi_allocator_free(st->alloc, st->data, st->nbytes); /* the allocator that made it */
+    else if (st->meta) pdi_meta_account(-(int64_t)st->nbytes);
     fl_put(&free_storages, st);
 }
 
@@ -183,26 +264,40 @@ void pd_tensor_release(struct pd_tensor *t)
 struct scope {
     struct pd_tensor **items;
     int n, cap;
+    int token;
 };
 static PDI_TLS struct scope *scopes;
 static PDI_TLS int n_scopes, cap_scopes;
 
-void pd_scope_begin(void)
+/* Tokens are a per-thread serial number, so an end that names any scope
+ * but the innermost (one ended twice, or in the wrong order) is caught. */
+static PDI_TLS int scope_serial;
+
+int pd_scope_begin(void)
 {
     if (n_scopes == cap_scopes) {
         int nc = cap_scopes ? cap_scopes * 2 : 8;
         struct scope *ns = realloc(scopes, sizeof *ns * (size_t)nc);
-        if (!ns) return; /* leaves tensors to the enclosing scope */
+        if (!ns) return pdi_errorf(PD_ERR_NOMEM, "scope_begin: out of memory (%d scopes open)", n_scopes);
         scopes = ns;
         cap_scopes = nc;
     }
-    scopes[n_scopes++] = (struct scope){0};
+    scope_serial = scope_serial == INT_MAX ? 1 : scope_serial + 1;
+    scopes[n_scopes++] = (struct scope){.token = scope_serial};
+    return scope_serial;
 }
 
-void pd_scope_end(void)
+int pd_scope_end(int token)
 {
-    if (n_scopes == 0) return;
-    struct scope *s = &scopes[--n_scopes];
+    if (n_scopes == 0)
+        return pdi_errorf(PD_ERR_STATE, "scope_end(%d): no scope is open on this thread", token);
+    struct scope *s = &scopes[n_scopes - 1];
+    if (token != s->token)
+        return pdi_errorf(PD_ERR_STATE,
+                          "scope_end(%d): the innermost open scope is %d; scopes end in reverse order of begin "
+                          "(nothing was released)",
+                          token, s->token);
+    n_scopes--;
     /* Release newest first: outputs go before the inputs they saved. */
     for (int i = s->n - 1; i >= 0; i--) pd_tensor_release(s->items[i]);
     free(s->items);
@@ -211,6 +306,7 @@ void pd_scope_end(void)
         scopes = NULL;
         cap_scopes = 0;
     }
+    return PD_OK;
 }
 
 int pd_scope_depth(void) { return n_scopes; }
@@ -274,7 +370,7 @@ int pd_tensor_shares_storage(const struct pd_tensor *a, const struct pd_tensor *
 }
 void *pd_tensor_data(const struct pd_tensor *t)
 {
-    return t ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
+    return t ? pdi_host_access(t, PDI_HOST_READ | PDI_HOST_WRITE, "tensor_data") : NULL;
 }
 
 int pd_tensor_is_contiguous(const struct pd_tensor *t)
@@ -289,9 +385,11 @@ int pd_tensor_is_contiguous(const struct pd_tensor *t)
     return 1;
 }
 
+/* For kernels (through the dispatcher): no host event. A meta tensor's view
+ * has data NULL. */
 void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v)
 {
-    v->data = pd_tensor_data(t);
+    v->data = t->st->data ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
     v->dtype = t->dtype;
     v->ndim = t->ndim;
     memcpy(v->shape, t->shape, sizeof v->shape);
@@ -337,6 +435,7 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 {
     if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
+    if (!pdi_host_read(t, "to_buffer")) return pd_last_status();
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);
@@ -352,12 +451,13 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 double pd_item(const struct pd_tensor *t)
 {
     if (!t || pd_tensor_numel(t) == 0) return NAN;
-    return pdi_load(pd_tensor_data(t), t->dtype);
+    const void *p = pdi_host_read(t, "item");
+    return p ? pdi_load(p, t->dtype) : NAN;
 }
 
 double pd_get(const struct pd_tensor *t, const int64_t *index)
 {
-    if (!t) return NAN;
+    if (!t || !pdi_host_read(t, "get")) return NAN;
     int64_t off = t->offset;
     for (int d = 0; d < t->ndim; d++) {
         if (index[d] < 0 || index[d] >= t->shape[d]) return NAN;
@@ -428,7 +528,9 @@ char *pd_tensor_to_string(const struct pd_tensor *t)
     if (!t) { sb_printf(&b, "tensor(NULL)"); return b.s; }
     char sh[PDI_SHAPE_BUF];
     sb_printf(&b, "tensor(");
-    print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
+    if (t->st->meta) sb_printf(&b, "<meta>"); /* no data to show, and no error: shapes are what it has */
+    else if (!pdi_host_read(t, "print")) sb_printf(&b, "<unreadable>");
+    else print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
     sb_printf(&b, ", shape=%s, dtype=%s%s)", pdi_shape_str(t->shape, t->ndim, sh, sizeof sh), pd_dtype_name(t->dtype),
               t->requires_grad ? ", requires_grad" : (t->grad_fn ? ", grad_fn" : ""));
     return b.s;

@@ -282,8 +282,8 @@ struct pd_tensor *pd_flashmask_to_dense(struct pd_tensor *idx, int causal, int64
         return NULL;
     /* public ops, shared with the decomposition; the inner scope frees the
      * intermediate [B, Hm, Sq, Sk] masks at once */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *d = pd_keep(pdi_flashmask_dense(idx, causal != 0, Sq));
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return d;
 }

@@ -279,7 +279,7 @@ static int run_cached(struct pd_llama *m, const int64_t *const *prompts, const i
     for (int step = 0; step < cfg->max_new_tokens && !err; step++) {
         int t = step == 0 ? max_len : 1;
         const int64_t *in = step == 0 ? ids : next;
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x = pd_from_buffer(in, (int64_t[]){rows, t}, 2, PD_I64), *pm = NULL;
         if (padded) {
             for (int b = 0; b < rows; b++) memcpy(mcols + (size_t)b * (pos + t), mask + (size_t)b * total, (size_t)(pos + t));
@@ -287,7 +287,7 @@ static int run_cached(struct pd_llama *m, const int64_t *const *prompts, const i
         }
         err = last_logits(pd_llama_forward(m, x, cache, pm), logits);
         if (!err) err = draw_uniforms(cfg, rng, rows, u);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         pos += t;
         if (err) break;
         if (sample_rows(g, cfg, logits, vocab, u, next, &err)) break;
@@ -310,7 +310,7 @@ static int run_uncached(struct pd_llama *m, const int64_t *const *prompts, const
     int64_t *seq = malloc(sizeof *seq * (size_t)(max_len + cfg->max_new_tokens));
     if (!seq) return pdi_errorf(PD_ERR_NOMEM, "generate: out of memory");
     for (int step = 0; step < cfg->max_new_tokens && !err; step++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         for (int b = 0; b < rows && !err; b++) {
             if (g->stopped[b]) continue;
             int n = lens[b];
@@ -321,7 +321,7 @@ static int run_uncached(struct pd_llama *m, const int64_t *const *prompts, const
             err = last_logits(pd_llama_forward(m, x, NULL, NULL), logits + (size_t)b * vocab);
         }
         if (!err) err = draw_uniforms(cfg, rng, rows, u);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         if (err) break;
         if (sample_rows(g, cfg, logits, vocab, u, next, &err)) break;
     }

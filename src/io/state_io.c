@@ -109,14 +109,14 @@ int pd_state_dict_load(struct pd_state_dict *dst, const struct pd_state_dict *sr
     }
     /* All checked: copy. pd_copy_ may make temporaries (casts): scope them. */
     int prev = pd_no_grad_begin();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     for (int i = 0; i < ns && !st; i++) {
         struct pd_tensor *d = pd_state_dict_get(dst, pd_state_dict_name(src, i));
         if (d && !pd_copy_(d, pd_state_dict_tensor(src, i)))
             st = pdi_errorf(pd_last_status(), "state dict load: tensor '%s': %s (tensors before it were loaded)",
                             pd_state_dict_name(src, i), pd_last_error());
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);
     if (st) {
         snprintf(msg, sizeof msg, "%s", pd_last_error());

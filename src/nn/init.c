@@ -16,28 +16,39 @@
 #include "pd/nn.h"
 #include "pd/ops.h"
 
+/* The private scope and no_grad guard of one init call. */
+struct init_guard {
+    int scope, mode;
+};
+
+static void guard_end(struct init_guard g)
+{
+    pd_grad_mode_end(g.mode);
+    pd_scope_end(g.scope);
+}
+
 /* Validates t, then opens the private scope and no_grad guard. */
-static int begin(struct pd_tensor *t, const char *what, int *mode)
+static int begin(struct pd_tensor *t, const char *what, struct init_guard *g)
 {
     if (!t) return pdi_errorf(PD_ERR_NULL, "init.%s: tensor is NULL", what);
     if (!pd_dtype_is_float(t->dtype))
         return pdi_errorf(PD_ERR_INVALID, "init.%s: tensor must be floating point, got %s", what,
                           pd_dtype_name(t->dtype));
-    pd_scope_begin();
-    *mode = pd_no_grad_begin();
+    g->scope = pd_scope_begin();
+    if (g->scope < 0) return g->scope;
+    g->mode = pd_no_grad_begin();
     return PD_OK;
 }
 
 /* Copies src (t's shape, any dtype) into t and closes what begin opened. */
-static int end(struct pd_tensor *t, struct pd_tensor *src, int mode)
+static int end(struct pd_tensor *t, struct pd_tensor *src, struct init_guard g)
 {
     int st = PD_OK;
     if (!src || !pd_copy_(t, src)) {
         st = pd_last_status();
         if (st == PD_OK) st = PD_ERR_INVALID;
     }
-    pd_grad_mode_end(mode);
-    pd_scope_end();
+    guard_end(g);
     return st;
 }
 
@@ -74,29 +85,29 @@ int pd_init_fans(const struct pd_tensor *t, int64_t *fan_in, int64_t *fan_out)
 
 int pd_init_normal_(struct pd_tensor *t, double mean, double std, struct pd_generator *g)
 {
-    int mode = 0, st = begin(t, "normal_", &mode);
+    struct init_guard gd = {0, 0};
+    int st = begin(t, "normal_", &gd);
     if (st) return st;
     if (!(std >= 0) || !isfinite(mean)) {
-        pd_grad_mode_end(mode);
-        pd_scope_end();
+        guard_end(gd);
         return pdi_errorf(PD_ERR_INVALID, "init.normal_: need std >= 0 and a finite mean, got mean %g std %g", mean,
                           std);
     }
-    if (t->ndim && pd_tensor_numel(t) == 0) return end(t, pd_zeros_like(t), mode);
-    return end(t, pd_normal(t->shape, t->ndim, mean, std, draw_dtype(t), g), mode);
+    if (t->ndim && pd_tensor_numel(t) == 0) return end(t, pd_zeros_like(t), gd);
+    return end(t, pd_normal(t->shape, t->ndim, mean, std, draw_dtype(t), g), gd);
 }
 
 int pd_init_uniform_(struct pd_tensor *t, double lo, double hi, struct pd_generator *g)
 {
-    int mode = 0, st = begin(t, "uniform_", &mode);
+    struct init_guard gd = {0, 0};
+    int st = begin(t, "uniform_", &gd);
     if (st) return st;
     if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi)) {
-        pd_grad_mode_end(mode);
-        pd_scope_end();
+        guard_end(gd);
         return pdi_errorf(PD_ERR_INVALID, "init.uniform_: need finite lo <= hi, got [%g, %g]", lo, hi);
     }
-    if (t->ndim && pd_tensor_numel(t) == 0) return end(t, pd_zeros_like(t), mode);
-    return end(t, pd_uniform(t->shape, t->ndim, lo, hi, draw_dtype(t), g), mode);
+    if (t->ndim && pd_tensor_numel(t) == 0) return end(t, pd_zeros_like(t), gd);
+    return end(t, pd_uniform(t->shape, t->ndim, lo, hi, draw_dtype(t), g), gd);
 }
 
 /* Inverse error function: Giles' polynomial start, two Newton steps on erf
@@ -138,27 +149,28 @@ static double norm_cdf(double x) { return 0.5 * (1.0 + erf(x / sqrt(2.0))); }
 
 int pd_init_trunc_normal_(struct pd_tensor *t, double mean, double std, double a, double b, struct pd_generator *g)
 {
-    int mode = 0, st = begin(t, "trunc_normal_", &mode);
+    struct init_guard gd = {0, 0};
+    int st = begin(t, "trunc_normal_", &gd);
     if (st) return st;
     if (!(std > 0) || !(a < b) || !isfinite(mean)) {
-        pd_grad_mode_end(mode);
-        pd_scope_end();
+        guard_end(gd);
         return pdi_errorf(PD_ERR_INVALID, "init.trunc_normal_: need std > 0 and a < b, got std %g, [%g, %g]", std, a,
                           b);
     }
     int64_t n = pd_tensor_numel(t);
-    if (n == 0) return end(t, pd_zeros_like(t), mode);
+    if (n == 0) return end(t, pd_zeros_like(t), gd);
     /* u ~ U(2 cdf(a') - 1, 2 cdf(b') - 1), x = mean + std sqrt(2) erfinv(u),
      * as PyTorch; clamped because erfinv rounding can step just outside. */
     double lo = 2 * norm_cdf((a - mean) / std) - 1, hi = 2 * norm_cdf((b - mean) / std) - 1;
     struct pd_tensor *u = pd_contiguous(pd_uniform(t->shape, t->ndim, lo, hi, PD_F64, g));
-    if (!u) return end(t, NULL, mode);
+    if (!u) return end(t, NULL, gd);
     double *p = pd_tensor_data(u);
+    if (!p) return end(t, NULL, gd); /* meta: no values to transform */
     for (int64_t i = 0; i < n; i++) {
         double x = mean + std * sqrt(2.0) * erfinv(p[i]);
         p[i] = x < a ? a : x > b ? b : x;
     }
-    return end(t, u, mode);
+    return end(t, u, gd);
 }
 
 int pd_init_xavier_uniform_(struct pd_tensor *t, double gain, struct pd_generator *g)
@@ -213,9 +225,10 @@ int pd_init_kaiming_normal_(struct pd_tensor *t, double a, enum pd_init_mode mod
 
 int pd_init_constant_(struct pd_tensor *t, double value)
 {
-    int mode = 0, st = begin(t, "constant_", &mode);
+    struct init_guard gd = {0, 0};
+    int st = begin(t, "constant_", &gd);
     if (st) return st;
-    return end(t, pd_scalar(value, t->dtype), mode);
+    return end(t, pd_scalar(value, t->dtype), gd);
 }
 
 int pd_init_zeros_(struct pd_tensor *t) { return pd_init_constant_(t, 0.0); }
@@ -224,9 +237,10 @@ int pd_init_ones_(struct pd_tensor *t) { return pd_init_constant_(t, 1.0); }
 int pd_init_eye_(struct pd_tensor *t)
 {
     if (t && t->ndim != 2) return pdi_errorf(PD_ERR_INVALID, "init.eye_: need a 2-d tensor, got %d dims", t->ndim);
-    int mode = 0, st = begin(t, "eye_", &mode);
+    struct init_guard gd = {0, 0};
+    int st = begin(t, "eye_", &gd);
     if (st) return st;
-    return end(t, pd_eye(t->shape[0], t->shape[1], t->dtype), mode);
+    return end(t, pd_eye(t->shape[0], t->shape[1], t->dtype), gd);
 }
 
 /* Orthonormalises the n columns of the m x n row-major matrix a (m >= n) in
@@ -254,10 +268,11 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
 {
     if (t && t->ndim < 2)
         return pdi_errorf(PD_ERR_INVALID, "init.orthogonal_: need at least 2 dims, got %d", t->ndim);
-    int mode = 0, st = begin(t, "orthogonal_", &mode);
+    struct init_guard gd = {0, 0};
+    int st = begin(t, "orthogonal_", &gd);
     if (st) return st;
     int64_t rows = t->shape[0], numel = pd_tensor_numel(t);
-    if (numel == 0) return end(t, pd_zeros_like(t), mode);
+    if (numel == 0) return end(t, pd_zeros_like(t), gd);
     int64_t cols = numel / rows;
     /* Work on the tall orientation (m >= n), orthonormal columns. */
     int tall = rows >= cols;
@@ -268,23 +283,27 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
         free(a);
         if (z) pdi_errorf(PD_ERR_NOMEM, "init.orthogonal_: out of memory for a %lld x %lld matrix", (long long)m,
                           (long long)n);
-        return end(t, NULL, mode);
+        return end(t, NULL, gd);
     }
     const double *zp = pd_tensor_data(z);
+    if (!zp) {
+        free(a);
+        return end(t, NULL, gd); /* meta: no values to orthonormalise */
+    }
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) a[tall ? i * n + j : j * n + i] = zp[i * cols + j];
     if (orthonormal_columns(a, m, n)) {
         free(a);
         pdi_errorf(PD_ERR_INVALID, "init.orthogonal_: random matrix was rank deficient");
-        return end(t, NULL, mode);
+        return end(t, NULL, gd);
     }
     struct pd_tensor *q = pd_empty((int64_t[]){rows, cols}, 2, PD_F64);
     if (q) {
         double *qp = pd_tensor_data(q);
-        for (int64_t i = 0; i < rows; i++)
+        for (int64_t i = 0; qp && i < rows; i++)
             for (int64_t j = 0; j < cols; j++) qp[i * cols + j] = gain * a[tall ? i * n + j : j * n + i];
-        q = pd_reshape(q, t->shape, t->ndim);
+        q = qp ? pd_reshape(q, t->shape, t->ndim) : NULL;
     }
     free(a);
-    return end(t, q, mode);
+    return end(t, q, gd);
 }

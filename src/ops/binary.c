@@ -36,25 +36,6 @@ static struct pd_tensor *as(struct pd_tensor *x, enum pd_dtype dt)
     return x->dtype == dt ? x : pd_cast(x, dt);
 }
 
-/* Dtypes each op's kernels accept (the wrappers cast into this set). */
-#define DT_NUM (PDI_DT_FLOATS | PDI_DT_INTS)
-static unsigned op_dtypes(enum pd_op op)
-{
-    switch (op) {
-    case PD_OP_add:
-    case PD_OP_mul:
-    case PD_OP_maximum:
-    case PD_OP_minimum: return PDI_DT_ALL; /* bool: or / and, like PyTorch */
-    case PD_OP_div:
-    case PD_OP_atan2: return PDI_DT_FLOATS;
-    case PD_OP_sub:
-    case PD_OP_pow:
-    case PD_OP_remainder:
-    case PD_OP_floor_divide: return DT_NUM;
-    default: return PDI_DT_ALL;
-    }
-}
-
 /* ---- infer ------------------------------------------------------------ */
 static int check_same_dtype(const struct pdi_call *c, int i, int j)
 {
@@ -70,8 +51,9 @@ int pdi_infer_binary(struct pdi_call *c)
     int rc = check_same_dtype(c, 0, 1);
     if (rc) return rc;
     enum pd_dtype dt = c->in[0]->dtype;
-    if (!(op_dtypes(c->op) & (1u << dt))) {
-        const char *hint = op_dtypes(c->op) == PDI_DT_FLOATS ? " (pd_div/pd_atan2 cast integers to f32)" : "";
+    unsigned accepted = pdi_ops[c->op].dtypes; /* the op table's dtype class */
+    if (!(accepted & (1u << dt))) {
+        const char *hint = accepted == PDI_DT_FLOATS ? " (pd_div/pd_atan2 cast integers to f32)" : "";
         return pdi_errorf(PD_ERR_INVALID, "%s: not defined for dtype %s%s", pdi_ops[c->op].name, pd_dtype_name(dt), hint);
     }
     return pdi_infer_broadcast(c);

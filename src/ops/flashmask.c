@@ -67,6 +67,7 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
                           "non-causal ones 2 (LTS, UTE) or 4 (LTS, LTE, UTS, UTE)",
                           op, (long long)C);
     static const char *names[2][4] = {{"LTS", "UTE", "", ""}, {"LTS", "LTE", "UTS", "UTE"}};
+    if (!pdi_host_read(idx, op)) return pd_last_status(); /* the values are checked on the host */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hm; h++)
             for (int64_t j = 0; j < Sk; j++)
@@ -296,11 +297,11 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
     if (pdi_attention_scale("flashmask", q, &scale)) return NULL;
     if (!(dropout >= 0 && dropout < 1))
         return pdi_error(PD_ERR_INVALID, "flashmask: dropout must be in [0, 1), got %g", dropout);
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *idx = startend_row_indices;
     if (window && q->ndim == 4 && k->ndim == 4 &&
         !(idx = pdi_flashmask_window(q->shape[0], q->shape[1], k->shape[1], window[0], window[1], causal))) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return NULL;
     }
     struct pd_tensor *in[4] = {q, k, v, idx}, *out[2];
@@ -327,6 +328,6 @@ struct pd_tensor *pd_flashmask_attention(struct pd_tensor *q, struct pd_tensor *
         r = pd_keep(out[0]);
         if (lse) *lse = pd_keep(out[1]);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return r;
 }

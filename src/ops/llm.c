@@ -549,8 +549,8 @@ struct pd_tensor *pd_sdpa(struct pd_tensor *q, struct pd_tensor *k, struct pd_te
     c.a.sdpa = (struct pdi_attrs_sdpa){.causal = causal != 0, .scale = scale, .has_mask = mask != NULL};
     /* An inner scope drops the log-sum-exp handle right away and moves the
      * result out (to the caller's scope, or to the caller outside any). */
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *r = pdi_dispatch(&c) ? NULL : pd_keep(out[0]);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return r;
 }

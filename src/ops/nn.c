@@ -450,9 +450,13 @@ static int norm_decomp(const struct pdi_call *c, struct pd_tensor **out, int cen
     enum pd_dtype ct = compute_dtype(x->dtype);
     int k = (int)c->a.norm.n_norm_axes, axes[PD_MAX_DIMS];
     for (int i = 0; i < k; i++) axes[i] = x->ndim - k + i;
+    /* mean is itself a composite: sum times 1/M, M the normalised size */
+    double inv_m = 1.0;
+    for (int i = 0; i < k; i++) inv_m /= (double)(x->shape[x->ndim - k + i] ? x->shape[x->ndim - k + i] : 1);
     struct pd_tensor *xc = cast_to(x, ct);
-    struct pd_tensor *xm = centre ? pd_sub(xc, pd_mean(xc, axes, k, 1)) : xc;
-    struct pd_tensor *y = pd_mul(xm, pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xm), axes, k, 1), c->a.norm.eps)));
+    struct pd_tensor *xm = centre ? pd_sub(xc, pd_scale(pd_sum(xc, axes, k, 1), inv_m)) : xc;
+    struct pd_tensor *var = pd_scale(pd_sum(pd_square(xm), axes, k, 1), inv_m);
+    struct pd_tensor *y = pd_mul(xm, pd_rsqrt(pd_add_scalar(var, c->a.norm.eps)));
     if (has_w) y = pd_mul(y, cast_to(c->in[1], ct));
     if (has_b) y = pd_add(y, cast_to(c->in[1 + has_w], ct));
     out[0] = cast_to(y, x->dtype);
@@ -638,7 +642,10 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
             if (cls[i] > mx) mx = cls[i];
         }
         pdi_free(cls, bytes);
-        if (rc) return NULL;
+        if (rc) {
+            pdi_error_prefix("one_hot"); /* "one_hot: to_buffer: ... is meta" */
+            return NULL;
+        }
         num_classes = mx + 1;
     }
     struct pdi_attrs a = {.one_hot = {.num_classes = num_classes}};

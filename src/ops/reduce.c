@@ -1,9 +1,13 @@
-/* paddle.c — reduction ops: public wrappers, infer-meta and VJP rules.
+/* paddle.c — reduction ops: public wrappers, infer-meta, VJP rules and the
+ * decompositions of the composite reductions (mean, var, std, logsumexp,
+ * norm).
  *
- * Attribute layout (see ops_reduce.def): axes in v[0..nv-1] (nv = 0: all
- * axes), i0 keepdim, i1 correction (var/std) or reverse (cumsum/cumprod),
- * f0 p (norm). The infer functions validate axes through pdi_axes_mask and
- * are the only place that decides output dtypes; kernels trust them.
+ * Attributes (see ops_reduce.def): every reduction's set starts with axes
+ * (empty: all axes) and keepdim, read through the reduce set (c->a.reduce)
+ * by the shared code; var/std add correction, norm adds p; the scans have
+ * their own set (axis, reverse). The infer functions validate axes through
+ * pdi_axes_mask and are the only place that decides output dtypes; kernels
+ * trust them.
  *
  * Choice: mean/var/std/logsumexp/norm are defined on floats only; their
  * public wrappers cast integer and bool input to f32 first (a call through
@@ -30,13 +34,13 @@ static int64_t mask_count(const int64_t *shape, int ndim, unsigned mask)
     return n;
 }
 
-static const char *axes_str(const struct pdi_attrs *a, char *buf, size_t n)
+static const char *axes_str(const struct pdi_ints *axes, char *buf, size_t n)
 {
-    if (a->nv == 0) { snprintf(buf, n, "all"); return buf; }
+    if (axes->n == 0) { snprintf(buf, n, "all"); return buf; }
     size_t k = 0;
     buf[0] = 0;
-    for (int i = 0; i < a->nv && k + 24 < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "[", (long long)a->v[i]);
+    for (int i = 0; i < axes->n && k + 24 < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "[", (long long)axes->v[i]);
     snprintf(buf + k, n - k, "]");
     return buf;
 }
@@ -54,9 +58,9 @@ static int reduce_meta(struct pdi_call *c, enum pd_dtype dt, int nonempty)
                           "%s: cannot reduce %s over axes %s: the reduced set is empty and %s has no identity "
                           "(reduce over non-empty axes)",
                           pdi_ops[c->op].name, pdi_shape_str(x->shape, x->ndim, b0, sizeof b0),
-                          axes_str(&c->a, b1, sizeof b1), pdi_ops[c->op].name);
+                          axes_str(&c->a.reduce.axes, b1, sizeof b1), pdi_ops[c->op].name);
     }
-    int keep = c->a.i[0] != 0;
+    int keep = c->a.reduce.keepdim != 0;
     struct pdi_meta m = {.dtype = dt};
     for (int d = 0; d < x->ndim; d++) {
         if (!(mask & (1u << d))) m.shape[m.ndim++] = x->shape[d];
@@ -89,21 +93,22 @@ int pdi_infer_reduce_float(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "%s: expects a floating-point tensor, got %s (pd_%s casts to f32 first)",
                           name, pd_dtype_name(dt), name);
     if (c->op == PD_OP_norm) {
-        double p = c->a.f[0];
+        double p = c->a.reduce_norm.p;
         if (!(p == 1.0 || p == 2.0 || isinf(p)) || p < 0)
             return pdi_errorf(PD_ERR_INVALID, "norm: p must be 1, 2 or inf, got %g", p);
     }
-    if ((c->op == PD_OP_var || c->op == PD_OP_std) && c->a.i[1] < 0)
-        return pdi_errorf(PD_ERR_INVALID, "%s: correction must be >= 0, got %lld", name, (long long)c->a.i[1]);
+    if ((c->op == PD_OP_var || c->op == PD_OP_std) && c->a.reduce_var.correction < 0)
+        return pdi_errorf(PD_ERR_INVALID, "%s: correction must be >= 0, got %lld", name,
+                          (long long)c->a.reduce_var.correction);
     return reduce_meta(c, dt, 0);
 }
 
 /* argmax, argmin: one axis or all (flattened index). */
 int pdi_infer_reduce_index(struct pdi_call *c)
 {
-    if (c->a.nv > 1)
+    if (c->a.reduce.axes.n > 1)
         return pdi_errorf(PD_ERR_INVALID, "%s: takes one axis (or none for the flattened tensor), got %d",
-                          pdi_ops[c->op].name, c->a.nv);
+                          pdi_ops[c->op].name, (int)c->a.reduce.axes.n);
     if (c->in[0]->dtype == PD_BOOL)
         return pdi_errorf(PD_ERR_INVALID, "%s: bool input is not supported (cast it first)", pdi_ops[c->op].name);
     return reduce_meta(c, PD_I64, 1);
@@ -112,8 +117,9 @@ int pdi_infer_reduce_index(struct pdi_call *c)
 /* max, min along one axis: values and int64 indices. */
 int pdi_infer_reduce_index2(struct pdi_call *c)
 {
-    if (c->a.nv != 1)
-        return pdi_errorf(PD_ERR_INVALID, "%s: takes exactly one axis, got %d", pdi_ops[c->op].name, c->a.nv);
+    if (c->a.reduce.axes.n != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: takes exactly one axis, got %d", pdi_ops[c->op].name,
+                          (int)c->a.reduce.axes.n);
     if (c->in[0]->dtype == PD_BOOL)
         return pdi_errorf(PD_ERR_INVALID, "%s: bool input is not supported (cast it first)", pdi_ops[c->op].name);
     return reduce_meta(c, c->in[0]->dtype, 1);
@@ -126,7 +132,7 @@ int pdi_infer_reduce_bool(struct pdi_call *c) { return reduce_meta(c, PD_BOOL, 0
 int pdi_infer_scan(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
-    int64_t ax = c->a.i[0];
+    int64_t ax = c->a.scan.axis;
     if (x->ndim == 0 ? ax != 0 : (ax < 0 || ax >= x->ndim))
         return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
                           (long long)ax, x->ndim);
@@ -136,33 +142,55 @@ int pdi_infer_scan(struct pdi_call *c)
 }
 
 /* ---- public wrappers ------------------------------------------------- */
-static int fill_axes(const char *op, struct pdi_attrs *a, const int *axes, int n_axes)
+static int fill_axes(const char *op, struct pdi_ints *l, const int *axes, int n_axes)
 {
     if (n_axes < 0 || n_axes > PDI_MAX_ATTR_INTS)
         return pdi_errorf(PD_ERR_INVALID, "%s: %d axes given (at most %d)", op, n_axes, PDI_MAX_ATTR_INTS);
     if (n_axes && !axes) return pdi_errorf(PD_ERR_INVALID, "%s: axes is NULL but n_axes is %d", op, n_axes);
-    for (int i = 0; i < n_axes; i++) a->v[i] = axes[i];
-    a->nv = n_axes;
+    for (int i = 0; i < n_axes; i++) l->v[i] = axes[i];
+    l->n = n_axes;
     return PD_OK;
 }
 
 /* A 0-d tensor takes axis 0 or -1 (as PyTorch); pdi_norm_axis only accepts
  * 0 there, so -1 is rewritten. */
-static void axes_0d(struct pdi_attrs *a, const struct pd_tensor *x)
+static void axes_0d(struct pdi_ints *l, const struct pd_tensor *x)
 {
     if (x->ndim == 0)
-        for (int i = 0; i < a->nv; i++)
-            if (a->v[i] == -1) a->v[i] = 0;
+        for (int i = 0; i < l->n; i++)
+            if (l->v[i] == -1) l->v[i] = 0;
 }
 
+/* Calls op with its own attribute set: axes and keepdim, plus correction
+ * for var/std and p for norm (ignored by the other reductions). The fields
+ * are written through the op's own set. */
 static struct pd_tensor *reduce_call(enum pd_op op, struct pd_tensor *x, const int *axes, int n_axes, int keepdim,
-                                     struct pdi_attrs *a)
+                                     int64_t correction, double p)
 {
     if (!x) return NULL;
-    if (fill_axes(pdi_ops[op].name, a, axes, n_axes)) return NULL;
-    axes_0d(a, x);
-    a->i[0] = keepdim != 0;
-    return pdi_call1(op, x, a);
+    struct pdi_attrs a = {0};
+    struct pdi_ints *l;
+    int64_t *keep;
+    switch (pdi_ops[op].attrs) {
+    case PDI_AS_reduce_var:
+        l = &a.reduce_var.axes, keep = &a.reduce_var.keepdim;
+        a.reduce_var.correction = correction;
+        break;
+    case PDI_AS_reduce_norm:
+        l = &a.reduce_norm.axes, keep = &a.reduce_norm.keepdim;
+        a.reduce_norm.p = p;
+        break;
+    default: l = &a.reduce.axes, keep = &a.reduce.keepdim; break;
+    }
+    if (fill_axes(pdi_ops[op].name, l, axes, n_axes)) return NULL;
+    axes_0d(l, x);
+    *keep = keepdim != 0;
+    return pdi_call1(op, x, &a);
+}
+
+static struct pd_tensor *reduce_plain(enum pd_op op, struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
+{
+    return reduce_call(op, x, axes, n_axes, keepdim, 0, 0);
 }
 
 /* Integer/bool input of a float-only reduction is cast to f32 (documented). */
@@ -174,32 +202,27 @@ static struct pd_tensor *float_input(struct pd_tensor *x)
 
 struct pd_tensor *pd_sum(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_sum, x, axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_sum, x, axes, n_axes, keepdim);
 }
 
 struct pd_tensor *pd_mean(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_mean, float_input(x), axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_mean, float_input(x), axes, n_axes, keepdim);
 }
 
 struct pd_tensor *pd_prod(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_prod, x, axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_prod, x, axes, n_axes, keepdim);
 }
 
 struct pd_tensor *pd_amax(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_amax, x, axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_amax, x, axes, n_axes, keepdim);
 }
 
 struct pd_tensor *pd_amin(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_amin, x, axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_amin, x, axes, n_axes, keepdim);
 }
 
 static struct pd_tensor *maxmin(enum pd_op op, struct pd_tensor *x, int axis, int keepdim, struct pd_tensor **indices)
@@ -208,10 +231,8 @@ static struct pd_tensor *maxmin(enum pd_op op, struct pd_tensor *x, int axis, in
     if (!x) return NULL;
     struct pd_tensor *in[1] = {x}, *out[2];
     struct pdi_call c = {.op = op, .n_in = 1, .n_out = 2, .in = in, .out = out};
-    c.a.v[0] = axis;
-    c.a.nv = 1;
-    axes_0d(&c.a, x);
-    c.a.i[0] = keepdim != 0;
+    c.a.reduce = (struct pdi_attrs_reduce){.axes = {.n = 1, .v = {axis}}, .keepdim = keepdim != 0};
+    axes_0d(&c.a.reduce.axes, x);
     if (pdi_dispatch(&c)) return NULL;
     if (indices) *indices = out[1];
     else if (pd_scope_depth() == 0) pd_tensor_release(out[1]); /* nobody else owns it */
@@ -231,8 +252,7 @@ struct pd_tensor *pd_min(struct pd_tensor *x, int axis, int keepdim, struct pd_t
 /* axis == PD_ALL_AXES: index into the flattened tensor. */
 static struct pd_tensor *argmaxmin(enum pd_op op, struct pd_tensor *x, int axis, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(op, x, &axis, axis == PD_ALL_AXES ? 0 : 1, keepdim, &a);
+    return reduce_plain(op, x, &axis, axis == PD_ALL_AXES ? 0 : 1, keepdim);
 }
 
 struct pd_tensor *pd_argmax(struct pd_tensor *x, int axis, int keepdim) { return argmaxmin(PD_OP_argmax, x, axis, keepdim); }
@@ -240,38 +260,32 @@ struct pd_tensor *pd_argmin(struct pd_tensor *x, int axis, int keepdim) { return
 
 struct pd_tensor *pd_var(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim)
 {
-    struct pdi_attrs a = {.i = {0, correction}};
-    return reduce_call(PD_OP_var, float_input(x), axes, n_axes, keepdim, &a);
+    return reduce_call(PD_OP_var, float_input(x), axes, n_axes, keepdim, correction, 0);
 }
 
 struct pd_tensor *pd_std(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim)
 {
-    struct pdi_attrs a = {.i = {0, correction}};
-    return reduce_call(PD_OP_std, float_input(x), axes, n_axes, keepdim, &a);
+    return reduce_call(PD_OP_std, float_input(x), axes, n_axes, keepdim, correction, 0);
 }
 
 struct pd_tensor *pd_logsumexp(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_logsumexp, float_input(x), axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_logsumexp, float_input(x), axes, n_axes, keepdim);
 }
 
 struct pd_tensor *pd_norm(struct pd_tensor *x, double p, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {.f = {p}};
-    return reduce_call(PD_OP_norm, float_input(x), axes, n_axes, keepdim, &a);
+    return reduce_call(PD_OP_norm, float_input(x), axes, n_axes, keepdim, 0, p);
 }
 
 struct pd_tensor *pd_all(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_all, x, axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_all, x, axes, n_axes, keepdim);
 }
 
 struct pd_tensor *pd_any(struct pd_tensor *x, const int *axes, int n_axes, int keepdim)
 {
-    struct pdi_attrs a = {0};
-    return reduce_call(PD_OP_any, x, axes, n_axes, keepdim, &a);
+    return reduce_plain(PD_OP_any, x, axes, n_axes, keepdim);
 }
 
 static struct pd_tensor *scan(enum pd_op op, struct pd_tensor *x, int axis, int reverse)
@@ -280,7 +294,7 @@ static struct pd_tensor *scan(enum pd_op op, struct pd_tensor *x, int axis, int 
     int ax = x->ndim == 0 && (axis == 0 || axis == -1) ? 0 : pdi_norm_axis(axis, x->ndim);
     if (ax < 0)
         return pdi_error(PD_ERR_INVALID, "%s: axis %d out of range for a %d-d tensor", pdi_ops[op].name, axis, x->ndim);
-    struct pdi_attrs a = {.i = {ax, reverse}};
+    struct pdi_attrs a = {.scan = {.axis = ax, .reverse = reverse}};
     return pdi_call1(op, x, &a);
 }
 
@@ -293,8 +307,9 @@ struct pd_tensor *pd_cumprod(struct pd_tensor *x, int axis) { return scan(PD_OP_
 /* The node's axes as an int list for pd_sum & co (count 0 = all axes). */
 static int node_axes(const struct pdi_node *n, int *axes)
 {
-    for (int i = 0; i < n->a.nv; i++) axes[i] = (int)n->a.v[i];
-    return n->a.nv;
+    const struct pdi_ints *l = &n->a.reduce.axes;
+    for (int i = 0; i < l->n; i++) axes[i] = (int)l->v[i];
+    return (int)l->n;
 }
 
 /* A reduced tensor (or gradient) viewed with size-1 dims at the reduced
@@ -302,7 +317,7 @@ static int node_axes(const struct pdi_node *n, int *axes)
 static struct pd_tensor *unreduce(const struct pdi_node *n, struct pd_tensor *t)
 {
     const struct pdi_meta *im = &n->in_meta[0];
-    if (!t || n->a.i[0] || im->ndim == 0) return t;
+    if (!t || n->a.reduce.keepdim || im->ndim == 0) return t;
     unsigned mask = pdi_attrs_axes_mask(&n->a, im->ndim);
     int64_t shape[PD_MAX_DIMS];
     for (int d = 0; d < im->ndim; d++) shape[d] = mask & (1u << d) ? 1 : im->shape[d];
@@ -375,7 +390,7 @@ static int vjp_maxmin(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     if (im->ndim == 0) { gin[0] = g[0]; return PD_OK; }
     struct pd_tensor *idx = pd_detach(pdi_node_out(n, 1));
     if (!idx) return pd_last_status();
-    int ax = pdi_norm_axis((int)n->a.v[0], im->ndim);
+    int ax = pdi_norm_axis((int)n->a.reduce.axes.v[0], im->ndim);
     int64_t shape[PD_MAX_DIMS];
     for (int d = 0; d < im->ndim; d++) shape[d] = d == ax ? im->shape[d] : 1;
     struct pd_tensor *ar = pd_reshape(pd_arange(0, (double)im->shape[ax], 1, PD_I64), shape, im->ndim);
@@ -391,7 +406,8 @@ int pdi_vjp_min(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
 static double var_divisor(const struct pdi_node *n)
 {
     const struct pdi_meta *im = &n->in_meta[0];
-    double d = (double)mask_count(im->shape, im->ndim, pdi_attrs_axes_mask(&n->a, im->ndim)) - (double)n->a.i[1];
+    double d = (double)mask_count(im->shape, im->ndim, pdi_attrs_axes_mask(&n->a, im->ndim)) -
+               (double)n->a.reduce_var.correction;
     return d > 0 ? d : 0;
 }
 
@@ -440,7 +456,7 @@ int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 {
     struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
     if (!x || !out) return pd_last_status();
-    double p = n->a.f[0];
+    double p = n->a.reduce_norm.p;
     struct pd_tensor *gu = unreduce(n, g[0]), *ou = unreduce(n, out), *r;
     if (p == 1.0) {
         r = pd_sign(x);
@@ -459,14 +475,14 @@ int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 
 static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
 {
-    struct pdi_attrs a = {.i = {axis, reverse}};
+    struct pdi_attrs a = {.scan = {.axis = axis, .reverse = reverse}};
     return x ? pdi_call1(op, x, &a) : NULL;
 }
 
 /* The VJP of a scan is the scan of g in the other direction. */
 int pdi_vjp_cumsum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    gin[0] = scan_dir(PD_OP_cumsum, g[0], n->a.i[0], !n->a.i[1]);
+    gin[0] = scan_dir(PD_OP_cumsum, g[0], n->a.scan.axis, !n->a.scan.reverse);
     return OK_OR_STATUS(gin[0]);
 }
 
@@ -479,7 +495,7 @@ int pdi_vjp_cumprod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
 {
     struct pd_tensor *x = pdi_node_in(n, 0), *y = pdi_node_out(n, 0);
     if (!x || !y) return pd_last_status();
-    int64_t ax = n->a.i[0], rev = n->a.i[1];
+    int64_t ax = n->a.scan.axis, rev = n->a.scan.reverse;
     struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
     struct pd_tensor *z = pd_eq(x, zero);
     struct pd_tensor *cnt = scan_dir(PD_OP_cumsum, z, ax, rev); /* int64 zeros so far */
@@ -490,4 +506,117 @@ int pdi_vjp_cumprod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     struct pd_tensor *b = scan_dir(PD_OP_cumsum, pd_mul(g[0], y1), ax, !rev);
     gin[0] = pd_where(before, a, pd_where(first, b, zero));
     return OK_OR_STATUS(gin[0]);
+}
+
+/* ---- decompositions (primitive public ops only) ---------------------- */
+/* A reduction call as the public ops take it. f16/bf16 input is computed
+ * in f32 and rounded once at the end, as the kernels do. The parts are
+ * computed with kept dims (they broadcast against x) and squeezed last. */
+struct rdec {
+    struct pd_tensor *x; /* in the compute dtype */
+    enum pd_dtype dt;    /* the op's (input and output) dtype */
+    int axes[PDI_MAX_ATTR_INTS], na, keep, ndim;
+    int64_t count;                /* elements per output */
+    int64_t shape[PD_MAX_DIMS];   /* the output shape without kept dims */
+    int nout;
+};
+
+static void rdec_init(const struct pdi_call *c, struct rdec *r)
+{
+    const struct pd_tensor *x = c->in[0];
+    const struct pdi_ints *l = &c->a.reduce.axes;
+    unsigned mask = pdi_attrs_axes_mask(&c->a, x->ndim);
+    r->dt = x->dtype;
+    r->x = x->dtype == PD_F16 || x->dtype == PD_BF16 ? pd_cast(c->in[0], PD_F32) : c->in[0];
+    r->na = (int)l->n;
+    for (int i = 0; i < r->na; i++) r->axes[i] = (int)l->v[i];
+    r->keep = c->a.reduce.keepdim != 0;
+    r->ndim = x->ndim;
+    r->count = mask_count(x->shape, x->ndim, mask);
+    r->nout = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (!(mask & (1u << d))) r->shape[r->nout++] = x->shape[d];
+}
+
+static struct pd_tensor *rdec_scalar(const struct rdec *r, double v)
+{
+    return r->x ? pd_scalar(v, r->x->dtype) : NULL;
+}
+
+/* sum over the reduced axes, dims kept */
+static struct pd_tensor *rdec_sum(const struct rdec *r, struct pd_tensor *t) { return pd_sum(t, r->axes, r->na, 1); }
+
+/* t (reduced with kept dims) as the op's output: squeezed unless keepdim,
+ * in the op's dtype. */
+static int rdec_out(const struct rdec *r, struct pd_tensor *t, struct pd_tensor **out)
+{
+    if (t && !r->keep && r->ndim > 0) t = pd_reshape(t, r->shape, r->nout);
+    if (t && t->dtype != r->dt) t = pd_cast(t, r->dt);
+    out[0] = t;
+    return OK_OR_STATUS(t);
+}
+
+/* sqrt(t) with a zero gradient where t == 0 (as the ops' VJPs: no NaN at
+ * the zero vector or a constant row). */
+static struct pd_tensor *rdec_safe_sqrt(const struct rdec *r, struct pd_tensor *t)
+{
+    struct pd_tensor *zero = pd_eq(t, rdec_scalar(r, 0));
+    return pd_where(zero, rdec_scalar(r, 0), pd_sqrt(pd_where(zero, rdec_scalar(r, 1), t)));
+}
+
+/* sum / count (an empty set gives 0 / 0 = NaN) */
+int pdi_decomp_mean(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct rdec r;
+    rdec_init(c, &r);
+    return rdec_out(&r, pd_div(rdec_sum(&r, r.x), rdec_scalar(&r, (double)r.count)), out);
+}
+
+/* sum((x - sum(x) / N)^2) / max(0, N - correction) */
+static struct pd_tensor *rdec_var(const struct pdi_call *c, const struct rdec *r)
+{
+    struct pd_tensor *mean = pd_div(rdec_sum(r, r->x), rdec_scalar(r, (double)r->count));
+    double div = (double)r->count - (double)c->a.reduce_var.correction;
+    return pd_div(rdec_sum(r, pd_square(pd_sub(r->x, mean))), rdec_scalar(r, div > 0 ? div : 0));
+}
+
+int pdi_decomp_var(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct rdec r;
+    rdec_init(c, &r);
+    return rdec_out(&r, rdec_var(c, &r), out);
+}
+
+int pdi_decomp_std(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct rdec r;
+    rdec_init(c, &r);
+    return rdec_out(&r, rdec_safe_sqrt(&r, rdec_var(c, &r)), out);
+}
+
+/* m + log(sum(exp(x - m))) with m the max, or 0 where the max is infinite
+ * (all -inf gives log(0) = -inf, a +inf gives inf); an empty set gives
+ * log(0) = -inf directly (amax has no identity). */
+int pdi_decomp_logsumexp(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct rdec r;
+    rdec_init(c, &r);
+    if (r.count == 0) return rdec_out(&r, pd_log(rdec_sum(&r, pd_exp(r.x))), out);
+    struct pd_tensor *m = pd_amax(r.x, r.axes, r.na, 1);
+    m = pd_where(pd_isinf(m), rdec_scalar(&r, 0), m);
+    return rdec_out(&r, pd_add(pd_log(rdec_sum(&r, pd_exp(pd_sub(r.x, m)))), m), out);
+}
+
+/* p = 1: sum |x|; p = 2: sqrt(sum x^2); p = inf: max |x| (0 for an empty
+ * set, the sum of nothing). */
+int pdi_decomp_norm(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct rdec r;
+    rdec_init(c, &r);
+    double p = c->a.reduce_norm.p;
+    struct pd_tensor *y;
+    if (p == 2.0) y = rdec_safe_sqrt(&r, rdec_sum(&r, pd_square(r.x)));
+    else if (p == 1.0 || r.count == 0) y = rdec_sum(&r, pd_abs(r.x));
+    else y = pd_amax(pd_abs(r.x), r.axes, r.na, 1);
+    return rdec_out(&r, y, out);
 }

@@ -12,7 +12,9 @@
  *     is* tests return bool for any input.
  *
  * VJP rules use public ops only, so they are differentiable again
- * (create_graph). Masks (x > 0, lo <= x <= hi, ...) are built from unary
+ * (create_graph). The composite ops (gelu, silu, softplus, mish) have
+ * decompositions into primitive ops (checked against the op by the
+ * harness). Masks (x > 0, lo <= x <= hi, ...) are built from unary
  * ops under no_grad: sign(relu(x)) is 1 where x > 0 and 0 elsewhere, and
  * being computed without history it acts as a constant in higher orders.
  */
@@ -31,12 +33,13 @@ int pdi_infer_float_same(struct pdi_call *c)
                           "%s: expected a floating-point input (f32, f64, f16, bf16), got %s "
                           "(the public pd_%s promotes integers to f32)",
                           name, pd_dtype_name(x->dtype), name);
-    if (c->op == PD_OP_gelu && c->a.i[0] != 0 && c->a.i[0] != 1)
+    if (c->op == PD_OP_gelu && c->a.gelu.approximate != 0 && c->a.gelu.approximate != 1)
         return pdi_errorf(PD_ERR_INVALID, "gelu: approximate must be 0 (erf) or 1 (tanh), got %lld",
-                          (long long)c->a.i[0]);
-    if (c->op == PD_OP_softplus && (c->a.f[0] == 0 || !isfinite(c->a.f[0]) || isnan(c->a.f[1])))
+                          (long long)c->a.gelu.approximate);
+    const struct pdi_attrs_softplus *sp = &c->a.softplus;
+    if (c->op == PD_OP_softplus && (sp->beta == 0 || !isfinite(sp->beta) || isnan(sp->threshold)))
         return pdi_errorf(PD_ERR_INVALID, "softplus: beta must be finite and non-zero and threshold not NaN, got "
-                          "beta %g, threshold %g", c->a.f[0], c->a.f[1]);
+                          "beta %g, threshold %g", sp->beta, sp->threshold);
     pdi_meta_of(x, &c->meta[0]);
     return PD_OK;
 }
@@ -50,7 +53,7 @@ int pdi_infer_bool(struct pdi_call *c)
 
 int pdi_infer_cast(struct pdi_call *c)
 {
-    int64_t dt = c->a.i[0];
+    int64_t dt = c->a.cast.dtype;
     if (dt < 0 || dt >= PD_DTYPE_COUNT)
         return pdi_errorf(PD_ERR_INVALID, "cast: target dtype %lld is not a valid dtype (0..%d)", (long long)dt,
                           PD_DTYPE_COUNT - 1);
@@ -176,7 +179,7 @@ int pdi_vjp_relu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 int pdi_vjp_leaky_relu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     /* slope + (1 - slope) * [x > 0] */
-    double s = n->a.f[0];
+    double s = n->a.leaky_relu.negative_slope;
     RET_GIN(gmul(g[0], pd_add_scalar(pd_scale(pos_mask(pdi_node_in(n, 0)), 1.0 - s), s)));
 }
 
@@ -186,14 +189,14 @@ int pdi_vjp_elu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
      * masked so that large positive x cannot overflow. */
     struct pd_tensor *x = pdi_node_in(n, 0);
     struct pd_tensor *pos = pos_mask(x), *negm = one_minus(pos);
-    struct pd_tensor *e = pd_scale(pd_exp(pd_mul(x, negm)), n->a.f[0]);
+    struct pd_tensor *e = pd_scale(pd_exp(pd_mul(x, negm)), n->a.elu.alpha);
     RET_GIN(gmul(g[0], pd_add(pos, pd_mul(negm, e))));
 }
 
 int pdi_vjp_gelu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *x = pdi_node_in(n, 0), *d;
-    if (n->a.i[0] == 0) {
+    if (n->a.gelu.approximate == 0) {
         /* Phi(x) + x phi(x) */
         struct pd_tensor *cdf = pd_add_scalar(pd_scale(pd_erf(pd_scale(x, M_SQRT1_2)), 0.5), 0.5);
         struct pd_tensor *pdf = pd_scale(pd_exp(pd_scale(pd_square(x), -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
@@ -221,7 +224,7 @@ int pdi_vjp_silu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 int pdi_vjp_softplus(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     /* sigmoid(beta x) where beta x <= threshold, 1 where it is linear. */
-    double beta = n->a.f[0], thr = n->a.f[1];
+    double beta = n->a.softplus.beta, thr = n->a.softplus.threshold;
     struct pd_tensor *x = pdi_node_in(n, 0);
     struct pd_tensor *bx = pd_scale(x, beta);
     struct pd_tensor *lin = pos_mask(pd_add_scalar(bx, -thr));
@@ -248,7 +251,7 @@ int pdi_vjp_clip(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 {
     /* Gradient flows where lo <= x <= hi (inclusive, like PyTorch):
      * relu(1 - [lo - x > 0] - [x - hi > 0]). */
-    double lo = n->a.f[0], hi = n->a.f[1];
+    double lo = n->a.clip.lo, hi = n->a.clip.hi;
     struct pd_tensor *x = pdi_node_in(n, 0);
     int prev = pd_no_grad_begin();
     struct pd_tensor *below = pos_mask(pd_add_scalar(pd_neg(x), lo));
@@ -260,7 +263,7 @@ int pdi_vjp_clip(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
 
 int pdi_vjp_pow_scalar(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    double p = n->a.f[0];
+    double p = n->a.pow_scalar.exponent;
     struct pd_tensor *x = pdi_node_in(n, 0);
     if (p == 0) RET_GIN(x ? pd_zeros_like(x) : NULL);
     RET_GIN(gmul(g[0], pd_scale(pd_pow_scalar(x, p - 1.0), p)));
@@ -268,7 +271,7 @@ int pdi_vjp_pow_scalar(struct pdi_node *n, struct pd_tensor *const *g, struct pd
 
 int pdi_vjp_scale(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    RET_GIN(pd_scale(g[0], n->a.f[0]));
+    RET_GIN(pd_scale(g[0], n->a.scale.s));
 }
 
 int pdi_vjp_add_scalar(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
@@ -285,6 +288,64 @@ int pdi_vjp_cast(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     enum pd_dtype dt = n->in_meta[0].dtype;
     if (!pd_dtype_is_float(dt)) return PD_OK;
     RET_GIN(pd_cast(g[0], dt));
+}
+
+/* ---- decompositions (primitive public ops only) ---------------------- */
+/* f16/bf16 inputs are computed in f32 and rounded once at the end, as the
+ * kernels do; f32 and f64 in their own dtype. */
+static struct pd_tensor *decomp_in(struct pd_tensor *x)
+{
+    return x->dtype == PD_F16 || x->dtype == PD_BF16 ? pd_cast(x, PD_F32) : x;
+}
+
+static int decomp_out(struct pd_tensor *y, enum pd_dtype dt, struct pd_tensor **out)
+{
+    out[0] = y && y->dtype != dt ? pd_cast(y, dt) : y;
+    return out[0] ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_STATE);
+}
+
+/* log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exp never overflows. */
+static struct pd_tensor *softplus1(struct pd_tensor *x)
+{
+    return pd_add(pd_relu(x), pd_log1p(pd_exp(pd_neg(pd_abs(x)))));
+}
+
+int pdi_decomp_gelu(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *x = decomp_in(c->in[0]), *y;
+    if (c->a.gelu.approximate == 0) {
+        /* x/2 (1 + erf(x / sqrt(2))) */
+        y = pd_mul(pd_scale(x, 0.5), pd_add_scalar(pd_erf(pd_scale(x, M_SQRT1_2)), 1.0));
+    } else {
+        /* x/2 (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
+         * the sigmoid form has no cancellation in the negative tail */
+        struct pd_tensor *u = pd_add(x, pd_scale(pd_mul(x, pd_square(x)), 0.044715));
+        y = pd_mul(x, pd_sigmoid(pd_scale(u, 2.0 * M_2_SQRTPI * M_SQRT1_2)));
+    }
+    return decomp_out(y, c->in[0]->dtype, out);
+}
+
+int pdi_decomp_silu(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *x = decomp_in(c->in[0]);
+    return decomp_out(pd_mul(x, pd_sigmoid(x)), c->in[0]->dtype, out);
+}
+
+/* softplus1(beta x) / beta, and x itself where beta x > threshold. */
+int pdi_decomp_softplus(const struct pdi_call *c, struct pd_tensor **out)
+{
+    double beta = c->a.softplus.beta, thr = c->a.softplus.threshold;
+    struct pd_tensor *x = decomp_in(c->in[0]);
+    struct pd_tensor *bx = pd_scale(x, beta);
+    struct pd_tensor *linear = bx ? pd_gt(bx, pd_scalar(thr, bx->dtype)) : NULL;
+    return decomp_out(pd_where(linear, x, pd_scale(softplus1(bx), 1.0 / beta)), c->in[0]->dtype, out);
+}
+
+/* x tanh(softplus(x)) */
+int pdi_decomp_mish(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *x = decomp_in(c->in[0]);
+    return decomp_out(pd_mul(x, pd_tanh(softplus1(x))), c->in[0]->dtype, out);
 }
 
 /* ---- public wrappers ------------------------------------------------- */
@@ -325,19 +386,19 @@ struct pd_tensor *pd_relu(struct pd_tensor *x) { return un(PD_OP_relu, x, NULL);
 
 struct pd_tensor *pd_leaky_relu(struct pd_tensor *x, double negative_slope)
 {
-    struct pdi_attrs a = {.f = {negative_slope}};
+    struct pdi_attrs a = {.leaky_relu = {.negative_slope = negative_slope}};
     return unf(PD_OP_leaky_relu, x, &a);
 }
 
 struct pd_tensor *pd_elu(struct pd_tensor *x, double alpha)
 {
-    struct pdi_attrs a = {.f = {alpha}};
+    struct pdi_attrs a = {.elu = {.alpha = alpha}};
     return unf(PD_OP_elu, x, &a);
 }
 
 struct pd_tensor *pd_gelu(struct pd_tensor *x, int approximate)
 {
-    struct pdi_attrs a = {.i = {approximate}};
+    struct pdi_attrs a = {.gelu = {.approximate = approximate}};
     return unf(PD_OP_gelu, x, &a);
 }
 
@@ -345,7 +406,7 @@ struct pd_tensor *pd_silu(struct pd_tensor *x) { return unf(PD_OP_silu, x, NULL)
 
 struct pd_tensor *pd_softplus(struct pd_tensor *x, double beta, double threshold)
 {
-    struct pdi_attrs a = {.f = {beta, threshold}};
+    struct pdi_attrs a = {.softplus = {.beta = beta, .threshold = threshold}};
     return unf(PD_OP_softplus, x, &a);
 }
 
@@ -360,25 +421,25 @@ struct pd_tensor *pd_clip(struct pd_tensor *x, double lo, double hi)
 {
     if (!x) return NULL;
     if (isnan(lo) || isnan(hi)) return pdi_error(PD_ERR_INVALID, "clip: bounds must not be NaN (got %g, %g)", lo, hi);
-    struct pdi_attrs a = {.f = {lo, hi}};
+    struct pdi_attrs a = {.clip = {.lo = lo, .hi = hi}};
     return un(PD_OP_clip, x, &a);
 }
 
 struct pd_tensor *pd_pow_scalar(struct pd_tensor *x, double exponent)
 {
-    struct pdi_attrs a = {.f = {exponent}};
+    struct pdi_attrs a = {.pow_scalar = {.exponent = exponent}};
     return unf(PD_OP_pow_scalar, x, &a);
 }
 
 struct pd_tensor *pd_scale(struct pd_tensor *x, double s)
 {
-    struct pdi_attrs a = {.f = {s}};
+    struct pdi_attrs a = {.scale = {.s = s}};
     return un(PD_OP_scale, x, &a);
 }
 
 struct pd_tensor *pd_add_scalar(struct pd_tensor *x, double s)
 {
-    struct pdi_attrs a = {.f = {s}};
+    struct pdi_attrs a = {.add_scalar = {.value = s}};
     return un(PD_OP_add_scalar, x, &a);
 }
 
@@ -390,7 +451,7 @@ struct pd_tensor *pd_cast(struct pd_tensor *x, enum pd_dtype dt)
         pd_tensor_retain(x);
         return pdi_scope_add(x);
     }
-    struct pdi_attrs a = {.i = {dt}};
+    struct pdi_attrs a = {.cast = {.dtype = dt}};
     return un(PD_OP_cast, x, &a);
 }
 

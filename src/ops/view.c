@@ -543,9 +543,9 @@ static struct pd_tensor *rebase(struct pd_tensor *a, struct pd_tensor *r, const 
         return pdi_error(PD_ERR_INVALID,
                          "%s: in-place update of a tensor that shares storage with a view, with autograd on, is not "
                          "supported; clone it first", op);
-    int prev = pd_set_grad_enabled(0);
-    struct pd_tensor *ok = pd_copy_(a, r);
-    pd_set_grad_enabled(prev);
+    int mode = pd_no_grad_begin();
+    struct pd_tensor *ok = mode < 0 ? NULL : pd_copy_(a, r);
+    if (mode >= 0 && pd_grad_mode_end(mode)) ok = NULL;
     if (!ok) return NULL;
     if (r->grad_fn) {
         pdi_node_retain(r->grad_fn);
@@ -589,7 +589,7 @@ struct pd_tensor *pd_scale_(struct pd_tensor *a, double s)
     if (needs_rebase(a, NULL)) return rebase(a, pd_scale(pd_clone(a), s), "scale_");
     struct pd_tensor *in[1] = {a}, *out[1];
     struct pdi_call c = {.op = PD_OP_scale, .n_in = 1, .n_out = 1, .in = in, .out = out, .inplace = 1};
-    c.a.f[0] = s;
+    c.a.scale.s = s;
     return pdi_dispatch(&c) ? NULL : a;
 }
 
@@ -612,9 +612,9 @@ struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
     if (!inplace_check(dst, "copy_") || !src) return NULL;
     if (pd_is_grad_enabled() && src->requires_grad)
         return pdi_error(PD_ERR_INVALID, "copy_: src requires grad; copy under no_grad or use an out-of-place op");
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int rc = copy_into(dst, src);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return rc ? NULL : dst;
 }
 

@@ -29,14 +29,14 @@ int pdi_grad_owned(const struct pd_tensor *g)
 int pdi_grad_scale_copy(struct pd_tensor *leaf, double coef)
 {
     int prev = pd_no_grad_begin();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *ng = pd_scale(leaf->grad, coef);
     if (ng) {
         pd_tensor_retain(ng);
         pd_tensor_release(leaf->grad);
         leaf->grad = ng;
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);
     return ng ? PD_OK : pd_last_status();
 }
@@ -50,7 +50,7 @@ static double grads_sumsq(struct pd_tensor *const *params, int n)
     int ng = 0, rc = PD_OK;
     double ss = 0;
     int prev = pd_no_grad_begin();
-    pd_scope_begin(); /* contiguous copies of strided gradients, the result */
+    int scope_tok = pd_scope_begin(); /* contiguous copies of strided gradients, the result */
     for (int i = 0; i < n && !rc; i++) {
         struct pd_tensor *t = params[i]->grad;
         if (!t) continue;
@@ -61,9 +61,9 @@ static double grads_sumsq(struct pd_tensor *const *params, int n)
         struct pd_tensor *out[1];
         struct pdi_call c = {.op = PD_OP_grad_sumsq, .n_in = ng, .n_out = 1, .in = g, .out = out};
         rc = pdi_dispatch(&c);
-        if (!rc) ss = pd_item(out[0]);
+        if (!rc) rc = pdi_host_scalar(out[0], "clip_grad_norm", &ss); /* the one host read */
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);
     free(g);
     return rc ? -1 : ss;

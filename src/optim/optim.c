@@ -105,10 +105,10 @@ void pd_optimizer_destroy(struct pd_optimizer *o)
 static struct pd_tensor *state_new(struct pd_tensor *t, int copy)
 {
     int prev = pd_no_grad_begin();
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *s = copy ? pd_cast(t, PD_F32) : pd_zeros(t->shape, t->ndim, PD_F32);
     if (s) pd_tensor_retain(s);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);
     return s;
 }
@@ -417,7 +417,7 @@ int pd_optimizer_step(struct pd_optimizer *o)
     if (!pend) return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
     int rc = PD_OK, n_pend = 0;
     int prev = pd_no_grad_begin();
-    pd_scope_begin(); /* temporaries of grads needing a cast or a copy */
+    int scope_tok = pd_scope_begin(); /* temporaries of grads needing a cast or a copy */
     for (int i = 0; i < o->n && !rc; i++) {
         struct pd_tensor *g = step_grad(&o->params[i], &rc);
         if (!g) continue;
@@ -436,7 +436,7 @@ int pd_optimizer_step(struct pd_optimizer *o)
     }
     for (int i = 0; i < n_pend; i++)
         if (!pend[i].done) pend[i].p->step--;
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);
     free(pend);
     if (!rc) o->step_count++;

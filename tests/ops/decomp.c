@@ -113,14 +113,14 @@ static double tol_of(const struct opt_row *r, enum pd_dtype dt)
 static int check_forward(const struct opt_row *r, enum pd_dtype dt, uint64_t seed)
 {
     int fail = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *in[OPT_MAX_IN], *a[4], *b[4];
     for (int k = 0; k < r->n_in; k++) in[k] = opt_make_input(&r->in[k], dt, seed, k);
     struct capture cap;
     if (capture_row(r, in, &cap)) {
         printf("FAIL %s [%s] decomposition: the row never dispatched %s (%s)\n", r->name, pd_dtype_name(dt),
                pdi_ops[r->op].name, pd_last_error());
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return 1;
     }
     if (run_op(&cap, a)) {
@@ -134,7 +134,7 @@ static int check_forward(const struct opt_row *r, enum pd_dtype dt, uint64_t see
             fail = close_enough("decomposition", r, dt, j, a[j], b[j], tol_of(r, dt));
     }
     capture_release(&cap);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return fail;
 }
 
@@ -148,7 +148,7 @@ static struct pd_tensor *projection(struct pd_tensor *y, struct pd_tensor *w)
 static int check_grad(const struct opt_row *r, uint64_t seed)
 {
     int fail = 0, n_g = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *in[OPT_MAX_IN], *leaves[OPT_MAX_IN], *ga[OPT_MAX_IN], *gb[OPT_MAX_IN], *a[4], *b[4];
     for (int k = 0; k < r->n_in; k++) {
         in[k] = opt_make_input(&r->in[k], PD_F64, seed, k);
@@ -159,7 +159,7 @@ static int check_grad(const struct opt_row *r, uint64_t seed)
     }
     struct capture cap;
     if (n_g == 0 || capture_row(r, in, &cap)) {
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return 0; /* the forward check reports a row that never calls the op */
     }
     if (run_op(&cap, a) || run_decomp(&cap, b)) {
@@ -185,7 +185,7 @@ static int check_grad(const struct opt_row *r, uint64_t seed)
         }
     }
     capture_release(&cap);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return fail;
 }
 

@@ -118,7 +118,7 @@ static int compare(const char *what, const struct opt_row *r, enum pd_dtype dt, 
 static int run_forward(const struct opt_row *r, enum pd_dtype dt, uint64_t seed)
 {
     int fail = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *in[OPT_MAX_IN];
     for (int k = 0; k < r->n_in; k++) in[k] = opt_make_input(&r->in[k], dt, seed, k);
     pdi_force_backend(-1);
@@ -138,14 +138,14 @@ static int run_forward(const struct opt_row *r, enum pd_dtype dt, uint64_t seed)
         }
     }
     pdi_force_backend(-1);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return fail;
 }
 
 /* L = sum(fn(in) * w), evaluated under no_grad. */
 static double eval_loss(const struct opt_row *r, struct pd_tensor **in, struct pd_tensor *w)
 {
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     int prev = pd_no_grad_begin();
     struct pd_tensor *y = r->fn(in);
     double l = NAN;
@@ -154,7 +154,7 @@ static double eval_loss(const struct opt_row *r, struct pd_tensor **in, struct p
         l = pd_item(pd_sum(pd_mul(yc, w), NULL, 0, 0));
     }
     pd_grad_mode_end(prev);
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return l;
 }
 
@@ -163,7 +163,7 @@ static double eval_loss(const struct opt_row *r, struct pd_tensor **in, struct p
 static int run_gradcheck(const struct opt_row *r, uint64_t seed)
 {
     int fail = 0;
-    pd_scope_begin();
+    int scope_tok = pd_scope_begin();
     struct pd_tensor *in[OPT_MAX_IN], *gin[OPT_MAX_IN], *g[OPT_MAX_IN];
     int n_g = 0, which[OPT_MAX_IN];
     for (int k = 0; k < r->n_in; k++) {
@@ -177,11 +177,11 @@ static int run_gradcheck(const struct opt_row *r, uint64_t seed)
             gin[n_g++] = leaf;
         }
     }
-    if (n_g == 0) { pd_scope_end(); return 0; }
+    if (n_g == 0) { pd_scope_end(scope_tok); return 0; }
     struct pd_tensor *y = r->fn(in);
     if (!y) {
         printf("FAIL %s [grad]: forward: %s\n", r->name, pd_last_error());
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return 1;
     }
     if (!pd_dtype_is_float(y->dtype) || !y->requires_grad || pd_tensor_numel(y) == 0) {
@@ -189,7 +189,7 @@ static int run_gradcheck(const struct opt_row *r, uint64_t seed)
             printf("FAIL %s [grad]: output does not require grad\n", r->name);
             fail = 1;
         }
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return fail;
     }
     struct pd_generator *gen = pd_generator_create(seed);
@@ -199,7 +199,7 @@ static int run_gradcheck(const struct opt_row *r, uint64_t seed)
     struct pd_tensor *L = pd_sum(pd_mul(yc, w), NULL, 0, 0);
     if (!L || pd_grad(&L, 1, gin, n_g, NULL, 0, 0, 1, g)) {
         printf("FAIL %s [grad]: backward: %s\n", r->name, pd_last_error());
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         return 1;
     }
     double eps = r->fd_eps > 0 ? r->fd_eps : 1e-6;
@@ -229,7 +229,7 @@ static int run_gradcheck(const struct opt_row *r, uint64_t seed)
         }
         free(ga);
     }
-    pd_scope_end();
+    pd_scope_end(scope_tok);
     return fail;
 }
 

@@ -34,7 +34,7 @@ static struct pd_tensor *zero_cols(struct pd_tensor *x, struct pd_tensor *z, int
 /* Reversed scans are only reachable through the op table (VJP direction). */
 static struct pd_tensor *scan_rev(enum pd_op op, struct pd_tensor *x, int axis)
 {
-    struct pdi_attrs a = {.i = {axis, 1}};
+    struct pdi_attrs a = {.scan = {.axis = axis, .reverse = 1}};
     return pdi_call1(op, x, &a);
 }
 

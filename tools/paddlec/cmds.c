@@ -268,7 +268,7 @@ int cmd_bench(int argc, char **argv)
     double *t = malloc(sizeof *t * (size_t)(steps + 1));
     pd_llama_train(m, 1);
     for (int s = 0; s <= steps; s++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x = pd_randint((int64_t[]){batch, seq}, 2, 0, c.vocab_size, PD_I64, g);
         struct pd_tensor *y = pd_randint((int64_t[]){batch, seq}, 2, 0, c.vocab_size, PD_I64, g);
         double t0 = cli_now();
@@ -277,7 +277,7 @@ int cmd_bench(int argc, char **argv)
         t[s] = cli_now() - t0;
         struct pd_state_dict *p = pd_llama_state_dict(m);
         for (int i = 0; i < pd_state_dict_size(p); i++) pd_tensor_zero_grad(pd_state_dict_tensor(p, i));
-        pd_scope_end();
+        pd_scope_end(scope_tok);
     }
     qsort(t + 1, (size_t)steps, sizeof *t, cmp_double);
     double med = t[1 + steps / 2];

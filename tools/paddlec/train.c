@@ -434,18 +434,18 @@ double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int ba
 {
     struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len);
     if (!it) return NAN;
-    int was = pd_llama_is_training(m), prev = pd_no_grad_begin();
+    int was = pd_llama_is_training(m), ng = pd_no_grad_begin();
     pd_llama_train(m, 0);
     double sum = 0;
     int64_t n = 0;
     for (int k = 0; k < max_batches; k++) {
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         struct pd_tensor *x = NULL, *y = NULL;
         int b = pd_dataset_iter_next(it, &x, &y);
         if (b > 0 && answer_only) y = cli_answer_targets(x, y);
         struct pd_tensor *l = b <= 0 ? NULL : cli_loss(m, x, y, pack);
         double lv = l ? pd_item(l) : NAN;
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         if (b <= 0) {
             if (b < 0) n = 0;
             break;
@@ -454,7 +454,7 @@ double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int ba
         n += b;
     }
     pd_llama_train(m, was);
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     pd_dataset_iter_destroy(it);
     return n ? sum / (double)n : NAN;
 }
@@ -708,7 +708,7 @@ int cmd_train(int argc, char **argv)
     if (r->profile && pd_profiler_begin()) cli_fail_pd("--profile");
     while (R.step < r->steps) {
         double lr = pd_lr_schedule_at(&sched, R.step), sum = 0;
-        pd_scope_begin();
+        int scope_tok = pd_scope_begin();
         for (int k = 0; k < r->accum; k++) {
             struct pd_tensor *x, *y;
             if (pd_dataset_batch(R.ds, PD_SPLIT_TRAIN, r->batch, r->seq_len, R.data_gen, &x, &y))
@@ -731,7 +731,7 @@ int cmd_train(int argc, char **argv)
                      (long long)R.step + 1, loss, gnorm);
         if (pd_optimizer_set_lr(R.opt, -1, lr) || pd_optimizer_step(R.opt)) cli_fail_pd("optimizer step failed");
         pd_optimizer_zero_grad(R.opt);
-        pd_scope_end();
+        pd_scope_end(scope_tok);
         R.step++;
         if (r->profile && R.step - first == r->profile) finish_profile(r->out);
         double el = cli_now() - t_start, per = el / (double)(R.step - first);

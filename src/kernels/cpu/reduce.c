@@ -566,7 +566,7 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
     case PD_OP_amax: rc = engine_run(k, &g, P_MAX, NULL, res); break;
     case PD_OP_amin: rc = engine_run(k, &g, P_MIN, NULL, res); break;
     case PD_OP_norm: {
-        double p = k->a->f[0];
+        double p = k->a->reduce_norm.p;
         rc = engine_run(k, &g, p == 1.0 ? P_ASUM : p == 2.0 ? P_SQSUM : P_AMAXABS, NULL, res);
         if (p == 2.0)
             for (int64_t o = 0; o < nout; o++) res[o] = sqrt(res[o]);
@@ -579,7 +579,7 @@ static int cpu_float_reduce(const struct pdi_kcall *k)
         rc = engine_run(k, &g, P_SUM, NULL, tmp);
         for (int64_t o = 0; o < nout; o++) tmp[o] /= nred;
         if (!rc) rc = engine_run(k, &g, P_SQDSUM, tmp, res);
-        double div = nred - (double)k->a->i[1];
+        double div = nred - (double)k->a->reduce_var.correction;
         if (div < 0) div = 0;
         for (int64_t o = 0; o < nout; o++) {
             res[o] /= div;
@@ -832,7 +832,7 @@ PDI_FOR(par, o, outer, {
 static int cpu_scan(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
-    int ax = (int)k->a->i[0], rev = k->a->i[1] != 0, prod = k->op == PD_OP_cumprod;
+    int ax = (int)k->a->scan.axis, rev = k->a->scan.reverse != 0, prod = k->op == PD_OP_cumprod;
     if (pdi_kview_numel(x) == 0) return PD_OK;
     if ((x->dtype == PD_F32 || x->dtype == PD_F64) && x->ndim > 0 && ax < x->ndim - 1 && pdi_kview_contiguous(x)) {
         scan_rows(x, y, ax, prod, rev);

@@ -30,7 +30,7 @@
 #endif
 
 #include "core/kernel.h"
-#include "kernels/unary_classes.h"
+#include "kernels/common.h"
 #include "kernels/cpu/unary_math.h"
 
 #define TILE 512
@@ -205,8 +205,26 @@ struct uctx {
     enum pd_op op;
     enum pd_dtype xt, yt;
     const struct pdi_attrs *a;
+    double p[2];      /* the op's scalar attributes (op_params) */
     int64_t clo, chi; /* integer clip bounds, inside the dtype */
 };
+
+/* The scalar attributes of op, read from its set by name, as the two
+ * parameters the per-domain math uses: negative_slope, alpha, exponent,
+ * s or value in p[0]; softplus (beta, threshold) and clip (lo, hi) in both. */
+static void op_params(enum pd_op op, const struct pdi_attrs *a, double *p)
+{
+    switch (op) {
+    case PD_OP_leaky_relu: p[0] = a->leaky_relu.negative_slope; break;
+    case PD_OP_elu: p[0] = a->elu.alpha; break;
+    case PD_OP_softplus: p[0] = a->softplus.beta; p[1] = a->softplus.threshold; break;
+    case PD_OP_clip: p[0] = a->clip.lo; p[1] = a->clip.hi; break;
+    case PD_OP_pow_scalar: p[0] = a->pow_scalar.exponent; break;
+    case PD_OP_scale: p[0] = a->scale.s; break;
+    case PD_OP_add_scalar: p[0] = a->add_scalar.value; break;
+    default: break;
+    }
+}
 
 #define MAP(expr)                                                      \
     do {                                                               \
@@ -237,7 +255,7 @@ static void trig_f32(enum pd_op op, float *y, const float *x, int64_t m)
 
 static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
 {
-    const double *f = c->a->f;
+    const double *f = c->p;
     float f0 = (float)f[0], f1 = (float)f[1];
     switch (c->op) {
     case PD_OP_neg: MAP(-v); break;
@@ -261,7 +279,7 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
     case PD_OP_leaky_relu: MAP(pdi_vsel(v > 0.0f, v, v * f0)); break;
     case PD_OP_elu: MAP(pdi_vsel(v > 0.0f, v, f0 * pdi_vexpm1f(v))); break;
     case PD_OP_gelu:
-        if (c->a->i[0] == 0) MAP(pdi_vgelu_erff(v));
+        if (c->a->gelu.approximate == 0) MAP(pdi_vgelu_erff(v));
         else MAP(pdi_vgelu_tanhf(v));
         break;
     case PD_OP_silu: MAP(pdi_vsiluf(v)); break;
@@ -305,7 +323,7 @@ static void f32_apply(const struct uctx *c, float *y, const float *x, int64_t m)
 
 static void f64_apply(const struct uctx *c, double *y, const double *x, int64_t m)
 {
-    double f0 = c->a->f[0], f1 = c->a->f[1];
+    double f0 = c->p[0], f1 = c->p[1];
     switch (c->op) {
     case PD_OP_neg: MAPD(-v); break;
     case PD_OP_abs: MAPD(fabs(v)); break;
@@ -336,7 +354,7 @@ static int integral_scalar(double s) { return s == floor(s) && fabs(s) <= 0x1p62
 static void i64_apply(const struct uctx *c, int64_t *y, const int64_t *x, int64_t m)
 {
     /* scale/add_scalar reach here only with an integral |s| <= 2^62 */
-    int64_t s = integral_scalar(c->a->f[0]) ? (int64_t)c->a->f[0] : 0, lo = c->clo, hi = c->chi;
+    int64_t s = integral_scalar(c->p[0]) ? (int64_t)c->p[0] : 0, lo = c->clo, hi = c->chi;
     switch (c->op) {
     case PD_OP_neg: for (int64_t i = 0; i < m; i++) y[i] = wrapi(0u - (uint64_t)x[i]); break;
     case PD_OP_abs: for (int64_t i = 0; i < m; i++) y[i] = x[i] < 0 ? wrapi(0u - (uint64_t)x[i]) : x[i]; break;
@@ -461,7 +479,8 @@ static int cpu_unary(const struct pdi_kcall *k)
 {
     struct pd_kview y = k->out[0], x = k->in[0];
     struct pd_kview *ops[2] = {&y, &x};
-    struct uctx c = {k->op, x.dtype, y.dtype, k->a, 0, 0};
+    struct uctx c = {k->op, x.dtype, y.dtype, k->a, {0, 0}, 0, 0};
+    op_params(k->op, k->a, c.p);
     pdi_iter_fn fn;
     int xf = pd_dtype_is_float(x.dtype), yf = pd_dtype_is_float(y.dtype);
     if (k->op == PD_OP_logical_not || k->op == PD_OP_isnan || k->op == PD_OP_isinf || k->op == PD_OP_isfinite) {
@@ -475,21 +494,22 @@ static int cpu_unary(const struct pdi_kcall *k)
         else fn = run_f32;
     } else if (xf) {
         fn = x.dtype == PD_F64 ? run_f64 : run_f32;
-    } else if ((k->op == PD_OP_scale || k->op == PD_OP_add_scalar) && !integral_scalar(k->a->f[0])) {
+    } else if ((k->op == PD_OP_scale || k->op == PD_OP_add_scalar) && !integral_scalar(c.p[0])) {
         fn = run_f64; /* x * 0.5 on integers: through double, truncating */
     } else {
         double dlo, dhi;
         int_range(y.dtype, &dlo, &dhi);
-        c.clo = (int64_t)fmin(fmax(ceil(k->a->f[0]), dlo), dhi);
-        c.chi = (int64_t)fmax(fmin(floor(k->a->f[1]), dhi), dlo);
+        c.clo = (int64_t)fmin(fmax(ceil(c.p[0]), dlo), dhi);
+        c.chi = (int64_t)fmax(fmin(floor(c.p[1]), dhi), dlo);
         fn = run_i64;
     }
     pdi_iter(2, ops, y.shape, y.ndim, fn, &c);
     return PD_OK;
 }
 
+/* One kernel for every unary op and every dtype of its class. */
 void pdi_register_cpu_unary(void)
 {
-    pdi_register_unary_classes(PDI_BACKEND_CPU, cpu_unary, cpu_unary, cpu_unary);
-    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_cast, PDI_DT_ALL, cpu_unary);
+    for (size_t i = 0; i < PDI_COUNT_OF(pdi_unary_ops); i++)
+        pdi_register_by_class(PDI_BACKEND_CPU, pdi_unary_ops[i], cpu_unary, cpu_unary, cpu_unary);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/kernel.h"
+#include "kernels/common.h"
 
 static int is_float(enum pd_dtype dt) { return pd_dtype_is_float(dt); }
 
@@ -185,24 +186,21 @@ static int ref_where(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* Every dtype of each op's class (the op table's dtypes column). */
 void pdi_register_ref_binary(void)
 {
-    const unsigned num = PDI_DT_FLOATS | PDI_DT_INTS;
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_add, PDI_DT_ALL, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_sub, num, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_mul, PDI_DT_ALL, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_div, PDI_DT_FLOATS, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_pow, num, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_maximum, PDI_DT_ALL, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_minimum, PDI_DT_ALL, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_remainder, num, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_floor_divide, num, ref_arith);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_atan2, PDI_DT_FLOATS, ref_arith);
-    const enum pd_op cmp[] = {PD_OP_eq, PD_OP_ne, PD_OP_lt, PD_OP_le, PD_OP_gt, PD_OP_ge};
-    for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_REF, cmp[i], PDI_DT_ALL, ref_compare);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_logical_and, PDI_DT_ALL, ref_logical);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_logical_or, PDI_DT_ALL, ref_logical);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_logical_xor, PDI_DT_ALL, ref_logical);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_where, PDI_DT_ALL, ref_where);
+    static const struct {
+        enum pd_op op;
+        pdi_kernel_fn fn;
+    } k[] = {
+        {PD_OP_add, ref_arith},       {PD_OP_sub, ref_arith},       {PD_OP_mul, ref_arith},
+        {PD_OP_div, ref_arith},       {PD_OP_pow, ref_arith},       {PD_OP_maximum, ref_arith},
+        {PD_OP_minimum, ref_arith},   {PD_OP_remainder, ref_arith}, {PD_OP_floor_divide, ref_arith},
+        {PD_OP_atan2, ref_arith},     {PD_OP_eq, ref_compare},      {PD_OP_ne, ref_compare},
+        {PD_OP_lt, ref_compare},      {PD_OP_le, ref_compare},      {PD_OP_gt, ref_compare},
+        {PD_OP_ge, ref_compare},      {PD_OP_logical_and, ref_logical}, {PD_OP_logical_or, ref_logical},
+        {PD_OP_logical_xor, ref_logical}, {PD_OP_where, ref_where},
+    };
+    for (size_t i = 0; i < PDI_COUNT_OF(k); i++)
+        pdi_register_by_class(PDI_BACKEND_REF, k[i].op, k[i].fn, k[i].fn, k[i].fn);
 }

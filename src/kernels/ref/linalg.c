@@ -32,16 +32,19 @@ static void store_all(const struct pd_kview *y, const double *acc)
     for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, acc[i]);
 }
 
-static double *zeroed(int64_t n)
+/* n zeroed doubles of the call's scratch (release frees them). */
+static double *zeroed(const struct pdi_kcall *k, int64_t n)
 {
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(double);
-    double *p = pdi_alloc(bytes);
+    double *p = pdi_kscratch_zero(k, bytes);
     if (!p) return pdi_error(PD_ERR_NOMEM, "out of memory (%zu bytes of reference scratch)", bytes);
-    memset(p, 0, bytes);
     return p;
 }
 
-static void release(double *p, int64_t n) { pdi_free(p, (size_t)(n > 0 ? n : 1) * sizeof(double)); }
+static void release(const struct pdi_kcall *k, double *p, int64_t n)
+{
+    pdi_kscratch_free(k, p, (size_t)(n > 0 ? n : 1) * sizeof(double));
+}
 
 /* ---- matmul ---------------------------------------------------------- */
 /* y[b..., i, j] = sum_k op(a)[b..., i, k] op(b)[b..., k, j]; a and b are
@@ -103,7 +106,7 @@ static int ref_conv(const struct pdi_kcall *k, enum conv_mode mode)
     int64_t oc = w->shape[0], cg = w->shape[1], kh = w->shape[2], kw = w->shape[3];
     int64_t oh = y->shape[2], ow = y->shape[3], og = oc / groups;
     int64_t total = pdi_kview_numel(res);
-    double *acc = zeroed(total);
+    double *acc = zeroed(k, total);
     if (!acc) return PD_ERR_NOMEM;
     for (int64_t n = 0; n < nn; n++)
     for (int64_t o = 0; o < oc; o++)
@@ -131,7 +134,7 @@ static int ref_conv(const struct pdi_kcall *k, enum conv_mode mode)
         }
     }
     store_all(res, acc);
-    release(acc, total);
+    release(k, acc, total);
     return PD_OK;
 }
 
@@ -184,7 +187,7 @@ static int ref_pool(const struct pdi_kcall *k, enum pool_mode mode)
     int64_t nn = xv->shape[0], cc = xv->shape[1], hh = xv->shape[2], ww = xv->shape[3];
     int64_t oh = yv->shape[2], ow = yv->shape[3];
     int64_t total = pdi_kview_numel(res);
-    double *acc = zeroed(total);
+    double *acc = zeroed(k, total);
     if (!acc) return PD_ERR_NOMEM;
     for (int64_t n = 0; n < nn; n++)
     for (int64_t c = 0; c < cc; c++)
@@ -215,7 +218,7 @@ static int ref_pool(const struct pdi_kcall *k, enum pool_mode mode)
         if (mode == POOL_AVG) acc[yi] = s / cnt;
     }
     store_all(res, acc);
-    release(acc, total);
+    release(k, acc, total);
     return PD_OK;
 }
 

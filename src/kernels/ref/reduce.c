@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/kernel.h"
+#include "kernels/common.h"
 
 struct geom {
     int nk, nr;
@@ -107,7 +108,7 @@ static double reduce_float(enum pd_op op, const struct pdi_attrs *a, const struc
             double d = pdi_load(elem(g, base, r), dt) - mean;
             s += d * d;
         }
-        double div = (double)n - (double)a->i[1];
+        double div = (double)n - (double)a->reduce_var.correction;
         double v = s / (div > 0 ? div : 0);
         return op == PD_OP_std ? sqrt(v) : v;
     }
@@ -123,7 +124,7 @@ static double reduce_float(enum pd_op op, const struct pdi_attrs *a, const struc
         for (int64_t r = 0; r < n; r++) s += exp(pdi_load(elem(g, base, r), dt) - m);
         return log(s) + m;
     case PD_OP_norm: {
-        double p = a->f[0];
+        double p = a->reduce_norm.p;
         for (int64_t r = 0; r < n; r++) {
             double v = fabs(pdi_load(elem(g, base, r), dt));
             if (p == 1.0) s += v;
@@ -219,11 +220,11 @@ static int ref_reduce(const struct pdi_kcall *k)
 static int ref_scan(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
-    unsigned mask = x->ndim ? 1u << k->a->i[0] : 0;
+    unsigned mask = x->ndim ? 1u << k->a->scan.axis : 0;
     struct geom gx, gy;
     geom_init(x, mask, &gx);
     geom_init(y, mask, &gy);
-    int rev = k->a->i[1] != 0, prod = k->op == PD_OP_cumprod;
+    int rev = k->a->scan.reverse != 0, prod = k->op == PD_OP_cumprod;
     int ints = !pd_dtype_is_float(y->dtype);
     int64_t n = gx.nred;
     for (int64_t o = 0; o < gx.nout; o++) {
@@ -249,15 +250,12 @@ static int ref_scan(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* Every dtype of each op's class (the op table's dtypes column). */
 void pdi_register_ref_reduce(void)
 {
-    static const enum pd_op all_dt[] = {PD_OP_sum, PD_OP_prod, PD_OP_amax, PD_OP_amin, PD_OP_max, PD_OP_min,
-                                        PD_OP_argmax, PD_OP_argmin, PD_OP_all, PD_OP_any};
-    static const enum pd_op float_dt[] = {PD_OP_mean, PD_OP_var, PD_OP_std, PD_OP_logsumexp, PD_OP_norm};
-    for (size_t i = 0; i < sizeof all_dt / sizeof all_dt[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_REF, all_dt[i], PDI_DT_ALL, ref_reduce);
-    for (size_t i = 0; i < sizeof float_dt / sizeof float_dt[0]; i++)
-        pdi_kernel_register_mask(PDI_BACKEND_REF, float_dt[i], PDI_DT_FLOATS, ref_reduce);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_cumsum, PDI_DT_ALL, ref_scan);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_cumprod, PDI_DT_ALL, ref_scan);
+    for (size_t i = 0; i < PDI_COUNT_OF(pdi_reduce_ops); i++) {
+        enum pd_op op = pdi_reduce_ops[i];
+        pdi_kernel_fn fn = op == PD_OP_cumsum || op == PD_OP_cumprod ? ref_scan : ref_reduce;
+        pdi_register_by_class(PDI_BACKEND_REF, op, fn, fn, fn);
+    }
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/kernel.h"
-#include "kernels/unary_classes.h"
+#include "kernels/common.h"
 
 /* ---- the float semantics, in double ---------------------------------- */
 double pdi_unary_ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
@@ -38,18 +38,18 @@ double pdi_unary_ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
     case PD_OP_tanh: return tanh(v);
     case PD_OP_sigmoid: return 1.0 / (1.0 + exp(-v));
     case PD_OP_relu: return v > 0 || isnan(v) ? v : 0.0;
-    case PD_OP_leaky_relu: return v > 0 ? v : v * a->f[0];
-    case PD_OP_elu: return v > 0 ? v : a->f[0] * expm1(v);
+    case PD_OP_leaky_relu: return v > 0 ? v : v * a->leaky_relu.negative_slope;
+    case PD_OP_elu: return v > 0 ? v : a->elu.alpha * expm1(v);
     case PD_OP_gelu:
-        if (a->i[0] == 0) return 0.5 * v * erfc(-v * M_SQRT1_2);
+        if (a->gelu.approximate == 0) return 0.5 * v * erfc(-v * M_SQRT1_2);
         /* PyTorch's x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), written
          * as x / (1 + exp(-2u)) (the same function) to avoid 1 + tanh(u)
          * cancelling for negative x */
         return v / (1.0 + exp(-2.0 * M_2_SQRTPI * M_SQRT1_2 * (v + 0.044715 * v * v * v)));
     case PD_OP_silu: return v / (1.0 + exp(-v));
     case PD_OP_softplus: {
-        double bv = a->f[0] * v;
-        return bv > a->f[1] ? v : log1p(exp(bv)) / a->f[0];
+        double beta = a->softplus.beta, bv = beta * v;
+        return bv > a->softplus.threshold ? v : log1p(exp(bv)) / beta;
     }
     case PD_OP_mish: return v * tanh(log1p(exp(v)));
     case PD_OP_erf: return erf(v);
@@ -58,12 +58,13 @@ double pdi_unary_ref_op(enum pd_op op, double v, const struct pdi_attrs *a)
     case PD_OP_round: return nearbyint(v); /* default mode: half to even */
     case PD_OP_trunc: return trunc(v);
     case PD_OP_clip: {
-        double r = v < a->f[0] ? a->f[0] : v;
-        return r > a->f[1] ? a->f[1] : r; /* lo > hi gives hi, like PyTorch */
+        double lo = a->clip.lo, hi = a->clip.hi;
+        double r = v < lo ? lo : v;
+        return r > hi ? hi : r; /* lo > hi gives hi, like PyTorch */
     }
-    case PD_OP_pow_scalar: return pow(v, a->f[0]);
-    case PD_OP_scale: return v * a->f[0];
-    case PD_OP_add_scalar: return v + a->f[0];
+    case PD_OP_pow_scalar: return pow(v, a->pow_scalar.exponent);
+    case PD_OP_scale: return v * a->scale.s;
+    case PD_OP_add_scalar: return v + a->add_scalar.value;
     case PD_OP_logical_not: return v == 0;
     case PD_OP_isnan: return isnan(v);
     case PD_OP_isinf: return isinf(v);
@@ -103,10 +104,15 @@ static int ref_int(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
     int64_t n = pdi_kview_numel(y);
-    double s = k->a->f[0], dlo, dhi;
+    double s = k->op == PD_OP_scale ? k->a->scale.s : k->op == PD_OP_add_scalar ? k->a->add_scalar.value : 0;
+    double dlo, dhi;
     int_range(y->dtype, &dlo, &dhi);
     /* clip bounds: the nearest integers inside [lo, hi], within the dtype */
-    double clo = fmin(fmax(ceil(k->a->f[0]), dlo), dhi), chi = fmax(fmin(floor(k->a->f[1]), dhi), dlo);
+    double clo = 0, chi = 0;
+    if (k->op == PD_OP_clip) {
+        clo = fmin(fmax(ceil(k->a->clip.lo), dlo), dhi);
+        chi = fmax(fmin(floor(k->a->clip.hi), dhi), dlo);
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t v = pdi_load_int(pdi_kview_ptr(x, i), x->dtype), r = v;
         char *out = pdi_kview_ptr(y, i);
@@ -150,8 +156,15 @@ static int ref_cast(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* From the op table's dtypes column: the float formula on float dtypes, the
+ * exact integer one on integer dtypes; the tests read every dtype through
+ * double (exact for them); cast has its own kernel. */
 void pdi_register_ref_unary(void)
 {
-    pdi_register_unary_classes(PDI_BACKEND_REF, ref_float, ref_int, ref_float);
-    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_cast, PDI_DT_ALL, ref_cast);
+    for (size_t i = 0; i < PDI_COUNT_OF(pdi_unary_ops); i++) {
+        enum pd_op op = pdi_unary_ops[i];
+        if (op == PD_OP_cast) pdi_register_by_class(PDI_BACKEND_REF, op, ref_cast, ref_cast, ref_cast);
+        else if (pdi_unary_is_test(op)) pdi_register_by_class(PDI_BACKEND_REF, op, ref_float, ref_float, ref_float);
+        else pdi_register_by_class(PDI_BACKEND_REF, op, ref_float, ref_int, NULL);
+    }
 }
