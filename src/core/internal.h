@@ -25,22 +25,23 @@
 void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v);
 
 struct pdi_storage {
+    /* the four ints first: 72 bytes, no padding (fl_get clears it per op) */
     int refcount;
+    int external;     /* data not ours to free (alloc is NULL) */
+    int meta;         /* no bytes (data == NULL): shapes only, made by the meta executor */
+    /* The backend whose call made it (PDI_BACKEND_CPU for host code outside
+     * the dispatcher; -1 for external and meta storages), and below, the
+     * allocator that made data and frees it, whatever the default is by
+     * then (NULL for external and meta storages). */
+    int backend;
     void *data;
     size_t nbytes;
     uint64_t version; /* bumped by every in-place write; checked on saved tensors */
-    int external;     /* data not ours to free (alloc is NULL) */
     /* live-storage registry (pdi_storage_track_begin): serial > 0 while
      * linked; 0 for a storage made with tracking off. */
     uint64_t serial;
     struct pdi_storage *live_prev, *live_next;
-    int meta;         /* no bytes (data == NULL): shapes only, made by the meta executor */
-    /* The allocator that made data and frees it, whatever the default is by
-     * then; and the backend whose call made it (PDI_BACKEND_CPU for host
-     * code outside the dispatcher; -1 for external and meta storages, whose
-     * alloc is NULL). */
     const struct pd_allocator *alloc;
-    int backend;
 };
 
 struct pdi_node;
