@@ -35,9 +35,9 @@ int main(void)
            -4 * sin(2.0) * exp(2.0));
 
     /* 3. no_grad: nothing is recorded */
-    int prev = pd_no_grad_begin();
+    int ng = pd_no_grad_begin();
     struct pd_tensor *y = pd_mul(x, x);
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     printf("under no_grad requires_grad = %d\n", pd_tensor_requires_grad(y));
 
     /* 4. a hook clips the gradient arriving at x */

@@ -237,11 +237,11 @@ int main(int argc, char **argv)
     double acc = -1;
     if (!failed) {
         int scope_tok = pd_scope_begin();
-        int prev = pd_no_grad_begin();
+        int ng = pd_no_grad_begin();
         struct pd_tensor *logits = forward(p, xt);
         if (logits) acc = accuracy(logits, yt);
         else fprintf(stderr, "digits: %s\n", pd_last_error());
-        pd_grad_mode_end(prev);
+        pd_grad_mode_end(ng);
         pd_scope_end(scope_tok);
         if (acc >= 0)
             printf("test accuracy %.1f%% (%d held-out images, %d training, %d steps of %d)\n", 100 * acc, n_test,

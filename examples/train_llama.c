@@ -26,7 +26,7 @@
 static double val_loss(struct pd_llama *m, struct pd_text_dataset *ds)
 {
     struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, BATCH, SEQ);
-    int prev = pd_no_grad_begin(), n = 0;
+    int ng = pd_no_grad_begin(), n = 0;
     double sum = 0;
     pd_llama_train(m, 0);
     for (int k = 0; k < 4; k++) {
@@ -39,7 +39,7 @@ static double val_loss(struct pd_llama *m, struct pd_text_dataset *ds)
         pd_scope_end(scope_tok);
     }
     pd_llama_train(m, 1);
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     pd_dataset_iter_destroy(it);
     return n ? sum / n : NAN;
 }

@@ -87,14 +87,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "train_mlp: %s\n", pd_last_error());
             return 1;
         }
-        int prev = pd_no_grad_begin();
+        int ng = pd_no_grad_begin();
         for (int i = 0; i < 6; i++) {
             /* v = momentum * v + grad; w -= lr * v */
             pd_add_(pd_scale_(p[i].v, momentum), pd_tensor_grad(p[i].w));
             pd_add_(p[i].w, pd_scale(p[i].v, -lr));
             pd_tensor_zero_grad(p[i].w);
         }
-        pd_grad_mode_end(prev);
+        pd_grad_mode_end(ng);
         if (step % 250 == 0 || step == 1) {
             struct pd_tensor *pred = pd_argmax(logits, 1, 0);
             double acc = pd_item(pd_mean(pd_cast(pd_eq(pred, y), PD_F32), NULL, 0, 0));
@@ -106,10 +106,10 @@ int main(int argc, char **argv)
     struct pd_tensor *xt, *yt;
     make_spirals(&xt, &yt, 99);
     int scope_tok = pd_scope_begin();
-    int prev = pd_no_grad_begin();
+    int ng = pd_no_grad_begin();
     struct pd_tensor *pred = pd_argmax(forward(p, xt), 1, 0);
     double acc = pd_item(pd_mean(pd_cast(pd_eq(pred, yt), PD_F32), NULL, 0, 0));
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     printf("held-out accuracy %.1f%% (%d points, %d classes)\n", 100 * acc, N_CLASSES * N_PER_CLASS, N_CLASSES);
     pd_scope_end(scope_tok);
     for (int i = 0; i < 6; i++) {

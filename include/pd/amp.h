@@ -46,10 +46,13 @@ enum pd_autocast_policy {
     PD_AUTOCAST_POLICY_COUNT
 };
 /* Turns autocast to dt (PD_BF16 or PD_F16) on this thread. Returns a token
- * (>= 0) for pd_autocast_end, which restores the previous state; guards
- * nest. A negative status for another dtype. */
+ * (> 0) for pd_autocast_end, which restores the previous state; a negative
+ * status for another dtype. The guard is an entry of the thread's mode
+ * stack (shared with grad mode and the executor): guards nest strictly, and
+ * pd_autocast_end fails with PD_ERR_STATE, popping nothing, when its token
+ * is not the innermost open mode. Returns status. */
 int pd_autocast_begin(enum pd_dtype dt);
-void pd_autocast_end(int token);
+int pd_autocast_end(int token);
 /* The current autocast dtype, or -1 when off. */
 int pd_autocast_dtype(void);
 /* Override the policy of an op by its table name ("matmul", "softmax"...).

@@ -41,13 +41,24 @@ int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const
             struct pd_tensor *const *grad_outputs, int create_graph, int retain_graph, int allow_unused,
             struct pd_tensor **grads);
 
-/* Grad mode (thread-local). Guards nest: begin returns the previous mode,
- * end restores it. */
+/* Grad mode (per thread). The guards are entries of the thread's mode stack
+ * (shared with autocast and the executor): begin returns a token (> 0; a
+ * negative status if the stack cannot grow), end takes it and restores the
+ * mode the begin replaced. Guards nest strictly: end fails with PD_ERR_STATE,
+ * popping nothing, when its token is not the innermost open mode (a guard
+ * begun later is still open, or the token was ended already).
+ *
+ *     int tok = pd_no_grad_begin();
+ *     ...                                  // ops record no graph
+ *     pd_grad_mode_end(tok);
+ *
+ * pd_set_grad_enabled changes the current mode without a guard (returns the
+ * previous one); the innermost open guard's end restores its own state. */
 int pd_is_grad_enabled(void);
-int pd_set_grad_enabled(int enabled);   /* returns the previous mode */
+int pd_set_grad_enabled(int enabled);
 int pd_no_grad_begin(void);
 int pd_enable_grad_begin(void);
-void pd_grad_mode_end(int previous);
+int pd_grad_mode_end(int token);
 
 /* Hook on the gradient flowing into t. It may return a replacement (a new
  * tensor) or NULL to keep the gradient as it is. */

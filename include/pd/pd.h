@@ -15,4 +15,5 @@
 #include "pd/debug.h"
 #include "pd/profiler.h"
 #include "pd/flashmask.h"
+#include "pd/meta.h"
 #endif

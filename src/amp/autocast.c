@@ -1,17 +1,19 @@
 /* paddle.c — autocast: the dispatcher's stage 2 (docs/design.md §1).
  *
- * The hook is installed in pdi_autocast_hook by the first pd_autocast_begin
- * and stays installed; while autocast is off on a thread it returns at the
- * first test (one thread-local read per op). When an op's policy asks for a
- * dtype some floating input (not f64) does not have, the hook casts those
- * inputs with pd_cast and dispatches the op again on the cast inputs with
- * autocast off for that nested call, then reports the call as handled. The
- * nested dispatch re-runs infer (the output dtype follows the new inputs)
- * and records autograd and scope ownership itself; the casts are ops, so
- * gradients flow back through them to the original (f32) tensors.
+ * Autocast is a per-thread mode (core/modes.c): pd_autocast_begin pushes the
+ * dtype on the thread's mode stack and the dispatcher calls
+ * pdi_autocast_stage only while pdi_modes.autocast is a dtype (one
+ * thread-local test per op otherwise). When an op's policy asks for a dtype
+ * some floating input (not f64) does not have, the stage casts those inputs
+ * with pd_cast and dispatches the op again on the cast inputs with autocast
+ * off (a mode entry of its own) for that nested call, then reports the call
+ * as handled. The nested dispatch re-runs infer (the output dtype follows
+ * the new inputs) and records autograd and scope ownership itself; the casts
+ * are ops, so gradients flow back through them to the original (f32)
+ * tensors.
  *
  * Ownership: the cast tensors belong to the current scope; outside every
- * scope the hook releases them after the call (the op's GradNode keeps what
+ * scope the stage releases them after the call (the op's GradNode keeps what
  * it saved). Policies are one global byte per op, initialised from the op
  * table's amp column on first use (pd_autocast_set_op_policy overrides).
  */
@@ -24,7 +26,6 @@
 
 static unsigned char policy[PD_OP_COUNT];
 static pthread_once_t policy_once = PTHREAD_ONCE_INIT;
-static PDI_TLS int ac_dtype = -1;
 
 /* The defaults are the op table's amp column. */
 void pd_autocast_reset_policies(void)
@@ -59,20 +60,25 @@ static int eligible(enum pd_dtype dt, enum pd_dtype target)
     return dt != target && (dt == PD_F32 || dt == PD_BF16 || dt == PD_F16);
 }
 
-static int autocast_hook(struct pdi_call *c)
+int pdi_autocast_stage(struct pdi_call *c)
 {
-    if (ac_dtype < 0 || c->inplace || c->n_writes) return 0; /* never write into casts */
+    if (c->inplace || c->n_writes) return 0; /* never write into casts */
     int p = policy[c->op];
     if (p == PD_AUTOCAST_FOLLOW) return 0;
-    enum pd_dtype target = p == PD_AUTOCAST_LOWER ? (enum pd_dtype)ac_dtype : PD_F32;
+    enum pd_dtype target = p == PD_AUTOCAST_LOWER ? (enum pd_dtype)pdi_modes.autocast : PD_F32;
     int need = 0;
     for (int i = 0; i < c->n_in; i++) need |= eligible(c->in[i]->dtype, target);
     if (!need) return 0;
 
     struct pd_tensor *small[8], **in = c->n_in <= 8 ? small : malloc(sizeof *in * (size_t)c->n_in);
     if (!in) return pdi_errorf(PD_ERR_NOMEM, "autocast: out of memory");
-    int saved = ac_dtype, rc = PD_OK;
-    ac_dtype = -1; /* the casts and the nested call are not autocast again */
+    /* the casts and the nested call are not autocast again */
+    int off = pdi_mode_begin(PDI_MODE_AUTOCAST, -1, NULL, NULL);
+    if (off < 0) {
+        if (in != small) free(in);
+        return off;
+    }
+    int rc = PD_OK;
     for (int i = 0; i < c->n_in; i++) {
         in[i] = eligible(c->in[i]->dtype, target) ? pd_cast(c->in[i], target) : c->in[i];
         if (!in[i]) {
@@ -88,7 +94,7 @@ static int autocast_hook(struct pdi_call *c)
         for (int i = 0; i < c->n_in; i++)
             if (in[i] != c->in[i]) pd_tensor_release(in[i]);
 out:
-    ac_dtype = saved;
+    pdi_mode_end(PDI_MODE_AUTOCAST, off, "autocast"); /* the innermost: the nested modes ended */
     if (in != small) free(in);
     return rc ? (rc < 0 ? rc : PD_ERR_INVALID) : 1;
 }
@@ -99,16 +105,9 @@ int pd_autocast_begin(enum pd_dtype dt)
         return pdi_errorf(PD_ERR_INVALID, "autocast_begin: dtype %s; expected bf16 or f16",
                           (unsigned)dt < PD_DTYPE_COUNT ? pd_dtype_name(dt) : "invalid");
     pthread_once(&policy_once, policy_init);
-    pdi_autocast_hook = autocast_hook;
-    int token = ac_dtype + 1; /* 0: was off */
-    ac_dtype = dt;
-    return token;
+    return pdi_mode_begin(PDI_MODE_AUTOCAST, (int)dt, NULL, NULL);
 }
 
-void pd_autocast_end(int token)
-{
-    if (token < 0 || token > PD_DTYPE_COUNT) return;
-    ac_dtype = token - 1;
-}
+int pd_autocast_end(int token) { return pdi_mode_end(PDI_MODE_AUTOCAST, token, "autocast_end"); }
 
-int pd_autocast_dtype(void) { return ac_dtype; }
+int pd_autocast_dtype(void) { return pdi_modes.autocast; }

@@ -98,7 +98,9 @@ static int unscale_grads(struct pd_optimizer *o, double inv, int *found)
         c.a.amp_unscale.inv_scale = inv;
         c.a.amp_unscale.n_inplace = n_own;
         rc = pdi_dispatch(&c);
-        if (!rc) *found = pd_item(out[0]) != 0; /* the one host read */
+        double f = 0;
+        if (!rc) rc = pdi_host_scalar(out[0], "grad_scaler", &f); /* the one host read */
+        *found = f != 0;
     }
     pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);

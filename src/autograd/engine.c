@@ -267,7 +267,8 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         else rc = deliver_leaf(r, t, seeds[i]);
     }
     /* 4. run */
-    int prev = pd_set_grad_enabled(r->create_graph);
+    int mode = r->create_graph ? pd_enable_grad_begin() : pd_no_grad_begin();
+    if (mode < 0) return mode;
     for (int k = 0; k < r->n && rc == PD_OK; k++) {
         int scope_tok = pd_scope_begin();
         rc = run_node(r, k);
@@ -279,8 +280,8 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         rc = flush_leaf(r, r->leaves[i].leaf, r->leaves[i].grad);
         pd_scope_end(scope_tok);
     }
-    pd_set_grad_enabled(prev);
-    return rc;
+    int end = pd_grad_mode_end(mode);
+    return rc ? rc : end;
 }
 
 static void run_free(struct run *r)

@@ -1,4 +1,4 @@
-/* paddle.c — GradNodes: recording, saved tensors, grad mode, hooks.
+/* paddle.c — GradNodes: recording, saved tensors, hooks.
  *
  * Ownership: an output tensor holds a reference to its grad_fn node; a node
  * holds references to the nodes (and leaves) its edges point to and to its
@@ -14,19 +14,8 @@
 
 #include "core/internal.h"
 
-static PDI_TLS int grad_disabled;
+/* Grad mode is a per-thread mode: src/core/modes.c. */
 static uint64_t node_seq;
-
-int pd_is_grad_enabled(void) { return !grad_disabled; }
-int pd_set_grad_enabled(int enabled)
-{
-    int prev = !grad_disabled;
-    grad_disabled = !enabled;
-    return prev;
-}
-int pd_no_grad_begin(void) { return pd_set_grad_enabled(0); }
-int pd_enable_grad_begin(void) { return pd_set_grad_enabled(1); }
-void pd_grad_mode_end(int previous) { pd_set_grad_enabled(previous); }
 
 void pdi_node_retain(struct pdi_node *n)
 {

@@ -34,6 +34,7 @@ struct pdi_storage {
      * linked; 0 for a storage made with tracking off. */
     uint64_t serial;
     struct pdi_storage *live_prev, *live_next;
+    int meta;         /* no bytes (data == NULL): shapes only, made by the meta executor */
 };
 
 struct pdi_node;
@@ -80,6 +81,17 @@ int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt);
 /* A new handle viewing base's storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
                                    int ndim, int64_t offset);
+/* A tensor whose storage has no bytes (meta: data NULL, nbytes counted in
+ * the meta statistics); shape, dtype and strides as pdi_tensor_new's. Views
+ * of it share its storage, so they are meta too. */
+struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dtype dt);
+static inline int pdi_is_meta(const struct pd_tensor *t) { return t->st->meta; }
+/* Live bytes of meta storages (process-wide; src/core/meta.c): adjusted
+ * when a meta storage is made or freed. peak is the high-water mark since
+ * the last pdi_meta_peak_set. */
+void pdi_meta_account(int64_t delta);
+void pdi_meta_bytes(int64_t *live, int64_t *peak);
+void pdi_meta_peak_set(int64_t peak);
 /* Register t in the innermost scope (if any); returns t. */
 struct pd_tensor *pdi_scope_add(struct pd_tensor *t);
 
@@ -98,6 +110,33 @@ typedef void (*pdi_storage_fn)(struct pdi_storage *st, void *ctx);
 /* Calls fn on every listed storage, oldest first, under the registry's
  * lock: fn must not make or free storages. Returns how many. */
 int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx);
+/* ---- host access (src/core/meta.c) ------------------------------------ */
+/* The one entry point through which host code outside kernels reads (or
+ * writes) a tensor's bytes: pd_tensor_data, pd_to_buffer, pd_item, pd_get,
+ * printing, and wrappers that read data (one_hot's num_classes, the counts
+ * of nonzero and unique, FlashMask's index check). Returns the address of
+ * t's element 0. A meta tensor has no bytes: NULL with the error
+ * "<what>: a meta tensor (no data) ...". Each call is an event for the host
+ * observers: the tensor, the access, `what` and the first call site outside
+ * the library (captured only while an observer is installed). */
+#define PDI_HOST_READ 1u
+#define PDI_HOST_WRITE 2u
+void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what);
+static inline const void *pdi_host_read(const struct pd_tensor *t, const char *what)
+{
+    return pdi_host_access(t, PDI_HOST_READ, what);
+}
+/* The value of a one-element tensor read on the host (a library's own
+ * data-dependent decision: the clipping norm, the scaler's found_inf),
+ * through pdi_host_access: status, PD_ERR_INVALID for a meta tensor, where
+ * pd_item's NaN could not be told from a NaN value. */
+int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out);
+/* site: a raw return address (pdi_site_str resolves it) or NULL. Install
+ * before running ops: the list is not guarded against concurrent reads. */
+typedef void (*pdi_host_observer_fn)(const struct pd_tensor *t, unsigned access, const char *what, void *site,
+                                     void *ctx);
+int pdi_host_observer_add(pdi_host_observer_fn fn, void *ctx);
+void pdi_host_observer_remove(pdi_host_observer_fn fn, void *ctx);
 
 /* ---- the op table ---------------------------------------------------- */
 struct pdi_meta {
@@ -124,6 +163,7 @@ struct pdi_call {
      * storage version of every written input once the kernel ran. Observers
      * (before and after) read it here. */
     int n_writes;
+    int before_seen;              /* the `before` observers ran (set by the dispatcher) */
     /* debug identity, set by the dispatcher: "<dbg_scope>/<op>_<dbg_n>"
      * (pdi_call_name); dbg_site: the user's return address (call-site
      * capture on) or NULL (pdi_call_site). */
@@ -200,13 +240,74 @@ struct pd_tensor *pdi_call1(enum pd_op op, struct pd_tensor *x, const struct pdi
 struct pd_tensor *pdi_call2(enum pd_op op, struct pd_tensor *x, struct pd_tensor *y, const struct pdi_attrs *a);
 struct pd_tensor *pdi_calln(enum pd_op op, struct pd_tensor *const *in, int n_in, const struct pdi_attrs *a);
 
-/* Extension points of the dispatcher (docs/design.md §1). Each is NULL until a later
- * module installs it. A hook returns 1 if it handled the call completely
- * (outputs set), 0 to continue, negative on error. */
-typedef int (*pdi_stage_fn)(struct pdi_call *c);
-extern pdi_stage_fn pdi_autocast_hook;   /* stage 2: may replace c->in with cast inputs */
-extern pdi_stage_fn pdi_distribute_hook; /* stage 3 */
-extern pdi_stage_fn pdi_trace_hook;      /* stage 4 (capture instead of run) */
+/* ---- modes: per-thread state that changes what an op does ------------ */
+/* Grad mode, autocast and the executor are modes. Each begin pushes an entry
+ * on the thread's mode stack and returns a token (> 0; a negative status on
+ * failure); the end takes the token, checks that its entry is the innermost
+ * one, and only then pops it and restores what the begin replaced. A wrong
+ * token is an error that pops nothing. Nothing here is process-wide: one
+ * thread's modes never change another thread's ops. The current values are
+ * cached in pdi_modes, which the dispatcher reads on every op. */
+enum pdi_mode_kind { PDI_MODE_GRAD, PDI_MODE_AUTOCAST, PDI_MODE_EXECUTOR, PDI_MODE_COUNT };
+struct pdi_executor;
+struct pdi_modes {
+    const struct pdi_executor *exec; /* NULL: the eager executor */
+    void *exec_ctx;
+    int autocast;                    /* enum pd_dtype, or -1: off */
+    int grad_off;                    /* grad mode disabled */
+};
+extern PDI_TLS struct pdi_modes pdi_modes;
+/* Push a mode: kind GRAD (value: grad enabled 0/1), AUTOCAST (value: dtype
+ * or -1 for off), EXECUTOR (ex, ctx; use pdi_executor_begin). Returns the
+ * token or a negative status. */
+int pdi_mode_begin(enum pdi_mode_kind kind, int value, const struct pdi_executor *ex, void *ctx);
+/* Pop the innermost mode if token is it and of that kind; `who` names the
+ * caller in the error ("pd_autocast_end"). Returns status. */
+int pdi_mode_end(enum pdi_mode_kind kind, int token, const char *who);
+int pdi_mode_depth(void); /* entries on this thread's stack */
+static inline int pdi_grad_enabled(void) { return !pdi_modes.grad_off; }
+
+/* ---- executors: stage 4 of the dispatcher ----------------------------- */
+/* An executor makes the outputs of a call whose metas are inferred (stage
+ * 1) and whose inputs are final (after autocast): the eager executor (the
+ * default) allocates them and runs the kernel; the meta executor
+ * (ops/exec_meta.c) makes storage-less tensors; a trace or SPMD executor
+ * plugs in the same way. Contract of run:
+ *   - fill c->out[0..n_out-1] with new tensors (refcount 1, not in a scope;
+ *     out[0] = in[0] for an in-place call) or return a status having
+ *     released what it made;
+ *   - never record autograd nor call observers: the dispatcher does both
+ *     for the user's call afterwards, whichever executor ran it (observers'
+ *     `before` callbacks run after a plugged executor's run returns, or
+ *     inside it if it delegated the call to pdi_exec_eager.run);
+ *   - it may dispatch other calls (e.g. the local ops of a sharded call),
+ *     switching modes around them with tokens.
+ * The struct is versioned as sqlite's VFS: slots after `run` are optional
+ * (NULL), and later versions only append slots. */
+#define PDI_EXECUTOR_ABI 1
+struct pdi_executor {
+    int abi_version;   /* PDI_EXECUTOR_ABI when the struct was compiled */
+    const char *name;  /* "eager", "meta", ... */
+    int (*run)(struct pdi_call *c, void *ctx);
+    /* optional: called when the executor's mode begins / ends (ctx is the
+     * one given to pdi_executor_begin); a failing begin fails the mode. */
+    int (*on_begin)(void *ctx);
+    void (*on_end)(void *ctx);
+};
+extern const struct pdi_executor pdi_exec_eager;
+/* Make ex the thread's executor until pdi_executor_end(token). */
+int pdi_executor_begin(const struct pdi_executor *ex, void *ctx);
+int pdi_executor_end(int token);
+/* The thread's executor (never NULL) and its ctx (may be NULL). */
+const struct pdi_executor *pdi_executor_current(void **ctx);
+
+/* Stage 2: autocast (src/amp/autocast.c), run while pdi_modes.autocast is a
+ * dtype. It may rewrite the call: cast inputs and dispatch the op again on
+ * them (autocast off for that nested call). Returns 1 if it handled the call
+ * (outputs set, recorded and observed by the nested dispatch), 0 to
+ * continue, negative on error. Stage 3 (distribute) arrives with the SPMD
+ * executor. */
+int pdi_autocast_stage(struct pdi_call *c);
 /* Stage 6 observers: called after every op with its outputs. */
 typedef void (*pdi_observer_fn)(const struct pdi_call *c, uint64_t seq, void *ctx);
 int pdi_observer_add(pdi_observer_fn fn, void *ctx);

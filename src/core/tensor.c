@@ -186,6 +186,28 @@ struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype d
     return t;
 }
 
+/* A meta storage has a size but no data; it is marked external too, so that
+ * releasing a storage tests one flag on the common path. Its bytes are
+ * counted in the meta statistics instead of the allocator's. */
+struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    if (pdi_check_new(shape, ndim, dt)) return NULL;
+    struct pdi_storage *st = fl_get(&free_storages, sizeof *st);
+    if (!st) return pdi_error(PD_ERR_NOMEM, "out of memory (storage)");
+    struct pd_tensor *t = tensor_shell();
+    if (!t) { fl_put(&free_storages, st); return NULL; }
+    st->nbytes = (size_t)pdi_numel(shape, ndim) * pd_dtype_size(dt);
+    st->refcount = 1;
+    st->external = st->meta = 1;
+    pdi_meta_account((int64_t)st->nbytes);
+    t->st = st;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    pdi_contiguous_strides(shape, ndim, t->strides);
+    return t;
+}
+
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
                                    int ndim, int64_t offset)
 {
@@ -208,6 +230,7 @@ static void storage_release(struct pdi_storage *st)
     if (!st || --st->refcount > 0) return;
     if (__builtin_expect(st->serial != 0, 0)) storage_unlink(st);
     if (!st->external) pdi_free(st->data, st->nbytes);
+    else if (st->meta) pdi_meta_account(-(int64_t)st->nbytes);
     fl_put(&free_storages, st);
 }
 
@@ -338,7 +361,7 @@ int pd_tensor_shares_storage(const struct pd_tensor *a, const struct pd_tensor *
 }
 void *pd_tensor_data(const struct pd_tensor *t)
 {
-    return t ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
+    return t ? pdi_host_access(t, PDI_HOST_READ | PDI_HOST_WRITE, "tensor_data") : NULL;
 }
 
 int pd_tensor_is_contiguous(const struct pd_tensor *t)
@@ -353,9 +376,11 @@ int pd_tensor_is_contiguous(const struct pd_tensor *t)
     return 1;
 }
 
+/* For kernels (through the dispatcher): no host event. A meta tensor's view
+ * has data NULL. */
 void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v)
 {
-    v->data = pd_tensor_data(t);
+    v->data = t->st->data ? (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype) : NULL;
     v->dtype = t->dtype;
     v->ndim = t->ndim;
     memcpy(v->shape, t->shape, sizeof v->shape);
@@ -401,6 +426,7 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 {
     if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
+    if (!pdi_host_read(t, "to_buffer")) return pd_last_status();
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);
@@ -416,12 +442,13 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 double pd_item(const struct pd_tensor *t)
 {
     if (!t || pd_tensor_numel(t) == 0) return NAN;
-    return pdi_load(pd_tensor_data(t), t->dtype);
+    const void *p = pdi_host_read(t, "item");
+    return p ? pdi_load(p, t->dtype) : NAN;
 }
 
 double pd_get(const struct pd_tensor *t, const int64_t *index)
 {
-    if (!t) return NAN;
+    if (!t || !pdi_host_read(t, "get")) return NAN;
     int64_t off = t->offset;
     for (int d = 0; d < t->ndim; d++) {
         if (index[d] < 0 || index[d] >= t->shape[d]) return NAN;
@@ -492,7 +519,9 @@ char *pd_tensor_to_string(const struct pd_tensor *t)
     if (!t) { sb_printf(&b, "tensor(NULL)"); return b.s; }
     char sh[PDI_SHAPE_BUF];
     sb_printf(&b, "tensor(");
-    print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
+    if (t->st->meta) sb_printf(&b, "<meta>"); /* no data to show, and no error: shapes are what it has */
+    else if (!pdi_host_read(t, "print")) sb_printf(&b, "<unreadable>");
+    else print_rec(&b, t, 0, t->offset, pd_tensor_numel(t) > PRINT_LIMIT, 7);
     sb_printf(&b, ", shape=%s, dtype=%s%s)", pdi_shape_str(t->shape, t->ndim, sh, sizeof sh), pd_dtype_name(t->dtype),
               t->requires_grad ? ", requires_grad" : (t->grad_fn ? ", grad_fn" : ""));
     return b.s;

@@ -61,7 +61,7 @@ int pdi_anomaly_check(const struct pdi_call *c)
     int bad = -1;
     struct stats so;
     for (int j = 0; j < c->n_out && bad < 0; j++) {
-        if (!c->out[j] || !is_checked(c->out[j]->dtype)) continue;
+        if (!c->out[j] || !is_checked(c->out[j]->dtype) || pdi_is_meta(c->out[j])) continue; /* meta: no values */
         tensor_stats(c->out[j], &so);
         if (so.n_nan || so.n_inf) bad = j;
     }

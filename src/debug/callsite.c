@@ -62,6 +62,7 @@ int pd_debug_set_callsites(int on)
 
 void *pdi_capture_site(void)
 {
+    pthread_once(&self_once, find_self); /* host-access events capture without pd_debug_set_callsites */
     void *fr[48];
     int n = backtrace(fr, 48);
     for (int i = 1; i < n; i++) {

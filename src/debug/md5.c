@@ -154,6 +154,7 @@ int pd_md5_tensor(const struct pd_tensor *t, enum pd_md5_mode mode, int decimals
     if ((unsigned)mode >= PD_MD5_MODE_COUNT) return pdi_errorf(PD_ERR_INVALID, "pd_md5_tensor: invalid mode %d", (int)mode);
     if (mode == PD_MD5_ROUNDED && (decimals < 0 || decimals > 17))
         return pdi_errorf(PD_ERR_INVALID, "pd_md5_tensor: decimals must be in [0, 17], got %d", decimals);
+    if (!pdi_host_read(t, "md5_tensor")) return pd_last_status();
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);
@@ -189,7 +190,8 @@ static void md5_after(const struct pdi_call *c, uint64_t seq, void *ctx)
     for (int j = 0; j < c->n_out; j++) {
         const struct pd_tensor *t = c->out[j];
         char hex[33], shape[PDI_SHAPE_BUF];
-        if (!t || pd_md5_tensor(t, cur_mode, cur_decimals, hex)) snprintf(hex, sizeof hex, "-");
+        if (t && pdi_is_meta(t)) snprintf(hex, sizeof hex, "meta"); /* no data to hash */
+        else if (!t || pd_md5_tensor(t, cur_mode, cur_decimals, hex)) snprintf(hex, sizeof hex, "-");
         /* "[2, 3]" -> "[2,3]": one field per column keeps the file easy to split */
         pdi_shape_str(t ? t->shape : NULL, t ? t->ndim : 0, shape, sizeof shape);
         char *w = shape;

@@ -596,6 +596,10 @@ int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
         size_t nbytes = (size_t)pd_tensor_numel(t) * pd_dtype_size(pd_tensor_dtype(t));
         if (!nbytes) continue;
         const void *src = pd_tensor_data(t);
+        if (!src) { /* meta: nothing to save */
+            st = pd_last_status();
+            goto fail;
+        }
         if (!pd_tensor_is_contiguous(t)) {
             if (!(buf = malloc(nbytes))) {
                 st = pdi_errorf(PD_ERR_NOMEM, "safetensors save '%s': out of memory", cp);

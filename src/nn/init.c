@@ -165,6 +165,7 @@ int pd_init_trunc_normal_(struct pd_tensor *t, double mean, double std, double a
     struct pd_tensor *u = pd_contiguous(pd_uniform(t->shape, t->ndim, lo, hi, PD_F64, g));
     if (!u) return end(t, NULL, gd);
     double *p = pd_tensor_data(u);
+    if (!p) return end(t, NULL, gd); /* meta: no values to transform */
     for (int64_t i = 0; i < n; i++) {
         double x = mean + std * sqrt(2.0) * erfinv(p[i]);
         p[i] = x < a ? a : x > b ? b : x;
@@ -285,6 +286,10 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
         return end(t, NULL, gd);
     }
     const double *zp = pd_tensor_data(z);
+    if (!zp) {
+        free(a);
+        return end(t, NULL, gd); /* meta: no values to orthonormalise */
+    }
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) a[tall ? i * n + j : j * n + i] = zp[i * cols + j];
     if (orthonormal_columns(a, m, n)) {
@@ -295,9 +300,9 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
     struct pd_tensor *q = pd_empty((int64_t[]){rows, cols}, 2, PD_F64);
     if (q) {
         double *qp = pd_tensor_data(q);
-        for (int64_t i = 0; i < rows; i++)
+        for (int64_t i = 0; qp && i < rows; i++)
             for (int64_t j = 0; j < cols; j++) qp[i * cols + j] = gain * a[tall ? i * n + j : j * n + i];
-        q = pd_reshape(q, t->shape, t->ndim);
+        q = qp ? pd_reshape(q, t->shape, t->ndim) : NULL;
     }
     free(a);
     return end(t, q, gd);

@@ -249,13 +249,12 @@ struct pd_llama *pd_llama_create(const struct pd_llama_config *cfg, uint64_t see
     m->training = 1;
     const struct pd_llama_config *c = cfg;
     int64_t n = flat_size(c);
-    m->flat = pdi_tensor_new(&n, 1, PD_F32);
+    m->flat = pdi_nn_zeros_owned(&n, 1); /* alignment gaps stay 0 */
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->flat || !m->layers) {
         pd_llama_destroy(m);
         return pdi_error(PD_ERR_NOMEM, "llama: out of memory for %lld parameters", (long long)n);
     }
-    memset(pd_tensor_data(m->flat), 0, (size_t)n * sizeof(float)); /* alignment gaps stay 0 */
     struct pdi_nn_arena ar = {m->flat, 0};
     int st = pdi_nn_embedding_init(&m->embed, c->vocab_size, c->dim, &ar);
     for (int i = 0; i < c->n_layers && !st; i++)

@@ -2,9 +2,10 @@
  * Dropout, the SwiGLU MLP; and the parameter arena they allocate from.
  *
  * Ownership: a module holds one reference to each parameter; _fini releases
- * them. Parameters are created outside every scope (pdi_tensor_new /
- * pdi_tensor_alias), so creating a module inside a scope does not hand its
- * parameters to that scope. Forward results are ordinary op results.
+ * them. Parameters are owned by their module, not by a scope
+ * (pdi_nn_zeros_owned / pdi_tensor_alias of the arena), so creating a module
+ * inside a scope does not hand its parameters to that scope. They are made
+ * by creation ops: under the meta executor a module has meta parameters. Forward results are ordinary op results.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +19,15 @@
 
 /* ---- arena and naming ------------------------------------------------ */
 
+struct pd_tensor *pdi_nn_zeros_owned(const int64_t *shape, int ndim)
+{
+    int sc = pd_scope_begin();
+    struct pd_tensor *t = pd_zeros(shape, ndim, PD_F32);
+    pd_tensor_retain(t); /* ours once the scope drops its reference */
+    pd_scope_end(sc);
+    return t;
+}
+
 struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, int ndim)
 {
     for (int i = 0; i < ndim; i++)
@@ -25,7 +35,7 @@ struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, in
                                             (long long)shape[i]);
     struct pd_tensor *t;
     if (!ar) {
-        t = pdi_tensor_new(shape, ndim, PD_F32);
+        t = pdi_nn_zeros_owned(shape, ndim); /* the init functions write it */
     } else {
         int64_t n = pdi_numel(shape, ndim), cap = ar->flat->shape[0];
         int64_t off = (ar->used + PDI_NN_ALIGN - 1) / PDI_NN_ALIGN * PDI_NN_ALIGN;

@@ -21,6 +21,9 @@ struct pdi_nn_arena {
 };
 /* A new parameter (uninitialised), or NULL with the error set. */
 struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, int ndim);
+/* A zero-filled f32 tensor owned by the caller (one reference, in no scope),
+ * made by the creation op: under the meta executor it has no data. */
+struct pd_tensor *pdi_nn_zeros_owned(const int64_t *shape, int ndim);
 /* "prefix.name" (or "name" when prefix is empty) added to sd. */
 /* prefix.name into buf (sub-module prefixes for nested _params); returns buf. */
 const char *pdi_nn_join(char *buf, size_t n, const char *prefix, const char *name);

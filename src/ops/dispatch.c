@@ -1,9 +1,13 @@
 /* paddle.c — the one dispatcher (docs/design.md §1) and the op/kernel tables.
  *
- * pdi_dispatch runs, in order: check + infer meta, autocast, distribute,
- * trace-or-run, record autograd, observe. Stages 2–4 are hooks that later
- * modules install (NULL means "pass through"). Outputs join the current
- * scope only after every stage succeeded, so a failure leaks nothing.
+ * pdi_dispatch runs, in order: check + infer meta, autocast, (distribute),
+ * execute, record autograd, observe. Autocast and the executor are
+ * per-thread modes (core/modes.c): stage 2 runs only while autocast is on,
+ * and stage 4 is the thread's executor: the eager one below (`run`,
+ * called directly when no other is pushed) or a plugged one such as the
+ * meta executor (exec_meta.c). Stages 5 and 6 run here for every call,
+ * whichever executor made its outputs. Outputs join the current scope only
+ * after every stage succeeded, so a failure leaks nothing.
  *
  * Debug tools (src/debug/) cost one predictable branch per op when off:
  * pdi_debug_flags and n_before are zero, and naming is a counter bump plus
@@ -88,11 +92,7 @@ static void kernels_init_once(void)
 void pdi_kernels_init(void) { pthread_once(&kernels_once, kernels_init_once); }
 void pdi_force_backend(int backend) { forced_backend = backend; }
 
-/* ---- hooks and observers --------------------------------------------- */
-pdi_stage_fn pdi_autocast_hook;
-pdi_stage_fn pdi_distribute_hook;
-pdi_stage_fn pdi_trace_hook;
-
+/* ---- observers -------------------------------------------------------- */
 #define MAX_OBSERVERS 16
 static struct {
     pdi_observer_fn before, after;
@@ -138,8 +138,9 @@ void pdi_observer_remove_ex(pdi_observer_fn before, pdi_observer_fn after, void 
 
 void pdi_observer_remove(pdi_observer_fn fn, void *ctx) { pdi_observer_remove_ex(NULL, fn, ctx); }
 
-static void observe_before(const struct pdi_call *c)
+static void observe_before(struct pdi_call *c)
 {
+    c->before_seen = 1;
     for (int i = 0; i < n_observers; i++)
         if (observers[i].before) observers[i].before(c, op_seq + 1, observers[i].ctx);
 }
@@ -242,16 +243,29 @@ static void release_outs(struct pdi_call *c)
     }
 }
 
-static int run(struct pdi_call *c)
+/* A kernel must not see a meta input (or write into a meta tensor): its
+ * data pointer is NULL. Off the fast path: called only when a storage has
+ * no data. */
+static int meta_operand(const struct pdi_call *c, int i)
+{
+    return pdi_errorf(PD_ERR_INVALID, "%s: input %d is a meta tensor (no data): the eager executor cannot run a "
+                      "kernel on it (run the op under pd_meta_begin, or give it real tensors)", pdi_ops[c->op].name, i);
+}
+
+/* Stage 4, the eager executor: allocate the outputs and run the kernel.
+ * Inlined into dispatch (the fast path) and wrapped as pdi_exec_eager. */
+static inline __attribute__((always_inline)) int run(struct pdi_call *c)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
-    if (d->kind == PDI_KIND_VIEW) {
+    if (d->kind == PDI_KIND_VIEW) { /* no kernel: a view of a meta tensor is meta */
         struct pdi_meta *m = &c->meta[0];
         c->out[0] = pdi_tensor_alias(c->in[0], m->shape, m->strides, m->ndim, m->offset);
         if (!c->out[0]) return PD_ERR_NOMEM;
         if (__builtin_expect(n_before != 0, 0)) observe_before(c);
         return PD_OK;
     }
+    for (int i = 0; i < c->n_in; i++)
+        if (__builtin_expect(c->in[i]->st->data == NULL, 0) && c->in[i]->st->meta) return meta_operand(c, i);
     for (int j = 0; j < c->n_out; j++) {
         if (c->inplace && j == 0) {
             c->out[0] = c->in[0];
@@ -295,6 +309,25 @@ static int run(struct pdi_call *c)
         if (pd_last_status() == 0) pdi_errorf(rc, "%s: kernel failed", d->name);
         return rc;
     }
+    return PD_OK;
+}
+
+static int eager_run(struct pdi_call *c, void *ctx)
+{
+    PDI_UNUSED(ctx);
+    return run(c);
+}
+
+const struct pdi_executor pdi_exec_eager = {PDI_EXECUTOR_ABI, "eager", eager_run, NULL, NULL};
+
+/* Stage 4 through a plugged executor: the `before` observers see its call
+ * once it made the outputs, unless it ran the eager executor on it (which
+ * calls them between allocation and kernel). */
+static int run_plugged(struct pdi_call *c)
+{
+    int rc = pdi_modes.exec->run(c, pdi_modes.exec_ctx);
+    if (rc) return rc;
+    if (__builtin_expect(n_before != 0, 0) && !c->before_seen) observe_before(c);
     return PD_OK;
 }
 
@@ -365,26 +398,20 @@ static int dispatch(struct pdi_call *c)
         }
     }
 
-    /* 2. autocast, 3. distribute: hooks may rewrite inputs or take the call. */
-    pdi_stage_fn stages[2] = {pdi_autocast_hook, pdi_distribute_hook};
-    for (int s = 0; s < 2; s++) {
-        if (!stages[s]) continue;
-        rc = stages[s](c);
+    /* 2. autocast: may rewrite the call and dispatch it again (then the
+     * nested dispatch did stages 3-6). 3. distribute: the SPMD executor's. */
+    if (__builtin_expect(pdi_modes.autocast >= 0, 0)) {
+        rc = pdi_autocast_stage(c);
         if (rc < 0) return rc;
         if (rc == 1) return PD_OK;
     }
 
-    /* 4. trace or run */
-    if (pdi_trace_hook) {
-        rc = pdi_trace_hook(c);
-        if (rc < 0) return rc;
-        if (rc == 1) return PD_OK;
-    }
-    rc = run(c);
+    /* 4. execute: the thread's executor (eager unless one was pushed) */
+    rc = __builtin_expect(pdi_modes.exec == NULL, 1) ? run(c) : run_plugged(c);
     if (rc) return rc;
 
     /* 5. record autograd */
-    if (!c->inplace && !(d->flags & PDI_F_NONDIFF) && pd_is_grad_enabled()) {
+    if (!c->inplace && !(d->flags & PDI_F_NONDIFF) && pdi_grad_enabled()) {
         rc = pdi_autograd_record(c);
         if (rc) { release_outs(c); return rc; }
     }

@@ -67,6 +67,7 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
                           "non-causal ones 2 (LTS, UTE) or 4 (LTS, LTE, UTS, UTE)",
                           op, (long long)C);
     static const char *names[2][4] = {{"LTS", "UTE", "", ""}, {"LTS", "LTE", "UTS", "UTE"}};
+    if (!pdi_host_read(idx, op)) return pd_last_status(); /* the values are checked on the host */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hm; h++)
             for (int64_t j = 0; j < Sk; j++)

@@ -85,10 +85,12 @@ static void nz_run(char **p, const int64_t *st, int64_t n, void *ctx)
     __atomic_add_fetch(&c->total, k, __ATOMIC_RELAXED);
 }
 
-/* Number of nonzero elements of t (any dtype, any strides). Reads data:
- * used only by the infer of data-dependent shapes. */
-static int64_t count_nonzero(const struct pd_tensor *t)
+/* Number of nonzero elements of t (any dtype, any strides). Reads data
+ * (a host read): used only by the infer of data-dependent shapes. -1 with
+ * the error when t has no data (meta). */
+static int64_t count_nonzero(const struct pd_tensor *t, const char *op)
 {
+    if (!pdi_host_read(t, op)) return -1;
     struct pd_kview v;
     pdi_kview_of(t, &v);
     struct pd_kview *ops[1] = {&v};
@@ -115,11 +117,12 @@ static int check_mask(const char *op, const struct pd_tensor *x, const struct pd
 
 /* True positions of mask broadcast to x: every mask element is repeated
  * numel(x) / numel(mask) times. */
-static int64_t count_mask(const struct pd_tensor *x, const struct pd_tensor *mask)
+static int64_t count_mask(const struct pd_tensor *x, const struct pd_tensor *mask, const char *op)
 {
     int64_t nm = pd_tensor_numel(mask), nx = pd_tensor_numel(x);
     if (nm == 0 || nx == 0) return 0;
-    return count_nonzero(mask) * (nx / nm);
+    int64_t k = count_nonzero(mask, op);
+    return k < 0 ? -1 : k * (nx / nm);
 }
 
 /* ---- infer ----------------------------------------------------------- */
@@ -218,7 +221,8 @@ int pdi_infer_masked_select(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0], *mask = c->in[1];
     if (check_mask("masked_select", x, mask)) return PD_ERR_INVALID;
-    int64_t n = count_mask(x, mask);
+    int64_t n = count_mask(x, mask, "masked_select");
+    if (n < 0) return pd_last_status();
     set_meta(&c->meta[0], x->dtype, &n, 1);
     return PD_OK;
 }
@@ -231,7 +235,8 @@ int pdi_infer_masked_scatter(struct pdi_call *c)
         return pdi_errorf(PD_ERR_INVALID, "masked_scatter: src dtype %s differs from x dtype %s",
                           pd_dtype_name(src->dtype), pd_dtype_name(x->dtype));
     /* Reads the mask to check src is long enough (graph break for tracing). */
-    int64_t n = count_mask(x, mask);
+    int64_t n = count_mask(x, mask, "masked_scatter");
+    if (n < 0) return pd_last_status();
     if (pd_tensor_numel(src) < n)
         return pdi_errorf(PD_ERR_INVALID, "masked_scatter: src has %lld elements but the mask selects %lld",
                           (long long)pd_tensor_numel(src), (long long)n);
@@ -243,7 +248,8 @@ int pdi_infer_masked_scatter(struct pdi_call *c)
 int pdi_infer_nonzero(struct pdi_call *c)
 {
     const struct pd_tensor *x = c->in[0];
-    int64_t shape[2] = {count_nonzero(x), x->ndim};
+    int64_t shape[2] = {count_nonzero(x, "nonzero"), x->ndim};
+    if (shape[0] < 0) return pd_last_status();
     set_meta(&c->meta[0], PD_I64, shape, 2);
     return PD_OK;
 }
@@ -266,6 +272,7 @@ static int count_unique(const struct pd_tensor *x, int64_t *u)
     int64_t n = pd_tensor_numel(x), cap = 16;
     *u = 0;
     if (n == 0) return PD_OK;
+    if (!pdi_host_read(x, "unique")) return pd_last_status();
     while (cap < 2 * n) cap *= 2;
     uint64_t *keys = malloc(sizeof *keys * (size_t)cap);
     unsigned char *used = calloc((size_t)cap, 1);

@@ -642,7 +642,10 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
             if (cls[i] > mx) mx = cls[i];
         }
         pdi_free(cls, bytes);
-        if (rc) return NULL;
+        if (rc) {
+            pdi_error_prefix("one_hot"); /* "one_hot: to_buffer: ... is meta" */
+            return NULL;
+        }
         num_classes = mx + 1;
     }
     struct pdi_attrs a = {.one_hot = {.num_classes = num_classes}};

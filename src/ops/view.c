@@ -543,9 +543,9 @@ static struct pd_tensor *rebase(struct pd_tensor *a, struct pd_tensor *r, const 
         return pdi_error(PD_ERR_INVALID,
                          "%s: in-place update of a tensor that shares storage with a view, with autograd on, is not "
                          "supported; clone it first", op);
-    int prev = pd_set_grad_enabled(0);
-    struct pd_tensor *ok = pd_copy_(a, r);
-    pd_set_grad_enabled(prev);
+    int mode = pd_no_grad_begin();
+    struct pd_tensor *ok = mode < 0 ? NULL : pd_copy_(a, r);
+    if (mode >= 0 && pd_grad_mode_end(mode)) ok = NULL;
     if (!ok) return NULL;
     if (r->grad_fn) {
         pdi_node_retain(r->grad_fn);

@@ -61,7 +61,7 @@ static double grads_sumsq(struct pd_tensor *const *params, int n)
         struct pd_tensor *out[1];
         struct pdi_call c = {.op = PD_OP_grad_sumsq, .n_in = ng, .n_out = 1, .in = g, .out = out};
         rc = pdi_dispatch(&c);
-        if (!rc) ss = pd_item(out[0]);
+        if (!rc) rc = pdi_host_scalar(out[0], "clip_grad_norm", &ss); /* the one host read */
     }
     pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);

@@ -434,7 +434,7 @@ double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int ba
 {
     struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len);
     if (!it) return NAN;
-    int was = pd_llama_is_training(m), prev = pd_no_grad_begin();
+    int was = pd_llama_is_training(m), ng = pd_no_grad_begin();
     pd_llama_train(m, 0);
     double sum = 0;
     int64_t n = 0;
@@ -454,7 +454,7 @@ double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int ba
         n += b;
     }
     pd_llama_train(m, was);
-    pd_grad_mode_end(prev);
+    pd_grad_mode_end(ng);
     pd_dataset_iter_destroy(it);
     return n ? sum / (double)n : NAN;
 }

@@ -1,0 +1,92 @@
+/* paddle.c — meta storages' byte count and the host-access entry point.
+ *
+ * A meta storage (made by pdi_tensor_new_meta, in practice by the meta
+ * executor) has a size but no bytes. Its size is counted here, process-wide
+ * like the allocator's statistics: live bytes go up when one is made and
+ * down when its last tensor goes, and peak is their high-water mark, which
+ * the meta executor resets per session (src/ops/exec_meta.c).
+ *
+ * pdi_host_access is the one way host code outside kernels reaches a
+ * tensor's bytes. It refuses meta tensors with an error instead of handing
+ * out NULL + offset, and reports every access to the host observers (with
+ * the user's call site), so a tracer can tell where a program reads data.
+ */
+#include "core/internal.h"
+
+static int64_t meta_live, meta_peak;
+
+void pdi_meta_account(int64_t delta)
+{
+    int64_t live = __atomic_add_fetch(&meta_live, delta, __ATOMIC_RELAXED);
+    if (delta <= 0) return;
+    int64_t peak = __atomic_load_n(&meta_peak, __ATOMIC_RELAXED);
+    while (live > peak &&
+           !__atomic_compare_exchange_n(&meta_peak, &peak, live, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+}
+
+void pdi_meta_bytes(int64_t *live, int64_t *peak)
+{
+    if (live) *live = __atomic_load_n(&meta_live, __ATOMIC_RELAXED);
+    if (peak) *peak = __atomic_load_n(&meta_peak, __ATOMIC_RELAXED);
+}
+
+void pdi_meta_peak_set(int64_t peak) { __atomic_store_n(&meta_peak, peak, __ATOMIC_RELAXED); }
+
+/* ---- host access -------------------------------------------------------- */
+#define MAX_HOST_OBSERVERS 8
+static struct {
+    pdi_host_observer_fn fn;
+    void *ctx;
+} host_obs[MAX_HOST_OBSERVERS];
+static int n_host_obs;
+
+int pdi_host_observer_add(pdi_host_observer_fn fn, void *ctx)
+{
+    if (!fn) return pdi_errorf(PD_ERR_NULL, "host observer: NULL callback");
+    if (n_host_obs == MAX_HOST_OBSERVERS)
+        return pdi_errorf(PD_ERR_INVALID, "too many host observers (max %d)", MAX_HOST_OBSERVERS);
+    host_obs[n_host_obs].fn = fn;
+    host_obs[n_host_obs].ctx = ctx;
+    n_host_obs++;
+    return PD_OK;
+}
+
+void pdi_host_observer_remove(pdi_host_observer_fn fn, void *ctx)
+{
+    for (int i = 0; i < n_host_obs; i++) {
+        if (host_obs[i].fn == fn && host_obs[i].ctx == ctx) {
+            for (int k = i; k + 1 < n_host_obs; k++) host_obs[k] = host_obs[k + 1];
+            n_host_obs--;
+            return;
+        }
+    }
+}
+
+void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what)
+{
+    if (!t) return pdi_error(PD_ERR_NULL, "%s: NULL tensor", what);
+    if (__builtin_expect(n_host_obs != 0, 0)) {
+        void *site = pdi_capture_site();
+        for (int i = 0; i < n_host_obs; i++) host_obs[i].fn(t, access, what, site, host_obs[i].ctx);
+    }
+    if (__builtin_expect(t->st->data == NULL, 0) && t->st->meta) {
+        char b[PDI_SHAPE_BUF], nb[PDI_NAME_BUF];
+        const char *name = pdi_tensor_name_buf(t, nb, sizeof nb);
+        return pdi_error(PD_ERR_INVALID, "%s: the %s %s tensor%s%s%s is meta (no data): it cannot be %s on the host",
+                         what, pd_dtype_name(t->dtype), pdi_shape_str(t->shape, t->ndim, b, sizeof b),
+                         *name ? " '" : "", name, *name ? "'" : "",
+                         access & PDI_HOST_WRITE ? "read or written" : "read");
+    }
+    return (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype);
+}
+
+int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out)
+{
+    if (t && pdi_numel(t->shape, t->ndim) != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected one element, got %lld", what,
+                          (long long)pdi_numel(t->shape, t->ndim));
+    const void *p = pdi_host_read(t, what);
+    if (!p) return pd_last_status();
+    *out = pdi_load(p, t->dtype);
+    return PD_OK;
+}
