@@ -2,7 +2,7 @@
  * enum and flags, kernel registration, element helpers, threads and the
  * allocator. Kernels (src/kernels/) include this header only; they cannot
  * see tensors, GradNodes, the dispatcher or the debug tools, which live in
- * core/internal.h (tests/test_layers.sh checks the include graph).
+ * core/internal.h (tests/check_tree.sh checks the include graph).
  *
  * Not installed. Everything here is prefixed pdi_ and may change without
  * notice.
