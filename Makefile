@@ -2,12 +2,14 @@
 # missing Debian packages first (scripts/install-deps.sh).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 # CI (CI=true) builds with -Werror; a person's build only warns.
 WERROR ?= $(if $(CI),ON,OFF)
 
-.PHONY: all deps build run test test-asan bench install clean
+.PHONY: all deps build run test test-asan fuzz bench install clean
 
 all: build
 
@@ -33,6 +35,14 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2
 
+# libFuzzer targets (fuzz/, docs/reliability.md "Fuzzing"): clang with
+# -fsanitize=fuzzer,address,undefined; each target runs FUZZ_SECONDS.
+# `make test` replays their corpora and crashers without clang.
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DPD_FUZZ=ON -DPD_BUILD_TESTS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: deps build
 	@bash bench/run.sh $(BUILD)
 
@@ -40,4 +50,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -8,6 +8,7 @@
 #ifndef PADDLEC_CLI_H
 #define PADDLEC_CLI_H
 
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -34,6 +35,19 @@ struct cli_opt {
 
 /* The running command ("train", "tokenizer train") for messages. */
 extern const char *cli_cmd;
+
+/* The whole program: dispatches argv[1] to its command (dispatch.c). */
+int cli_main(int argc, char **argv);
+
+/* Parse-only mode, for the fuzz target fuzz/fuzz_cli_args.c: while
+ * cli_parse_only is non-NULL, the first cli_parse of a command longjmps to it
+ * with CLI_PARSED once the options are parsed (before the command does
+ * anything), and every exit of cli_fail and --help longjmps with
+ * CLI_EXITED + the exit code instead of exiting. Messages are printed as
+ * usual. NULL (the program): nothing changes. */
+extern jmp_buf *cli_parse_only;
+#define CLI_PARSED 1
+#define CLI_EXITED 16
 
 /* Prints "paddlec <cmd>: error: <msg>" and exits with code. */
 void cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));

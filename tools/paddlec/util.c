@@ -16,6 +16,15 @@
 #include "cli.h"
 
 const char *cli_cmd = "";
+jmp_buf *cli_parse_only;
+
+/* exit(code), or back to the parse-only caller (cli.h). */
+static void cli_exit(int code) __attribute__((noreturn));
+static void cli_exit(int code)
+{
+    if (cli_parse_only) longjmp(*cli_parse_only, CLI_EXITED + code);
+    exit(code);
+}
 
 static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
 static void vfail(int code, const char *fmt, va_list ap, const char *tail)
@@ -25,7 +34,7 @@ static void vfail(int code, const char *fmt, va_list ap, const char *tail)
     vfprintf(stderr, fmt, ap);
     if (tail) fprintf(stderr, ": %s", tail);
     fputc('\n', stderr);
-    exit(code);
+    cli_exit(code);
 }
 
 void cli_fail(int code, const char *fmt, ...)
@@ -126,7 +135,7 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(opts, synopsis, description);
-            exit(0);
+            cli_exit(0);
         }
         if (strncmp(a, "--", 2) || !a[2]) {
             if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument '%s' (see --help)", a);
@@ -147,6 +156,7 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
         else cli_fail(CLI_EXIT_USAGE, "--%s needs a value", name);
         if (cli_set(o, val, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s", err);
     }
+    if (cli_parse_only) longjmp(*cli_parse_only, CLI_PARSED);
 }
 
 double cli_now(void)
