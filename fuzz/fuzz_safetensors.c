@@ -10,7 +10,7 @@
 static void check_message(void)
 {
     const char *e = pd_last_error();
-    FUZZ_CHECK(e && *e && !strchr(e, '\n'));
+    FUZZ_CHECK(fuzz_one_line(e));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

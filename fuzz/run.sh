@@ -23,6 +23,7 @@ for t in "${targets[@]}"; do
     bin=$build/fuzz/fuzz_$t
     [ -x "$bin" ] || { echo "fuzz: $bin not built (make fuzz builds it)"; status=1; continue; }
     work=$build/fuzz-corpus/$t found=$build/fuzz-findings/$t log=$build/fuzz-$t.log
+    rm -rf "$found"
     mkdir -p "$work" "$found"
     dirs=("$work" "$src/corpus/$t")
     [ -d "$src/crashers/$t" ] && dirs+=("$src/crashers/$t")
