@@ -1,6 +1,7 @@
 /* paddle.c — fuzz target: the optimizer state reader
  * (pd_optimizer_load_state_dict, src/optim/ckpt.c). The input is a
- * safetensors file, as in a training checkpoint; the optimizer's kind comes
+ * safetensors file as in a training checkpoint, given as "HEADER\0DATA"
+ * (fuzz_state_file); the optimizer's kind comes
  * from its "optim.kind" metadata (AdamW when absent or unknown), amsgrad and
  * SGD momentum from the presence of their state tensors, so one file can
  * reach every loader path. Invariants: a refused state has a one-line message
@@ -26,7 +27,7 @@ static struct pd_optimizer *make(const struct pd_state_dict *sd, struct pd_state
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct pd_state_dict *sd = pd_safetensors_load(fuzz_file(data, size));
+    struct pd_state_dict *sd = pd_safetensors_load(fuzz_state_file(data, size));
     if (!sd) return 0; /* the safetensors target covers the file format */
     int tok = pd_scope_begin();
     struct pd_state_dict *params = fuzz_params();

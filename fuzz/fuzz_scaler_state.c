@@ -1,6 +1,7 @@
 /* paddle.c — fuzz target: the grad-scaler state reader
  * (pd_grad_scaler_load_state_dict, src/amp/scaler.c). The input is a
- * safetensors file, as in a training checkpoint ("scaler." metadata).
+ * safetensors file as in a training checkpoint ("scaler." metadata), given
+ * as "HEADER\0DATA" (fuzz_state_file).
  * Invariants: a refused state has a one-line message; an accepted one
  * survives scale / unscale / step / update, and the state the scaler then
  * writes is accepted again. */
@@ -8,7 +9,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct pd_state_dict *sd = pd_safetensors_load(fuzz_file(data, size));
+    struct pd_state_dict *sd = pd_safetensors_load(fuzz_state_file(data, size));
     if (!sd) return 0; /* the safetensors target covers the file format */
     struct pd_grad_scaler *s = pd_grad_scaler_create(NULL);
     FUZZ_CHECK(s);

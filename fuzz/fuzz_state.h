@@ -28,6 +28,24 @@ static inline int fuzz_backward(struct pd_state_dict *p, double scale)
     return pd_backward(pd_scale(loss, scale), NULL, 0);
 }
 
+/* The state targets read "HEADER\0DATA" rather than a safetensors file, so
+ * that a mutation may change the length of a metadata value: the 8-byte
+ * header length is written here (gen_corpus.c writes the seeds so). An input
+ * without a NUL is all header. Returns the file's path. */
+static inline const char *fuzz_state_file(const uint8_t *data, size_t size)
+{
+    const uint8_t *nul = memchr(data, 0, size);
+    size_t n = nul ? (size_t)(nul - data) : size, rest = nul ? size - n - 1 : 0;
+    uint8_t *file = malloc(8 + n + rest + 1);
+    FUZZ_CHECK(file);
+    for (int i = 0; i < 8; i++) file[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    if (n) memcpy(file + 8, data, n);
+    if (rest) memcpy(file + 8 + n, nul + 1, rest);
+    const char *path = fuzz_file(file, 8 + n + rest);
+    free(file);
+    return path;
+}
+
 static inline void fuzz_check_message(void)
 {
     const char *e = pd_last_error();

@@ -36,8 +36,9 @@ static unsigned char *slurp(const char *path, size_t *n)
     return b;
 }
 
-/* sd as a safetensors file into target/name, plus near-valid variants. */
-static void put_st(const char *target, const char *name, const struct pd_state_dict *sd, int variants)
+/* sd as a safetensors file into target/name, plus near-valid variants;
+ * state_form: as "HEADER\0DATA" (fuzz_state_file in fuzz_state.h). */
+static void put_st(const char *target, const char *name, const struct pd_state_dict *sd, int variants, int state_form)
 {
     char tmp[256], vn[256];
     snprintf(tmp, sizeof tmp, "/tmp/pd-gen-corpus-%d.safetensors", (int)getpid());
@@ -45,6 +46,23 @@ static void put_st(const char *target, const char *name, const struct pd_state_d
     size_t n;
     unsigned char *b = slurp(tmp, &n);
     unlink(tmp);
+    if (state_form) {
+        uint64_t h = 0;
+        for (int i = 0; i < 8; i++) h |= (uint64_t)b[i] << (8 * i);
+        FUZZ_CHECK(h + 8 <= n);
+        memmove(b, b + 8, h);
+        b[h] = 0; /* the data section stays where it was: 8 bytes became 1 */
+        memmove(b + h + 1, b + 8 + h, n - 8 - h);
+        n -= 7;
+        snprintf(vn, sizeof vn, "%s.st", name);
+        put(target, vn, b, n);
+        if (variants) {
+            snprintf(vn, sizeof vn, "%s-truncated.st", name);
+            put(target, vn, b, n - 1);
+        }
+        free(b);
+        return;
+    }
     snprintf(vn, sizeof vn, "%s.safetensors", name);
     put(target, vn, b, n);
     if (variants) {
@@ -67,7 +85,7 @@ static void gen_safetensors(void)
     pd_state_dict_add(sd, "model.b", pd_full(s4, 1, -1.5, PD_BF16));
     pd_state_dict_set_meta(sd, "format", "pt");
     pd_state_dict_set_meta(sd, "paddlec.note", "seed \"corpus\" \\ \xc3\xa9");
-    put_st("safetensors", "two-tensors", sd, 1);
+    put_st("safetensors", "two-tensors", sd, 1, 0);
     pd_state_dict_destroy(sd);
 
     /* one tensor of each dtype, a zero-size tensor and a 0-d one */
@@ -80,11 +98,11 @@ static void gen_safetensors(void)
     }
     pd_state_dict_add(sd, "empty", pd_zeros(s0, 2, PD_F32));
     pd_state_dict_add(sd, "scalar", pd_full(NULL, 0, 3.25, PD_F64));
-    put_st("safetensors", "dtypes", sd, 1);
+    put_st("safetensors", "dtypes", sd, 1, 0);
     pd_state_dict_destroy(sd);
 
     sd = pd_state_dict_create();
-    put_st("safetensors", "empty-dict", sd, 0);
+    put_st("safetensors", "empty-dict", sd, 0, 0);
     pd_state_dict_destroy(sd);
     pd_scope_end(tok);
     static const char bad[] = "\x10\0\0\0\0\0\0\0{\"a\": [1, 2]}  "; /* not a tensor entry */
@@ -165,7 +183,7 @@ static void gen_optim(void)
         }
         struct pd_state_dict *sd = pd_state_dict_create();
         FUZZ_CHECK(pd_optimizer_state_dict(o, sd, "optim.") == PD_OK);
-        put_st("optim_state", k[i].name, sd, i == 3);
+        put_st("optim_state", k[i].name, sd, i == 3, 1);
         pd_state_dict_destroy(sd);
         pd_optimizer_destroy(o);
         pd_state_dict_destroy(p);
@@ -178,11 +196,11 @@ static void gen_scaler(void)
     struct pd_grad_scaler *s = pd_grad_scaler_create(NULL);
     struct pd_state_dict *sd = pd_state_dict_create();
     FUZZ_CHECK(pd_grad_scaler_state_dict(s, sd, "scaler.") == PD_OK);
-    put_st("scaler_state", "default", sd, 1);
+    put_st("scaler_state", "default", sd, 1, 1);
     pd_state_dict_set_meta(sd, "scaler.scale", "0.5");
     pd_state_dict_set_meta(sd, "scaler.growth_tracker", "1999");
     pd_state_dict_set_meta(sd, "scaler.skipped", "7");
-    put_st("scaler_state", "grown", sd, 0);
+    put_st("scaler_state", "grown", sd, 0, 1);
     pd_state_dict_destroy(sd);
     pd_grad_scaler_destroy(s);
 }

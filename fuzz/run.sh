@@ -31,12 +31,13 @@ for t in "${targets[@]}"; do
     [ -f "$src/dict/$t.dict" ] && dict=(-dict="$src/dict/$t.dict")
     # -timeout: one input taking longer is a hang; -rss_limit_mb / -malloc_limit_mb:
     # a reader asking for more memory than that for a small input is a finding.
+    start=$SECONDS
     "$bin" "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
         -max_len=65536 -print_final_stats=1 -close_fd_mask=1 -artifact_prefix="$found/" "${dirs[@]}" >"$log" 2>&1
-    rc=$?
+    rc=$? elapsed=$((SECONDS - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     n_found=$(find "$found" -type f | wc -l)
-    echo "fuzz $t: ${secs}s, ${execs:-?} executions, $n_found findings (exit $rc; log $log)"
+    echo "fuzz $t: ${elapsed}s, ${execs:-?} executions, $n_found findings (exit $rc; log $log)"
     if [ "$rc" -ne 0 ] || [ "$n_found" -ne 0 ]; then status=1; fi
 done
 exit $status
