@@ -5,7 +5,8 @@
  * from its "optim.kind" metadata (AdamW when absent or unknown), amsgrad and
  * SGD momentum from the presence of their state tensors, so one file can
  * reach every loader path. Invariants: a refused state has a one-line message
- * and leaves the optimizer usable; an accepted one survives a step, and the
+ * and leaves the optimizer usable; an accepted one survives gradient
+ * accumulation over two micro-batches (pd_optimizer_accumulate), and the
  * state the optimizer then writes is accepted again (what a checkpoint
  * writes, resume must read). */
 #include "fuzz_state.h"
@@ -38,8 +39,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         int64_t step = pd_optimizer_step_count(o);
         FUZZ_CHECK(step >= 0);
-        FUZZ_CHECK(fuzz_backward(params, 1.0) == PD_OK);
-        if (pd_optimizer_step(o)) fuzz_check_message();
+        /* two micro-batches of accumulation, as `paddlec train --accum 2`
+         * (the loaded counter decides which call steps) */
+        for (int i = 0; i < 2; i++) {
+            FUZZ_CHECK(fuzz_backward(params, 0.5) == PD_OK);
+            int r = pd_optimizer_accumulate(o, 2);
+            if (r < 0) fuzz_check_message();
+            if (r) break;
+        }
         struct pd_state_dict *out = pd_state_dict_create();
         FUZZ_CHECK(out && pd_optimizer_state_dict(o, out, "optim.") == PD_OK);
         struct pd_optimizer *o2 = make(out, params);
