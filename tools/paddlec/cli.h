@@ -36,7 +36,7 @@ struct cli_opt {
 /* The running command ("train", "tokenizer train") for messages. */
 extern const char *cli_cmd;
 
-/* The whole program: dispatches argv[1] to its command (dispatch.c). */
+/* The whole program: dispatches argv[1] to its command (main.c). */
 int cli_main(int argc, char **argv);
 
 /* Parse-only mode, for the fuzz target fuzz/fuzz_cli_args.c: while

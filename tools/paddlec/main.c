@@ -1,8 +1,54 @@
-/* paddle.c — paddlec's main(): everything is in cli_main (dispatch.c), which
- * the fuzz target fuzz/fuzz_cli_args.c also calls. */
+/* paddle.c — paddlec, the command-line program: train, generate, eval,
+ * inspect, bench, tokenizer. This file only dispatches (cli_main; main() is
+ * in paddlec.c, so that the fuzz target fuzz/fuzz_cli_args.c can call
+ * cli_main in parse-only mode); each command lives in train.c or cmds.c and
+ * reports errors as one line on stderr with a non-zero exit code (2: usage,
+ * 1: everything else).
+ */
+#include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
 
-int main(int argc, char **argv)
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} cmds[] = {
+    {"train", cmd_train, "train a Llama model (default: the built-in arithmetic task)"},
+    {"generate", cmd_generate, "continue a prompt with a checkpoint"},
+    {"eval", cmd_eval, "validation loss / perplexity and task accuracy of a checkpoint"},
+    {"inspect", cmd_inspect, "list a safetensors file: tensors, statistics, metadata"},
+    {"bench", cmd_bench, "time a training step and KV-cache decoding"},
+    {"tokenizer", cmd_tokenizer, "tokenizer train: learn a byte-level BPE"},
+    {"md5diff", pdc_cmd_md5diff, "first op where two checksum files differ"},
+};
+
+static void usage(FILE *f)
 {
-    return cli_main(argc, argv);
+    fprintf(f, "usage: paddlec COMMAND [options]   (paddlec COMMAND --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+}
+
+int cli_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("paddlec 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+        if (!strcmp(argv[1], cmds[i].name)) {
+            cli_cmd = cmds[i].name;
+            return cmds[i].fn(argc - 2, argv + 2);
+        }
+    fprintf(stderr, "paddlec: error: unknown command '%s' (see paddlec --help)\n", argv[1]);
+    return CLI_EXIT_USAGE;
 }
