@@ -81,7 +81,9 @@ struct pd_tensor {
  * node exists, so that core/ never calls up into autograd/. */
 extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope),
- * made by the CPU backend from its allocator. */
+ * made by the CPU backend from its allocator. Not for library code outside
+ * the dispatcher: a storage made here is made by no op (use a creation op,
+ * or pdi_from_host for host data; docs/design.md §1). */
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
 /* The same, made by `backend` with bytes from `alloc` (never NULL; see
  * pdi_backend_allocator). */
@@ -126,8 +128,8 @@ int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx);
 /* The one entry point through which host code outside kernels reads a
  * tensor's bytes (or hands out a pointer to them, as pd_tensor_data does):
  * pd_tensor_data, pd_to_buffer, pd_item, pd_get, printing, and wrappers
- * that read data (one_hot's num_classes, the counts of nonzero and unique, FlashMask's index check). Returns the address of
- * t's element 0. A meta tensor has no bytes: NULL with the error
+ * that read data (one_hot's num_classes, the counts of nonzero and unique,
+ * FlashMask's index check). Returns the address of t's element 0. A meta tensor has no bytes: NULL with the error
  * "<what>: a meta tensor (no data) ...". Each call is an event for the host
  * observers: the tensor, the access, `what` and the first call site outside
  * the library (captured only while an observer is installed). */
