@@ -30,8 +30,9 @@
  * reported, and a pdi_host_write must not be.
  *
  * Then the paths outside a training step are recorded the same way (model
- * construction and every init function, a checkpoint load, a KV-cache
- * generation, dataset batches, FlashMask masks). Before they went through
+ * construction and every init function, optimizer state with fp32 masters
+ * and its load, a checkpoint load, a KV-cache generation, dataset batches,
+ * FlashMask masks). Before they went through
  * ops or the host-write entry point, this part failed 78 checks, the reports
  * naming each of them. */
 #include <inttypes.h>
@@ -685,7 +686,29 @@ static void test_paths(void)
         rc |= pd_init_constant_(lin->bias, 0.25);
     });
     PT_CHECK(rc == PD_OK);
+    /* an optimizer over a bf16 parameter: its fp32 master and moments are
+     * made on the first step; then its state round-trips through a dict */
+    struct pd_tensor *pb = pd_requires_grad_(pd_full((int64_t[]){4, 3}, 2, 0.5, PD_BF16), 1);
+    struct pd_state_dict *psd = pd_state_dict_create(), *osd = pd_state_dict_create();
+    PT_CHECK(pb && psd && osd && pd_state_dict_add(psd, "pb", pb) == PD_OK);
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
+    struct pd_optimizer *opt = pd_optimizer_create_for(&oc, psd);
+    PT_CHECK(opt != NULL);
+    STEP("optimizer step (bf16 param, fp32 master)", {
+        rc = pd_backward(pd_sum(pd_mul(pb, pb), NULL, 0, 0), NULL, 0);
+        if (!rc) rc = pd_optimizer_step(opt);
+    });
+    PT_CHECK(rc == PD_OK);
+    struct pd_optimizer *opt2 = pd_optimizer_create_for(&oc, psd);
+    PT_CHECK(opt2 && pd_optimizer_state_dict(opt, osd, "optim.") == PD_OK);
+    STEP("optimizer state load", rc = pd_optimizer_load_state_dict(opt2, osd, "optim."));
+    PT_CHECK(rc == PD_OK);
     scen_end(1);
+    pd_optimizer_destroy(opt2);
+    pd_optimizer_destroy(opt);
+    pd_state_dict_destroy(osd);
+    pd_state_dict_destroy(psd);
     pd_nn_linear_destroy(lin);
     if (!m) return;
 
