@@ -124,19 +124,22 @@ err() {  # err EXPECTED_TEXT ARGS...: fails with one line naming the problem
     fi
 }
 err "unknown command" frobnicate
-err "unknown option '--frobnicate'" train --frobnicate 3
+err 'unknown option "--frobnicate"' train --frobnicate 3
 err "is not an integer" train --steps 10x
 err "is outside" train --steps 0
 err "not a finite number" train --lr nan
 err "needs a value" train --lr
 err "cannot open" train --data "$dir/missing.txt" --steps 1
-err "is empty\|empty" train --data /dev/null --steps 1
+: >"$dir/empty.txt"
+err "is empty\|empty" train --data "$dir/empty.txt" --steps 1
+err "not a regular file" train --data /dev/null --steps 1
 err "fewer than --seq-len" train --data "$dir/known.safetensors" --steps 1 --seq-len 512
 err "multiple of --kv-heads" train --heads 4 --kv-heads 3
 echo '{"steps": 2, "frobnicate": 1}' >"$dir/badkey.json"
 err "unknown key \"frobnicate\"" train --config "$dir/badkey.json"
 err "not a JSON object" train --config "$dir/known.safetensors"
-err "must be an integer" train --config <(echo '{"steps": 2.5}')
+echo '{"steps": 2.5}' >"$dir/frac.json"
+err "must be an integer" train --config "$dir/frac.json"
 err "cannot open" train --config "$dir/missing.json"
 err "cannot resume" train --resume "$dir/missing.safetensors"
 err "cannot resume" train --resume "$dir/trunc.safetensors"
