@@ -187,14 +187,15 @@ int pd_llama_config_from_json(struct pd_llama_config *cfg, const char *json)
         if (fields[i].kind == F_BOOL && cJSON_IsBool(it)) {
             *(int *)p = cJSON_IsTrue(it);
         } else if (!cJSON_IsNumber(it)) {
-            st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be a %s", it->string,
+            char qb[PDI_QUOTE_BUF];
+            st = pdi_errorf(PD_ERR_INVALID, "llama config: %s must be a %s", pdi_quote(it->string, qb, sizeof qb),
                             fields[i].kind == F_DOUBLE ? "number" : fields[i].kind == F_BOOL ? "boolean" : "integer");
         } else if (fields[i].kind == F_DOUBLE) {
             *(double *)p = it->valuedouble;
         } else {
             double v = it->valuedouble;
             if (v != floor(v) || fabs(v) > 2147483647.0)
-                st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be an integer, got %g", it->string, v);
+                st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be an integer, got %g", fields[i].name, v);
             else *(int *)p = (int)v;
         }
     }

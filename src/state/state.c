@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/state.h"
 
 struct entry {
@@ -80,10 +81,11 @@ void pd_state_dict_destroy(struct pd_state_dict *sd)
 int pd_state_dict_set(struct pd_state_dict *sd, const char *name, struct pd_tensor *t, int replace)
 {
     if (!sd || !name || !*name) return pdi_errorf(PD_ERR_INVALID, "state dict: NULL dict or empty name");
-    if (!t) return pdi_errorf(PD_ERR_NULL, "state dict: NULL tensor for '%s'", name);
+    char qb[PDI_QUOTE_BUF];
+    if (!t) return pdi_errorf(PD_ERR_NULL, "state dict: NULL tensor for %s", pdi_quote(name, qb, sizeof qb));
     int *s = find_slot(sd, name);
     if (s && *s) {
-        if (!replace) return pdi_errorf(PD_ERR_INVALID, "state dict: duplicate name '%s'", name);
+        if (!replace) return pdi_errorf(PD_ERR_INVALID, "state dict: duplicate name %s", pdi_quote(name, qb, sizeof qb));
         pd_tensor_retain(t);
         pd_tensor_release(sd->e[*s - 1].t);
         sd->e[*s - 1].t = t;
@@ -114,7 +116,8 @@ int pd_state_dict_add(struct pd_state_dict *sd, const char *name, struct pd_tens
 int pd_state_dict_remove(struct pd_state_dict *sd, const char *name)
 {
     int i = pd_state_dict_find(sd, name);
-    if (i < 0) return pdi_errorf(PD_ERR_INVALID, "state dict: no tensor named '%s'", name ? name : "(null)");
+    char qb[PDI_QUOTE_BUF];
+    if (i < 0) return pdi_errorf(PD_ERR_INVALID, "state dict: no tensor named %s", pdi_quote(name, qb, sizeof qb));
     free(sd->e[i].name);
     pd_tensor_release(sd->e[i].t);
     memmove(sd->e + i, sd->e + i + 1, (size_t)(sd->n - i - 1) * sizeof *sd->e);
