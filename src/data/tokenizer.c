@@ -542,7 +542,7 @@ struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
     /* The parse's own end pointer, not cJSON_GetErrorPtr(): that one is
      * process-wide and may point into another thread's freed text. */
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(json, &end, 0);
+    cJSON *root = pdi_json_parse(json, strlen(json) + 1, &end);
     if (!root) {
         char qb[PDI_QUOTE_BUF];
         size_t at = end && end >= json ? (size_t)(end - json) : 0;

@@ -5,9 +5,11 @@
  * Ownership: pdi_wfile owns its strings and stream until commit/abort;
  * pdi_file_read_all returns a buffer the caller frees.
  */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,18 @@ const char *pdi_quote_n(const void *text, size_t n, char *buf, size_t cap)
 const char *pdi_quote(const char *s, char *buf, size_t cap) { return pdi_quote_n(s, s ? strlen(s) : 0, buf, cap); }
 
 const char *pd_quote(const char *text, char *buf, size_t cap) { return pdi_quote(text, buf, cap); }
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+static pthread_mutex_t json_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct cJSON *pdi_json_parse(const char *text, size_t n, const char **end)
+{
+    pthread_mutex_lock(&json_mu);
+    cJSON *j = cJSON_ParseWithLengthOpts(text, n, end, 0);
+    pthread_mutex_unlock(&json_mu);
+    return j;
+}
 
 /* ---- reading -------------------------------------------------------------- */
 

@@ -55,6 +55,13 @@ void pdi_wfile_abort(struct pdi_wfile *w);
 /* begin + one write + commit. */
 int pdi_file_write_atomic(const char *path, const void *data, size_t n, const char *what);
 
+/* cJSON_ParseWithLengthOpts(text, n, end, 0) under a process-wide lock:
+ * every cJSON parse writes cJSON's global error record, so two parses at once
+ * race even when neither reads it. *end is this parse's own end (or error)
+ * position: messages use it, never cJSON_GetErrorPtr(). */
+struct cJSON;
+struct cJSON *pdi_json_parse(const char *text, size_t n, const char **end);
+
 /* Removes "<name>.tmp.<pid>" regular files of dir whose process no longer
  * runs; returns how many were removed. */
 int pdi_file_clean_stale(const char *dir);

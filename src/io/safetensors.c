@@ -273,7 +273,7 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
         return pdi_errorf(PD_ERR_INVALID, "safetensors %s: header is not valid UTF-8 (byte %lld)", cp,
                           (long long)bad);
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(h, n, &end, 0);
+    cJSON *root = pdi_json_parse(h, n, &end);
     if (!root) /* end is this parse's own error position (cJSON's global one is shared by all threads) */
         return pdi_errorf(PD_ERR_INVALID, "safetensors %s: header is not valid JSON (near byte %lld)", cp,
                           (long long)(end && end >= h && end <= h + n ? end - h : -1));

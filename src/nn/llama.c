@@ -164,7 +164,7 @@ int pd_llama_config_from_json(struct pd_llama_config *cfg, const char *json)
     /* The parse's own end pointer, not cJSON_GetErrorPtr(): that one is
      * process-wide and may point into another thread's freed text. */
     const char *end = NULL;
-    cJSON *o = cJSON_ParseWithOpts(json, &end, 0);
+    cJSON *o = pdi_json_parse(json, strlen(json) + 1, &end);
     if (!o) {
         char qb[PDI_QUOTE_BUF];
         size_t at = end && end >= json ? (size_t)(end - json) : 0;
