@@ -305,6 +305,20 @@ static void test_bug17_quoting(void)
     char small[20];
     pd_quote("0123456789abcdefghijklmnop", small, sizeof small);
     PT_CHECK(strlen(small) < sizeof small && !strncmp(small, "\"0123456789", 11));
+    /* random bytes, every buffer size: never overflows, always one line */
+    unsigned x = 12345;
+    int bad = 0;
+    for (int it = 0; it < 20000; it++) {
+        char in[160], out[PD_QUOTE_BUF + 8];
+        int n = (int)((x = x * 1103515245u + 12345u) >> 16) % 159;
+        for (int i = 0; i < n; i++) in[i] = (char)((x = x * 1103515245u + 12345u) >> 16);
+        in[n] = 0;
+        size_t cap = 16 + (size_t)(it % (PD_QUOTE_BUF - 15));
+        memset(out, 'Z', sizeof out);
+        pd_quote(in, out, cap);
+        if (strlen(out) >= cap || out[cap] != 'Z' || !one_line(out)) bad++;
+    }
+    PT_CHECK(bad == 0);
     /* the readers' messages */
     struct pd_llama_config c;
     PT_CHECK(pd_llama_config_from_json(&c, "{\"evil\\nkey\\u001b\": 1}") == PD_ERR_INVALID &&
