@@ -284,6 +284,18 @@ static void test_bug15_atomic(void)
     PT_CHECK(txt && len == 5 && !strcmp(txt, "hello"));
     free(txt);
     PT_CHECK(n_entries(dir, ".tmp.") == 0);
+    /* only a regular file is replaced: a FIFO (like a device) is never renamed
+     * over (a character device such as /dev/null is written in place) */
+    const char *fifo = tmp("out.fifo");
+    struct stat sb;
+    PT_CHECK(mkfifo(fifo, 0600) == 0);
+    alarm(20);
+    PT_CHECK(pd_tokenizer_save(tok, fifo) == PD_ERR_IO && strstr(pd_last_error(), "not a regular file"));
+    PT_CHECK(pd_file_write(fifo, "x", 1) == PD_ERR_IO);
+    PT_CHECK(pd_md5_begin(fifo, PD_MD5_BITWISE, 0) == PD_ERR_IO);
+    alarm(0);
+    PT_CHECK(stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode) && n_entries(dir, ".tmp.") == 0);
+    unlink(fifo);
     pd_tokenizer_destroy(big);
     pd_tokenizer_destroy(tok);
 }

@@ -285,6 +285,32 @@ FILE *pdi_wfile_begin(struct pdi_wfile *w, const char *path, const char *what)
         pdi_wfile_abort(w);
         return pdi_error(PD_ERR_NOMEM, "%s: out of memory", what);
     }
+    /* Only a regular file (or nothing) may be replaced: renaming over a
+     * device would turn /dev/null into a regular file. A character device
+     * (/dev/null, a terminal) is written in place, where atomicity means
+     * nothing; anything else that is not a regular file is refused. */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        free(dir);
+        free(w->tmp);
+        w->tmp = NULL;
+        int fd = S_ISCHR(sb.st_mode) ? open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
+        struct stat sb2;
+        if (fd >= 0 && (fstat(fd, &sb2) || !S_ISCHR(sb2.st_mode))) {
+            close(fd);
+            fd = -1;
+        }
+        int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+        if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (!f) {
+            if (fd >= 0) close(fd);
+            pdi_wfile_abort(w);
+            return pdi_error(PD_ERR_IO, "%s: %s is not a regular file", what, pdi_quote(path, qb, sizeof qb));
+        }
+        w->f = f;
+        return f;
+    }
     pdi_file_clean_stale(dir);
     free(dir);
     snprintf(w->tmp, tl, "%s.tmp.%ld", path, (long)getpid());
@@ -309,7 +335,7 @@ FILE *pdi_wfile_begin(struct pdi_wfile *w, const char *path, const char *what)
 
 void pdi_wfile_abort(struct pdi_wfile *w)
 {
-    if (w->f) fclose(w->f);
+    if (w->f) fclose(w->f); /* w->tmp is NULL when writing a device in place */
     if (w->f && w->tmp) unlink(w->tmp);
     free(w->tmp);
     free(w->path);
@@ -324,14 +350,14 @@ int pdi_wfile_commit(struct pdi_wfile *w)
     int e = 0;
     if (ferror(w->f)) step = "write";
     else if (fflush(w->f)) step = "write";
-    else if (fsync(fileno(w->f))) step = "fsync";
+    else if (w->tmp && fsync(fileno(w->f))) step = "fsync";
     if (step) e = errno;
     int c = fclose(w->f);
     w->f = NULL;
     if (!step && c) { step = "close"; e = errno; }
-    if (!step && rename(w->tmp, w->path)) { step = "rename"; e = errno; }
+    if (!step && w->tmp && rename(w->tmp, w->path)) { step = "rename"; e = errno; }
     if (step) {
-        unlink(w->tmp);
+        if (w->tmp) unlink(w->tmp);
         int st = pdi_errorf(PD_ERR_IO, "%s %s: %s failed: %s (the previous file is left untouched)", w->what,
                             pdi_quote(w->path, qb, sizeof qb), step, e ? strerror(e) : "I/O error");
         free(w->tmp);
@@ -341,7 +367,7 @@ int pdi_wfile_commit(struct pdi_wfile *w)
     }
     /* The new file is in place; a directory that cannot be synced is not
      * worth failing a save that already replaced the old file. */
-    sync_dir(w->path);
+    if (w->tmp) sync_dir(w->path);
     free(w->tmp);
     free(w->path);
     memset(w, 0, sizeof *w);
