@@ -13,9 +13,112 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "pd/optim.h"
 
 const char *cli_cmd = "";
+
+/* ---- what an exit frees ----------------------------------------------------
+ * One stack of everything the running command owns: objects with their
+ * destructor, and open pd scopes (fn NULL, tok their token). */
+#define MAX_HELD 64
+static struct held {
+    void *p;
+    void (*fn)(void *);
+    int tok;
+} held[MAX_HELD];
+static int n_held;
+
+static void push_held(struct held h)
+{
+    if (n_held == MAX_HELD) {   /* a bug in this program, not in its input */
+        if (h.fn) h.fn(h.p);
+        else pd_scope_end(h.tok);
+        cli_fail(CLI_EXIT_FAIL, "internal error: more than %d objects held", MAX_HELD);
+    }
+    held[n_held++] = h;
+}
+
+void *cli_hold(void *p, void (*fn)(void *))
+{
+    if (p) push_held((struct held){p, fn, 0});
+    return p;
+}
+
+/* Forgets p (newest entry first); returns its destructor, NULL when not held. */
+static void (*unhold(const void *p))(void *)
+{
+    for (int i = n_held - 1; i >= 0; i--)
+        if (held[i].fn && held[i].p == p) {
+            void (*fn)(void *) = held[i].fn;
+            memmove(&held[i], &held[i + 1], sizeof *held * (size_t)(n_held - i - 1));
+            n_held--;
+            return fn;
+        }
+    return NULL;
+}
+
+void cli_drop(const void *p)
+{
+    if (p) unhold(p);
+}
+
+void cli_free(void *p)
+{
+    void (*fn)(void *) = p ? unhold(p) : NULL;
+    if (fn) fn(p);
+}
+
+int cli_scope_begin(void)
+{
+    int tok = pd_scope_begin();
+    if (tok < 0) cli_fail_pd("cannot open a scope");
+    push_held((struct held){NULL, NULL, tok});
+    return tok;
+}
+
+void cli_scope_end(int tok)
+{
+    for (int i = n_held - 1; i >= 0; i--)
+        if (!held[i].fn && held[i].tok == tok) {
+            memmove(&held[i], &held[i + 1], sizeof *held * (size_t)(n_held - i - 1));
+            n_held--;
+            break;
+        }
+    pd_scope_end(tok);
+}
+
+void cli_free_all(void)
+{
+    while (n_held > 0) {
+        struct held h = held[--n_held];   /* popped first: a destructor never runs twice */
+        if (h.fn) h.fn(h.p);
+        else pd_scope_end(h.tok);
+    }
+}
+
+void cli_exit(int code)
+{
+    cli_free_all();
+    exit(code);
+}
+
+#define CLI_DTOR(name, type, fn) \
+    void name(void *p) { fn((type *)p); }
+CLI_DTOR(cli_dtor_state_dict, struct pd_state_dict, pd_state_dict_destroy)
+CLI_DTOR(cli_dtor_llama, struct pd_llama, pd_llama_destroy)
+CLI_DTOR(cli_dtor_tokenizer, struct pd_tokenizer, pd_tokenizer_destroy)
+CLI_DTOR(cli_dtor_dataset, struct pd_text_dataset, pd_text_dataset_destroy)
+CLI_DTOR(cli_dtor_generator, struct pd_generator, pd_generator_destroy)
+CLI_DTOR(cli_dtor_generation, struct pd_generation, pd_generation_destroy)
+CLI_DTOR(cli_dtor_json, cJSON, cJSON_Delete)
+CLI_DTOR(cli_dtor_st_info, struct pd_safetensors_info, pd_safetensors_info_destroy)
+CLI_DTOR(cli_dtor_optimizer, struct pd_optimizer, pd_optimizer_destroy)
+CLI_DTOR(cli_dtor_arith_task, struct pd_arith_task, pd_arith_task_destroy)
+CLI_DTOR(cli_dtor_dataset_iter, struct pd_dataset_iter, pd_dataset_iter_destroy)
+void cli_dtor_file(void *p) { fclose((FILE *)p); }
 
 static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
 static void vfail(int code, const char *fmt, va_list ap, const char *tail)
@@ -25,7 +128,7 @@ static void vfail(int code, const char *fmt, va_list ap, const char *tail)
     vfprintf(stderr, fmt, ap);
     if (tail) fprintf(stderr, ": %s", tail);
     fputc('\n', stderr);
-    exit(code);
+    cli_exit(code);
 }
 
 void cli_fail(int code, const char *fmt, ...)
@@ -126,7 +229,7 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(opts, synopsis, description);
-            exit(0);
+            cli_exit(0);
         }
         if (strncmp(a, "--", 2) || !a[2]) {
             if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument '%s' (see --help)", a);
@@ -240,7 +343,10 @@ int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n)
     int64_t k = pd_tokenizer_encode(tok, text, strlen(text), &ids32);
     if (k < 0) cli_fail_pd("cannot encode the text");
     int64_t *ids = malloc(sizeof *ids * (size_t)(k > 0 ? k : 1));
-    if (!ids) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    if (!ids) {
+        free(ids32);
+        cli_fail(CLI_EXIT_FAIL, "out of memory");
+    }
     for (int64_t i = 0; i < k; i++) ids[i] = ids32[i];
     free(ids32);
     *n = (int)k;
@@ -262,18 +368,25 @@ char *cli_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open '%s': %s", path, strerror(errno));
+    cli_hold(f, cli_dtor_file);
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    char *buf = cli_hold(malloc(cap), free);
     for (;;) {
         if (!buf) cli_fail(CLI_EXIT_FAIL, "out of memory reading '%s'", path);
         n += fread(buf + n, 1, cap - n - 1, f);
         if (n < cap - 1) break;
         cap *= 2;
-        buf = realloc(buf, cap);
+        char *nb = realloc(buf, cap);
+        if (nb) {
+            cli_drop(buf);
+            buf = cli_hold(nb, free);
+        } else {
+            cli_fail(CLI_EXIT_FAIL, "out of memory reading '%s'", path);
+        }
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) cli_fail(CLI_EXIT_FAIL, "cannot read '%s'", path);
+    if (ferror(f)) cli_fail(CLI_EXIT_FAIL, "cannot read '%s'", path);
+    cli_free(f);
+    cli_drop(buf);   /* the caller's */
     buf[n] = 0;
     if (len) *len = n;
     return buf;
