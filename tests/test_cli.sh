@@ -13,6 +13,9 @@ bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"   # a run that wrongly used the default --out would write here, not in the tree
+# Every exit must free what the command holds: with this set, a tensor or scope of the
+# library left at exit fails the run with one more line on stderr (tools/paddlec/cli.h).
+export PADDLEC_LEAK_CHECK=1
 fails=0; checks=0
 # ok 'CONDITION': $? inside CONDITION is the exit status of the command just before ok.
 ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }

@@ -206,7 +206,7 @@ int pd_grad_scaler_load_state_dict(struct pd_grad_scaler *s, const struct pd_sta
         int bad;
         if (i == 0) {
             scale = v && *v ? strtod(v, &end) : NAN;
-            bad = !v || *end || !isfinite(scale) || !(scale > 0);
+            bad = !v || !*v || *end || !isfinite(scale) || !(scale > 0);
         } else {
             bad = parse_count(v, &count[i]);
         }

@@ -42,7 +42,9 @@ extern const char *cli_cmd;
  * frees it with cli_free (destructor run, entry gone) or lets go of it with
  * cli_drop (freed or handed on elsewhere). Open pd scopes are held too:
  * cli_scope_begin/cli_scope_end. cli_free_all frees everything held, newest
- * first; cli_exit does that, then exits. */
+ * first; cli_exit does that, then exits (every exit goes through it; with
+ * PADDLEC_LEAK_CHECK=1 in the environment it also fails, with one more line
+ * on stderr, when a tensor or scope of the library is left). */
 void *cli_hold(void *p, void (*fn)(void *));
 void cli_free(void *p);
 void cli_drop(const void *p);

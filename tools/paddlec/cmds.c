@@ -134,7 +134,7 @@ int cmd_eval(int argc, char **argv)
     struct cli_model cm;
     cli_model_load(&cm, ckpt);
     /* every recipe value of its option's type and range, as `train --resume`
-     * checks it, before any is cast (issue 12, bug 20: digits 1e300) */
+     * checks it, before any is cast (digits 1e300; docs/reliability.md) */
     if (cm.train_json) cli_recipe_check(cm.train_json, ckpt);
     cJSON *rj = cli_hold(cm.train_json ? cJSON_Parse(cm.train_json) : cJSON_CreateObject(), cli_dtor_json);
     if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: malformed paddlec.recipe metadata", ckpt);

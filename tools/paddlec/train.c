@@ -545,7 +545,7 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
             if (sample && s + i == 0 && !*sample) {
                 const char *p = pd_arith_task_prompt(task, 0);
                 size_t k = strcspn(text, "\n");
-                *sample = malloc(strlen(p) + k + 1);   /* the caller's, not held */
+                *sample = cli_hold(malloc(strlen(p) + k + 1), free);   /* the caller cli_frees it */
                 if (*sample) sprintf(*sample, "%s%.*s", p, (int)k, text);
             }
             free(text);
@@ -589,8 +589,8 @@ static char *text_sample(struct run *R, const char *prompt)
 }
 
 /* The prompt of the text sample printed at the end, fixed and checked before
- * the first step (issue 12, bug 16: a defaulted prompt that did not fit
- * --seq-len failed the run after it had trained and saved): --sample-prompt,
+ * the first step (a defaulted prompt that did not fit --seq-len used to
+ * fail the run after it had trained and saved; docs/reliability.md): --sample-prompt,
  * which must fit --seq-len - 1 tokens, or, for --data, the decoded first
  * tokens of the validation split, as many of the first 8 as fit. */
 static void prepare_sample(struct run *R)

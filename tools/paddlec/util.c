@@ -102,6 +102,15 @@ void cli_free_all(void)
 void cli_exit(int code)
 {
     cli_free_all();
+    /* PADDLEC_LEAK_CHECK=1 (tests/test_cli.sh): no tensor and no scope of the
+     * library may outlive the command, whatever the exit; a failure is one
+     * more line on stderr, which the tests count. */
+    const char *check = getenv("PADDLEC_LEAK_CHECK");
+    if (check && !strcmp(check, "1") && (pd_live_tensors() || pd_scope_depth())) {
+        fprintf(stderr, "paddlec: internal error: %lld tensors and %d scopes left at exit\n",
+                (long long)pd_live_tensors(), pd_scope_depth());
+        if (!code) code = CLI_EXIT_FAIL;
+    }
     exit(code);
 }
 
