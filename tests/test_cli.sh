@@ -192,9 +192,12 @@ src, dst, key, val = sys.argv[1:5]
 b = open(src, "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8 + n])
-r = json.loads(h["__metadata__"]["paddlec.recipe"])
-r[key] = json.loads(val)
-h["__metadata__"]["paddlec.recipe"] = json.dumps(r)
+if key.startswith("paddlec."):   # a metadata value itself
+    h["__metadata__"][key] = val
+else:
+    r = json.loads(h["__metadata__"]["paddlec.recipe"])
+    r[key] = json.loads(val)
+    h["__metadata__"]["paddlec.recipe"] = json.dumps(r)
 nh = json.dumps(h).encode()
 nh += b" " * (-len(nh) % 8)
 open(dst, "wb").write(struct.pack("<Q", len(nh)) + nh + b[8 + n:])
@@ -210,6 +213,14 @@ if command -v python3 >/dev/null; then
     err "val-fraction: 1e+300 is outside" eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
     recipe "$ck" "$dir/r20.safetensors" heldout 0
     err '"heldout": 0 is outside\|heldout: 0 is outside' eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    # the CLI's other state: generator states below 2^64, a step count in [0, 2^53]
+    recipe "$ck" "$dir/r20.safetensors" paddlec.data_rng "1 99999999999999999999999"
+    err "paddlec.data_rng missing or malformed" train --resume "$dir/r20.safetensors" --steps 8
+    recipe "$ck" "$dir/r20.safetensors" paddlec.default_rng "-1 5"
+    err "paddlec.default_rng missing or malformed" train --resume "$dir/r20.safetensors" --steps 8
+    recipe "$ck" "$dir/r20.safetensors" paddlec.step 1e300
+    err "bad paddlec.step" train --resume "$dir/r20.safetensors" --steps 8
+    err "bad paddlec.step" eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
 fi
 ok '[ "$(md5sum <"$ck")" = "$sum" ]'
 ok '[ ! -e "$dir/paddlec-out" ]'   # failed runs created no output directory

@@ -243,15 +243,24 @@ static void set_meta_u64x2(struct pd_state_dict *sd, const char *key, uint64_t a
     pd_state_dict_set_meta(sd, key, v);
 }
 
+/* "seed offset": two decimal integers below 2^64 (strtoull, not sscanf:
+ * an out-of-range conversion is then an error, not undefined). */
 static void get_meta_u64x2(const struct pd_state_dict *sd, const char *path, const char *key, uint64_t *a, uint64_t *b)
 {
     const char *v = pd_state_dict_get_meta(sd, key);
-    unsigned long long x, y;
-    char tail;
-    if (!v || sscanf(v, "%llu %llu %c", &x, &y, &tail) != 2)
-        cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", path, key);
-    *a = x;
-    *b = y;
+    uint64_t x[2];
+    int ok = v != NULL;
+    for (int i = 0; i < 2 && ok; i++) {
+        char *end = NULL;
+        errno = 0;
+        ok = *v >= '0' && *v <= '9';
+        x[i] = ok ? strtoull(v, &end, 10) : 0;
+        ok = ok && !errno && *end == (i ? '\0' : ' ');
+        v = ok ? end + 1 : v;
+    }
+    if (!ok) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", path, key);
+    *a = x[0];
+    *b = x[1];
 }
 
 struct run {
