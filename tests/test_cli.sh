@@ -192,7 +192,9 @@ src, dst, key, val = sys.argv[1:5]
 b = open(src, "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8 + n])
-if key.startswith("paddlec."):   # a metadata value itself
+if key.startswith("paddlec.") and val == "-":   # a metadata key removed
+    del h["__metadata__"][key]
+elif key.startswith("paddlec."):   # a metadata value itself
     h["__metadata__"][key] = val
 else:
     r = json.loads(h["__metadata__"]["paddlec.recipe"])
@@ -221,6 +223,10 @@ if command -v python3 >/dev/null; then
     recipe "$ck" "$dir/r20.safetensors" paddlec.step 1e300
     err "bad paddlec.step" train --resume "$dir/r20.safetensors" --steps 8
     err "bad paddlec.step" eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    # a --dropout checkpoint from before paddlec.dropout_rng still resumes, with a note
+    recipe "$dir/d/ckpt-2.safetensors" "$dir/d-old.safetensors" paddlec.dropout_rng -
+    "$bin" train --resume "$dir/d-old.safetensors" --out "$dir/d-old" >/dev/null 2>"$dir/d-old.err"
+    ok '[ $? -eq 0 ] && [ $(grep -c "note: the checkpoint has no paddlec.dropout_rng" "$dir/d-old.err") -eq 1 ]'
 fi
 ok '[ "$(md5sum <"$ck")" = "$sum" ]'
 ok '[ ! -e "$dir/paddlec-out" ]'   # failed runs created no output directory
