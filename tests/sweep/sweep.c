@@ -56,7 +56,7 @@ static const struct {
     {"pd_tile(", "issue 12 bug 6 (branch b-opval)"},
     {"pd_split(", "issue 12 bug 6 (branch b-opval)"},
     {"pd_repeat_interleave(", "issue 12 bug 6 (branch b-opval)"},
-    {"expanded, must fail", "issue 12 bug 21 (in place into stride-0 views; branch b-opval)"},
+    {"[view, must fail]", "issue 12 bug 21 (in place into stride-0 views; branch b-opval)"},
 };
 
 /* Caps every allocation, so that a legal but huge tensor (2^31 elements)

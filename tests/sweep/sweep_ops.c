@@ -23,7 +23,7 @@ static const int64_t shapes[][5] = {
 #define N_SHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 #define N_LAYOUTS 4 /* all S; input 1 = [S0]; input 1 = [S1]; input n-2 = S without its last dim */
 #define N_DTV 7     /* all f32, all i64, all bool, input 0 i64 / bool, input 1 i64 / bool (rest f32) */
-#define N_ATTRV 3   /* defaults; zero I64 -> 2; lists = S and zero I64 -> 1 */
+#define N_ATTRV 4   /* defaults; zero I64 -> 2; lists = S; lists = [0] */
 #define N_NIN 6
 
 enum kind { K_NULL, K_DTYPES, K_DTYPE1, K_SHAPE, K_ATTR, K_ZERO, K_HUGE, K_VIEW, K_ALIAS, K_DATA };
@@ -71,12 +71,13 @@ static void attr_variant(int op, int v, const int64_t *s, int nd, struct pdi_att
     const struct pdi_attr_desc *d = pdi_op_attrs((enum pd_op)op, &n);
     for (int i = 0; i < n; i++) {
         char *f = (char *)a + d[i].offset;
-        if (d[i].type == PDI_AT_I64 && *(int64_t *)f == 0) *(int64_t *)f = v == 1 ? 2 : 1;
+        if (v == 1 && d[i].type == PDI_AT_I64 && *(int64_t *)f == 0) *(int64_t *)f = 2;
         if (v == 2 && d[i].type == PDI_AT_INTS && d[i].range.kind != PDI_RK_AXES) {
             struct pdi_ints *l = (struct pdi_ints *)f;
             l->n = nd;
             for (int k = 0; k < nd; k++) l->v[k] = s[k];
         }
+        if (v == 3 && d[i].type == PDI_AT_INTS) *(struct pdi_ints *)f = (struct pdi_ints){1, {0}};
     }
 }
 
@@ -115,6 +116,8 @@ static int base_spec(int op, int nin_c, int sh, int lay, int dtv, int av, struct
     }
     if (p->n_in == 0 && (nin_c || lay || dtv)) return -1; /* creation: one candidate per shape and attrs */
     attr_variant(op, av, s, nd, &p->a);
+    /* an op that writes its output into input 0 (copy_, fill_) runs in place */
+    p->inplace = (d->flags & PDI_F_INPLACE) && p->n_out >= 1;
     return 0;
 }
 
