@@ -5,7 +5,8 @@
  * accepted before the check: axes beyond int (2^32 was cast to axis 0),
  * a list attribute of negative length (read as empty), BOOL flags of 2,
  * non-finite learning rates and norm epsilons; also in-place calls of a
- * view op or an op without outputs. Every refusal is one line.
+ * view op or an op without outputs, and signed overflow in the conv and
+ * pool geometry (seen under the sanitizer build). Every refusal is one line.
  */
 #include <math.h>
 #include <stdint.h>
@@ -73,6 +74,20 @@ int main(void)
     struct pdi_call v = {.op = PD_OP_permute, .n_in = 1, .n_out = 1, .in = in1, .out = out, .a = a, .inplace = 1};
     PT_CHECK(pdi_dispatch(&v) != 0 && strstr(pd_last_error(), "cannot run in place"));
     pd_clear_error();
+    /* conv and pool geometry with extreme padding: checked arithmetic (the
+     * sanitizer build reported signed overflow in conv_geom / pool_geom) */
+    int64_t xs[4] = {2, 2, 4, 4}, ws[4] = {2, 2, 1, 1};
+    struct pd_tensor *cx = pd_ones(xs, 4, PD_F32), *cw = pd_ones(ws, 4, PD_F32);
+    a = (struct pdi_attrs){.conv2d = {.stride_h = 1, .stride_w = 1, .pad_h = INT64_MAX - 1, .dilation_h = 1,
+                                      .dilation_w = 1, .groups = 1}};
+    PT_CHECK(refused(pdi_call2(PD_OP_conv2d, cx, cw, &a), "too large"));
+    a.conv2d.pad_h = 0;
+    a.conv2d.dilation_w = INT64_MAX;
+    ws[3] = 3;
+    PT_CHECK(refused(pdi_call2(PD_OP_conv2d, cx, pd_ones(ws, 4, PD_F32), &a), "too large"));
+    a = (struct pdi_attrs){.pool2d = {.kernel_h = INT64_MAX, .kernel_w = 1, .stride_h = 1, .stride_w = 1,
+                                      .pad_h = INT64_MAX / 2}};
+    PT_CHECK(refused(pdi_call1(PD_OP_max_pool2d, cx, &a), "too large"));
     /* the defaults of every set are in range (the table's own rows) */
     for (int op = 0; op < PD_OP_COUNT; op++) {
         pdi_attrs_default((enum pd_op)op, &a);

@@ -147,8 +147,10 @@ void sw_judge(int k, int rc, int must_fail, int has_null, struct pd_tensor **out
     }
 }
 
-static void run_case(int k)
+/* Returns 0 when nothing ran (a probe for an op that has its base). */
+static int run_case(int k)
 {
+    if (sw_shm->phase == 0 && !sw_run_probe_needed(k)) return 0;
     struct pd_memory_stats m0, m1;
     int64_t live0 = pd_live_tensors();
     pd_memory_stats(&m0);
@@ -165,6 +167,7 @@ static void run_case(int k)
                  (long long)(m1.n_live - m0.n_live));
         if (!sw_fail("leak", k, b)) __atomic_add_fetch(&sw_shm->n_leak, 1, __ATOMIC_RELAXED);
     }
+    return 1;
 }
 
 /* ---- the crash-isolated runner --------------------------------------- */
@@ -188,15 +191,20 @@ int __lsan_do_recoverable_leak_check(void);
 /* Child: run the selected cases from..to-1 (all of them when single). */
 static void child(const int *sel, int from, int to, int single)
 {
+    int ran = 0, batch_from = from;
     for (int i = from; i < to; i++) {
         sw_shm->current = i;
         alarm((unsigned)sw_opts.timeout);
-        run_case(sel[i]);
+        ran += run_case(sel[i]);
         alarm(0);
         sw_shm->done = i + 1;
-        if (!single && ((i + 1 - from) % BATCH == 0 || i + 1 == to) && LEAK_CHECK()) {
-            sw_shm->leak_from = i + 1 - ((i - from) % BATCH + 1);
-            _exit(EXIT_LEAKED);
+        if (!single && (ran >= BATCH || i + 1 == to)) {
+            if (ran && LEAK_CHECK()) {
+                sw_shm->leak_from = batch_from;
+                _exit(EXIT_LEAKED);
+            }
+            ran = 0;
+            batch_from = i + 1;
         }
     }
     if (single && LEAK_CHECK()) _exit(EXIT_LEAKED);
@@ -221,7 +229,7 @@ static int spawn(const int *sel, int from, int to, int single)
 
 void sw_run_all(const int *sel, int n)
 {
-    if (sw_opts.no_fork) { /* for a debugger: no isolation */
+    if (sw_opts.no_fork) { /* for a debugger: no isolation, no leak check */
         for (int i = 0; i < n; i++) run_case(sel[i]);
         return;
     }

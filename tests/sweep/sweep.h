@@ -38,7 +38,8 @@ void sw_run_op_case(int k);
 int sw_case_is_op(int k, const char *name);
 void sw_describe(int k, char *buf, size_t n);
 void sw_report_bases(void);
-void sw_run_probe(int k);
+int sw_run_probe(int k); /* 0: skipped (nothing ran) */
+int sw_run_probe_needed(int k);
 /* sweep.c: the runner */
 void sw_judge(int k, int rc, int must_fail, int has_null, struct pd_tensor **outs, int n_out);
 int sw_fail(const char *what, int k, const char *detail);

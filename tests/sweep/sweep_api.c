@@ -189,10 +189,78 @@ static int a_kv_cache(int64_t v, int *must, struct pd_tensor **out)
     return c ? 0 : -1;
 }
 
+/* Wrappers that resolve values themselves before the op sees them. */
+static struct pd_tensor *ids_of(int64_t v)
+{
+    int64_t s[1] = {3};
+    struct pd_tensor *t = pd_zeros(s, 1, PD_I64);
+    if (t) ((int64_t *)pd_tensor_data(t))[1] = v;
+    return t;
+}
+static int a_one_hot_infer(int64_t v, int *must, struct pd_tensor **out)
+{
+    *must = v < 0 || (double)v * 3 >= 0x1p46; /* num_classes -1: max id + 1 columns */
+    return RES(pd_one_hot(ids_of(v), -1));
+}
+static int a_one_hot(int64_t v, int *must, struct pd_tensor **out)
+{
+    *must = v < -1 || v == 0 || (double)v * 3 > 0x1p46;
+    return RES(pd_one_hot(ids_of(0), v));
+}
+static int a_embedding(int64_t v, int *must, struct pd_tensor **out)
+{
+    int64_t s[2] = {4, 2};
+    *must = v != 0 && v != 1 && v != 2 && v != 3;
+    return RES(pd_embedding(ids_of(v), pd_ones(s, 2, PD_F32)));
+}
+static int a_conv2d(int64_t v, int *must, struct pd_tensor **out)
+{
+    int64_t xs[4] = {1, 1, 4, 4}, ws[4] = {1, 1, 2, 2};
+    int a = fits_int(v) ? (int)v : INT_MIN, one[2] = {1, 1}, zero[2] = {0, 0}, st[2] = {a, 1}, pd[2] = {a, 0};
+    *must = a < 0;
+    struct pd_tensor *x = pd_ones(xs, 4, PD_F32), *w = pd_ones(ws, 4, PD_F32);
+    struct pd_tensor *r = pd_conv2d(x, w, NULL, a > 0 ? st : one, a <= 0 ? pd : zero, a > 0 ? st : one, 1);
+    if (a <= 0) *must = a < 0;
+    else *must = 0;
+    return RES(r);
+}
+static int a_pool(int64_t v, int *must, struct pd_tensor **out)
+{
+    int64_t xs[4] = {1, 1, 4, 4};
+    int a = fits_int(v) ? (int)v : INT_MIN, k[2] = {a, 2};
+    *must = a < 1 || a > 4 + 2 * 0;
+    return RES(pd_max_pool2d(pd_ones(xs, 4, PD_F32), k, NULL, NULL));
+}
+static int a_topk(int64_t v, int *must, struct pd_tensor **out)
+{
+    *must = v < 0 || v > 2;
+    return RES(pd_topk(x234(), v, 0, 1, NULL));
+}
+static int a_linspace(int64_t v, int *must, struct pd_tensor **out)
+{
+    *must = v < 0 || (double)v > 0x1p46;
+    return RES(pd_linspace(0, 1, v, PD_F32));
+}
+static int a_eye(int64_t v, int *must, struct pd_tensor **out)
+{
+    *must = v >= 0 && (double)v * (double)v > 0x1p46; /* pd_eye(2, m < 0) is pd_eye(2, 2) */
+    return RES(pd_eye(v < 0 ? 2 : v, v < 0 ? v : v, PD_F32));
+}
+static int a_pad(int64_t v, int *must, struct pd_tensor **out)
+{
+    int64_t p[2] = {v, 0};
+    *must = (double)v * 4 * 6 > 0x1p46 || v < -4;
+    return RES(pd_pad(x234(), p, 2, PD_PAD_CONSTANT, 0));
+}
+
 static const struct {
     const char *name;
     api_fn fn;
 } api[] = {
+    {"pd_one_hot(ids with v, -1)", a_one_hot_infer}, {"pd_one_hot(ids, v)", a_one_hot},
+    {"pd_embedding(ids with v, [4, 2])", a_embedding}, {"pd_conv2d(stride/padding v)", a_conv2d},
+    {"pd_max_pool2d(kernel v)", a_pool}, {"pd_topk(x, v)", a_topk}, {"pd_linspace(0, 1, v)", a_linspace},
+    {"pd_eye(v, v)", a_eye}, {"pd_pad(x, {v, 0})", a_pad},
     {"pd_reshape(x, [v, -1])", a_reshape}, {"pd_reshape(x, s, ndim v)", a_reshape_ndim},
     {"pd_flatten(x, v, -1)", a_flatten}, {"pd_flatten(0-d, v, v)", a_flatten0d}, {"pd_squeeze(x, v)", a_squeeze},
     {"pd_unsqueeze(x, v)", a_unsqueeze}, {"pd_transpose(x, v, 0)", a_transpose},

@@ -242,18 +242,27 @@ static void probe_decode(int k, int *op, int *nin, int *sh, int *lay, int *dtv, 
     *av = k / N_DTV;
 }
 
-void sw_run_probe(int k)
+int sw_run_probe_needed(int k)
+{
+    int op, nin, sh, lay, dtv, av;
+    probe_decode(k, &op, &nin, &sh, &lay, &dtv, &av);
+    struct spec p;
+    return !sw_shm->base[op].found && !(pdi_ops[op].n_in >= 0 && nin) && !base_spec(op, nin, sh, lay, dtv, av, &p);
+}
+
+int sw_run_probe(int k)
 {
     int op, nin, sh, lay, dtv, av;
     probe_decode(k, &op, &nin, &sh, &lay, &dtv, &av);
     const struct pdi_opdef *d = &pdi_ops[op];
-    if (sw_shm->base[op].found || (d->n_in >= 0 && nin)) return;
+    if (sw_shm->base[op].found || (d->n_in >= 0 && nin)) return 0;
     struct spec p;
-    if (base_spec(op, nin, sh, lay, dtv, av, &p)) return;
+    if (base_spec(op, nin, sh, lay, dtv, av, &p)) return 0;
     struct pd_tensor *outs[4];
     int hn;
     if (call_spec(&p, outs, &hn) == 0)
         sw_shm->base[op] = (struct sw_base){1, nin, sh, lay, dtv, av};
+    return 1;
 }
 
 void sw_probe_all(void)
@@ -412,7 +421,8 @@ static void gen_attrs(int op, const struct spec *p)
             add(op, K_ATTR, f, 0, INT64_MAX, 0, 1);
             break;
         default: {
-            int64_t extra[] = {nd, -nd - 1, -nd, nd - 1, a->range.lo - 1, a->range.hi + 1};
+            int64_t extra[] = {nd, -nd - 1, -nd, nd - 1, a->range.lo == INT64_MIN ? 0 : a->range.lo - 1,
+                               a->range.hi == INT64_MAX ? 0 : a->range.hi + 1};
             int ne = a->range.kind == PDI_RK_INT ? 6 : 4;
             for (int v = 0; v < NV(i64_vals) + ne; v++) {
                 int64_t x;
