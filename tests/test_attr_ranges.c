@@ -88,6 +88,9 @@ int main(void)
     a = (struct pdi_attrs){.pool2d = {.kernel_h = INT64_MAX, .kernel_w = 1, .stride_h = 1, .stride_w = 1,
                                       .pad_h = INT64_MAX / 2}};
     PT_CHECK(refused(pdi_call1(PD_OP_max_pool2d, cx, &a), "too large"));
+    /* one_hot infers num_classes = max id + 1: INT64_MAX has no successor */
+    int64_t ids[2] = {0, INT64_MAX}, ns = 2;
+    PT_CHECK(refused(pd_one_hot(pd_from_buffer(ids, &ns, 1, PD_I64), -1), "one_hot: class value 9223372036854775807"));
     /* the defaults of every set are in range (the table's own rows) */
     for (int op = 0; op < PD_OP_COUNT; op++) {
         pdi_attrs_default((enum pd_op)op, &a);
