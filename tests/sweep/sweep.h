@@ -25,7 +25,7 @@ struct sw_base {
 struct sweep_shared {
     int phase;                 /* 0: probing for base calls, 1: cases */
     int n_op_cases;            /* cases below this are op cases, the rest entry points */
-    volatile int current, done, leak_from;
+    volatile int current, done, checked, leak_only;
     int n_ok, n_err, n_crash, n_hang, n_leak, n_accepted, n_badmsg, n_malformed, n_nobase, n_known;
     struct sw_base base[PD_OP_COUNT];
 };

@@ -253,10 +253,67 @@ static int a_pad(int64_t v, int *must, struct pd_tensor **out)
     return RES(pd_pad(x234(), p, 2, PD_PAD_CONSTANT, 0));
 }
 
+/* Entry points over models and data sets (tiny ones). */
+static void tiny_config(struct pd_llama_config *cfg)
+{
+    pd_llama_config_default(cfg);
+    cfg->vocab_size = 16;
+    cfg->dim = 8;
+    cfg->n_layers = 1;
+    cfg->n_heads = 2;
+    cfg->n_kv_heads = 1;
+    cfg->hidden_dim = 16;
+    cfg->max_seq_len = 8;
+}
+static int a_llama_forward(int64_t v, int *must, struct pd_tensor **out)
+{
+    struct pd_llama_config cfg;
+    tiny_config(&cfg);
+    int t = fits_int(v) && v >= 0 && v <= 64 ? (int)v : 64;
+    *must = t > cfg.max_seq_len || t == 0;
+    if (t == 0) *must = 0; /* an empty sequence may give an empty result */
+    *out = NULL;
+    struct pd_llama *m = pd_llama_create(&cfg, 1);
+    if (!m) return -1;
+    int64_t s[2] = {1, t};
+    struct pd_tensor *r = pd_llama_forward(m, pd_zeros(s, 2, PD_I64), NULL, NULL);
+    int rc = r ? 0 : -1;
+    pd_llama_destroy(m);
+    return rc;
+}
+static int a_llama_ids(int64_t v, int *must, struct pd_tensor **out)
+{
+    struct pd_llama_config cfg;
+    tiny_config(&cfg);
+    *must = v < 0 || v >= cfg.vocab_size;
+    *out = NULL;
+    struct pd_llama *m = pd_llama_create(&cfg, 1);
+    if (!m) return -1;
+    struct pd_tensor *r = pd_llama_forward(m, pd_reshape(ids_of(v), (const int64_t[]){1, 3}, 2), NULL, NULL);
+    int rc = r ? 0 : -1;
+    pd_llama_destroy(m);
+    return rc;
+}
+static int a_dataset_batch(int64_t v, int *must, struct pd_tensor **out)
+{
+    static const char text[] = "the quick brown fox jumps over the lazy dog, again and again and again.";
+    int t = fits_int(v) ? (int)v : INT_MAX;
+    *must = t < 1 || t + 1 > (int)sizeof text - 1;
+    *out = NULL;
+    struct pd_text_dataset *ds = pd_text_dataset_from_memory(text, sizeof text - 1, NULL, 0.0);
+    if (!ds) return -1;
+    struct pd_tensor *ids = NULL, *tg = NULL;
+    int rc = pd_dataset_batch(ds, PD_SPLIT_TRAIN, 2, t, NULL, &ids, &tg);
+    pd_text_dataset_destroy(ds);
+    return rc < 0 ? rc : 0;
+}
+
 static const struct {
     const char *name;
     api_fn fn;
 } api[] = {
+    {"pd_llama_forward(T = v)", a_llama_forward}, {"pd_llama_forward(id v)", a_llama_ids},
+    {"pd_dataset_batch(seq_len v)", a_dataset_batch},
     {"pd_one_hot(ids with v, -1)", a_one_hot_infer}, {"pd_one_hot(ids, v)", a_one_hot},
     {"pd_embedding(ids with v, [4, 2])", a_embedding}, {"pd_conv2d(stride/padding v)", a_conv2d},
     {"pd_max_pool2d(kernel v)", a_pool}, {"pd_topk(x, v)", a_topk}, {"pd_linspace(0, 1, v)", a_linspace},
