@@ -91,6 +91,9 @@ int main(void)
     /* one_hot infers num_classes = max id + 1: INT64_MAX has no successor */
     int64_t ids[2] = {0, INT64_MAX}, ns = 2;
     PT_CHECK(refused(pd_one_hot(pd_from_buffer(ids, &ns, 1, PD_I64), -1), "one_hot: class value 9223372036854775807"));
+    /* public wrappers keep C's truth: any nonzero flag is 1 */
+    struct pd_tensor *tv = pd_topk(x, 1, 1, 5, NULL), *sv = pd_sort(x, 1, -3, NULL);
+    PT_CHECK(tv && sv);
     /* the defaults of every set are in range (the table's own rows) */
     for (int op = 0; op < PD_OP_COUNT; op++) {
         pdi_attrs_default((enum pd_op)op, &a);
