@@ -241,8 +241,12 @@ const struct pdi_attr_desc *pdi_op_attrs(enum pd_op op, int *n);
 int pdi_op_lookup(const char *name);
 /* Every field of op's set to its default. */
 void pdi_attrs_default(enum pd_op op, struct pdi_attrs *a);
-/* Type-level checks (bool 0/1, a valid dtype, list length); status. */
+/* Type and range checks (PD_A's range column; an axis only against
+ * PD_MAX_DIMS); status. */
 int pdi_attrs_validate(enum pd_op op, const struct pdi_attrs *a);
+/* The same against the call's inputs (axes of input 0): the dispatcher runs
+ * it before infer for every op that has attributes. */
+int pdi_attrs_check(const struct pdi_call *c);
 /* "rms_norm(n_norm_axes=1, eps=1e-06)" into buf; returns buf. */
 const char *pdi_attrs_format(enum pd_op op, const struct pdi_attrs *a, char *buf, size_t n);
 /* JSON object of op's attributes (cJSON *, owned by the caller) and back:

@@ -343,12 +343,19 @@ static int dispatch(struct pdi_call *c)
     memset(meta, 0, sizeof meta[0] * (size_t)c->n_out);
     c->meta = meta;
     c->n_writes = 0;
+    /* every attribute in its declared range (one branch for ops without) */
+    if (d->attrs != PDI_AS_none) {
+        int rc = pdi_attrs_check(c);
+        if (rc) return rc;
+    }
     int rc = d->infer(c);
     if (rc) return rc;
     if (__builtin_expect(c->n_writes != 0, 0) &&
         (c->n_writes < 0 || c->n_writes > c->n_in || !(d->flags & PDI_F_INPLACE)))
         return pdi_errorf(PD_ERR_STATE, "%s: infer declared %d written inputs of %d", d->name, c->n_writes, c->n_in);
     if (c->inplace) {
+        if (d->kind == PDI_KIND_VIEW || c->n_out < 1)
+            return pdi_errorf(PD_ERR_INVALID, "%s: cannot run in place (a view, or no output)", d->name);
         if (!c->n_writes) c->n_writes = 1;
         const struct pd_tensor *x = c->in[0];
         if (meta[0].ndim != x->ndim || memcmp(meta[0].shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) ||
