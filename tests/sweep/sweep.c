@@ -66,13 +66,6 @@ static const struct {
     {"tril [attr] diagonal", "issue 12 bug 6 (tril arithmetic; branch b-opval)"},
     {"triu [attr] diagonal", "issue 12 bug 6 (triu arithmetic; branch b-opval)"},
     {"pd_sum_to_shape(", "issue 12 'Also': pd_sum_to_shape's ndim unchecked (branch b-opval)"},
-    {"pd_kv_cache_create(", "issue 12 bug 1 (branch e-state)"},
-    {"pd_dataset_batch(seq_len v) with v = 2147483647", "issue 12 bug 12 (branch e-state)"},
-    {"pd_dataset_batch(seq_len v) with v = -9223372036854775808", "issue 12 bug 12 (branch e-state)"},
-    {"pd_dataset_batch(seq_len v) with v = 9223372036854775807", "issue 12 bug 12 (branch e-state)"},
-    {"pd_dataset_batch(seq_len v) with v = 4294967296", "issue 12 bug 12 (branch e-state)"},
-    {"pd_dataset_batch(seq_len v) with v = 4611686018427387904", "issue 12 bug 12 (branch e-state)"},
-    {"pd_dataset_batch(seq_len v) with v = -4294967296", "issue 12 bug 12 (branch e-state)"},
     {"pd_llama_forward(T = v)", "issue 12 'Also': T > max_seq_len accepted (branch b-opval)"},
 };
 
