@@ -39,6 +39,8 @@ const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
 #define PDI_SHAPE_BUF 96
 
 /* ---- shapes ----------------------------------------------------------- */
+/* Checked int64 arithmetic and the element limit (pdi_shape_numel). */
+#include "core/checked.h"
 void pdi_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
 int64_t pdi_numel(const int64_t *shape, int ndim);
 int pdi_norm_axis(int axis, int ndim); /* -1 when out of range */

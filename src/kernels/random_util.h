@@ -87,19 +87,41 @@ static inline void pdi_rand_elem(enum pd_op op, const struct pdi_attrs *a, uint3
         double u2 = (double)(w1 >> 6) * 0x1p-26;
         v = mean + std * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
     } else {
-        /* randint: the bounds go through double, as they always have */
-        double lo = (double)a->randint.low, hi = (double)a->randint.high;
+        /* randint: lo + r mod (hi - lo), in unsigned 64-bit (infer checked
+         * lo < hi, so the span is in [1, 2^64 - 1] and the sum wraps back
+         * into [lo, hi)). Where the bounds and their difference are exact
+         * in double (|lo|, |hi| <= 2^53) this is the value the former
+         * double formula drew, bit for bit. */
+        uint64_t lo = (uint64_t)a->randint.low, span = (uint64_t)a->randint.high - lo;
         uint64_t r = ((uint64_t)w0 << 32) | w1;
+        int64_t x = (int64_t)(lo + r % span); /* two's complement: the value in [lo, hi) */
         if (dt == PD_I64) {
-            *(int64_t *)dst = (int64_t)lo + (int64_t)(r % (uint64_t)(hi - lo));
+            *(int64_t *)dst = x;
             return;
         }
-        v = lo + (double)(r % (uint64_t)(hi - lo));
+        v = (double)x; /* other dtypes: [lo, hi) fits 32 bits (infer), exact in double */
     }
     if (dt == PD_F32)
         *(float *)dst = (float)v;
     else
         pdi_store(dst, dt, v);
+}
+
+/* bernoulli's probabilities, checked by the kernel (only it sees values):
+ * each in [0, 1]. An expanded p (a scalar broadcast, as dropout's) is read
+ * once per distinct element: stride-0 dims are walked as size 1. */
+static inline int pdi_rand_check_p(const struct pd_kview *p)
+{
+    struct pd_kview u = *p;
+    for (int d = 0; d < u.ndim; d++)
+        if (u.strides[d] == 0) u.shape[d] = 1;
+    int64_t n = pdi_kview_numel(&u);
+    int f32 = u.dtype == PD_F32 && pdi_kview_contiguous(&u);
+    for (int64_t i = 0; i < n; i++) {
+        double v = f32 ? (double)((const float *)u.data)[i] : pdi_load(pdi_kview_ptr(&u, i), u.dtype);
+        if (!(v >= 0 && v <= 1)) return pdi_errorf(PD_ERR_INVALID, "bernoulli: p must be in [0, 1], got %g", v);
+    }
+    return PD_OK;
 }
 
 /* bernoulli: u = (w + 0.5) / 2^32 in (0, 1), 1 where u < p. */
