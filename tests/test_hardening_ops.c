@@ -21,15 +21,15 @@
 static int n_fail, n_checks;
 static const char *cur = "";
 
-#define CHECK(cond, ...)                                                                                                \
-    do {                                                                                                                \
-        n_checks++;                                                                                                     \
-        if (!(cond)) {                                                                                                  \
-            n_fail++;                                                                                                   \
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        n_checks++;                                                                                                    \
+        if (!(cond)) {                                                                                                 \
+            n_fail++;                                                                                                  \
             printf("FAIL [%s] line %d: ", cur, __LINE__);                                                              \
-            printf(__VA_ARGS__);                                                                                        \
-            printf("\n");                                                                                               \
-        }                                                                                                               \
+            printf(__VA_ARGS__);                                                                                       \
+            printf("\n");                                                                                              \
+        }                                                                                                              \
     } while (0)
 
 /* r must be NULL (or a negative status), with `status` and a one-line
@@ -208,7 +208,8 @@ static void bug21(void)
     CHECK(pd_add_(pd_transpose(w, 0, 1), pd_ones((int64_t[]){3, 4}, 2, PD_F32)) != NULL, "add_ into a transpose: %s",
           pd_last_error());
     CHECK(pd_fill_(pd_slice(w, 0, 0, 4, 2), 5.0) != NULL, "fill_ into a strided slice: %s", pd_last_error());
-    CHECK(pd_item(pd_sum(w, NULL, 0, 0)) == 12 + 2 * 3 * 4, "writes into views: sum %g", pd_item(pd_sum(w, NULL, 0, 0)));
+    CHECK(pd_item(pd_sum(w, NULL, 0, 0)) == 12 + 2 * 3 * 4, "writes into views: sum %g",
+          pd_item(pd_sum(w, NULL, 0, 0)));
 }
 
 /* Also: distribution parameters, 0-d axes, sum_to_shape's ndim, llama's T. */
@@ -267,9 +268,14 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
-    {"bug3_randint_range", bug3},     {"bug4_to_buffer_null", bug4}, {"bug5_view_numel", bug5},
-    {"bug6_int64_attrs", bug6},       {"bug21_inplace_overlap", bug21}, {"also_random_params", also_random},
-    {"also_0d_axes_sum_to_shape", also_axes}, {"also_llama_max_seq_len", also_llama},
+    {"bug3_randint_range", bug3},
+    {"bug4_to_buffer_null", bug4},
+    {"bug5_view_numel", bug5},
+    {"bug6_int64_attrs", bug6},
+    {"bug21_inplace_overlap", bug21},
+    {"also_random_params", also_random},
+    {"also_0d_axes_sum_to_shape", also_axes},
+    {"also_llama_max_seq_len", also_llama},
 };
 
 int main(int argc, char **argv)

@@ -400,7 +400,11 @@ int pdi_self_overlaps(const struct pd_tensor *t)
         int64_t s = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
         if (s == 0) return 1;
         int k = n++; /* insertion sort by stride */
-        while (k > 0 && st[k - 1] > s) { st[k] = st[k - 1]; sz[k] = sz[k - 1]; k--; }
+        while (k > 0 && st[k - 1] > s) {
+            st[k] = st[k - 1];
+            sz[k] = sz[k - 1];
+            k--;
+        }
         st[k] = s;
         sz[k] = t->shape[i];
     }

@@ -366,10 +366,10 @@ static int dispatch(struct pdi_call *c)
          * two indices reach */
         if (__builtin_expect(pdi_self_overlaps(c->in[i]), 0)) {
             char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
-            return pdi_errorf(PD_ERR_INVALID, "%s: cannot write in place into input %d of shape %s and strides %s: "
+            return pdi_errorf(PD_ERR_INVALID,
+                              "%s: cannot write in place into input %d of shape %s and strides %s: "
                               "some of its elements overlap (an expanded view); write into a contiguous copy",
-                              d->name, i,
-                              pdi_shape_str(c->in[i]->shape, c->in[i]->ndim, b0, sizeof b0),
+                              d->name, i, pdi_shape_str(c->in[i]->shape, c->in[i]->ndim, b0, sizeof b0),
                               pdi_shape_str(c->in[i]->strides, c->in[i]->ndim, b1, sizeof b1));
         }
     }

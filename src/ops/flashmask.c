@@ -269,7 +269,8 @@ struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_
                          "window (%lld, %lld)",
                          (long long)B, (long long)Sq, (long long)Sk, (long long)left, (long long)right);
     if (Sq > INT32_MAX || Sk > INT32_MAX)
-        return pdi_error(PD_ERR_INVALID, "flashmask: a window needs Sq, Sk <= 2^31 - 1 (int32 row indices), got %lld, %lld",
+        return pdi_error(PD_ERR_INVALID,
+                         "flashmask: a window needs Sq, Sk <= 2^31 - 1 (int32 row indices), got %lld, %lld",
                          (long long)Sq, (long long)Sk);
     /* a side longer than both sequences sees them whole: clamped, the
      * index arithmetic below stays in range (any int64 arrives here) */

@@ -315,8 +315,10 @@ int pd_split(struct pd_tensor *x, const int64_t *sizes, int n_sections, int axis
         if (s[i] == -1 && rest < 0) { rest = i; continue; }
         if (s[i] < 0) return pdi_errorf(PD_ERR_INVALID, "split: section %d has size %lld", i, (long long)s[i]);
         if (s[i] > dim - sum) /* sum <= dim: no overflow */
-            return pdi_errorf(PD_ERR_INVALID, "split: section sizes add up to more than axis %d's size %lld (past "
-                              "section %d)", ax, (long long)dim, i);
+            return pdi_errorf(PD_ERR_INVALID,
+                              "split: section sizes add up to more than axis %d's size %lld (past "
+                              "section %d)",
+                              ax, (long long)dim, i);
         sum += s[i];
     }
     if (rest >= 0) s[rest] = dim - sum;
@@ -366,8 +368,10 @@ struct pd_tensor *pd_tile(struct pd_tensor *x, const int64_t *reps, int n_reps)
         r[d] = dr < 0 ? 1 : reps[dr];
         s[d] = dx < 0 ? 1 : x->shape[dx];
         if (r[d] < 0) return pdi_error(PD_ERR_INVALID, "tile: negative repetition %lld", (long long)r[d]);
-        if (!pdi_mul_ok(r[d], s[d], &fs[d])) fs[d] = -1; /* past any limit: refused below */
-        else if (fs[d] == 0 && r[d] > PDI_MAX_NUMEL) fs[d] = -1;
+        if (!pdi_mul_ok(r[d], s[d], &fs[d]))
+            fs[d] = -1; /* past any limit: refused below */
+        else if (fs[d] == 0 && r[d] > PDI_MAX_NUMEL)
+            fs[d] = -1;
         extra += r[d] != 1;
     }
     /* the result's shape, checked before any expand or allocation */
@@ -394,7 +398,8 @@ struct pd_tensor *pd_tile(struct pd_tensor *x, const int64_t *reps, int n_reps)
         if (r[d] == 1) continue;
         if (r[d] == 0) { s[d] = 0; t = pd_zeros(s, nd, x->dtype); continue; }
         if (r[d] > 65536) /* one concat input per copy */
-            return pdi_error(PD_ERR_INVALID, "tile: %lld repetitions of a tensor of rank %d (at most 65536 at this rank)",
+            return pdi_error(PD_ERR_INVALID,
+                             "tile: %lld repetitions of a tensor of rank %d (at most 65536 at this rank)",
                              (long long)r[d], nd);
         struct pd_tensor **xs = malloc(sizeof *xs * (size_t)r[d]);
         if (!xs) return pdi_error(PD_ERR_NOMEM, "tile: out of memory");

@@ -53,15 +53,18 @@ static int check_params(enum pd_op op, const struct pdi_attrs *a, enum pd_dtype 
                               mean, std);
     } else if (op == PD_OP_randint) {
         int64_t lo = a->randint.low, hi = a->randint.high;
-        if (hi <= lo) return pdi_errorf(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
-        int64_t min = 0, max = 0;
-        switch (dt) {
-        case PD_I8: min = INT8_MIN; max = INT8_MAX; break;
-        case PD_U8: min = 0; max = UINT8_MAX; break;
-        case PD_I16: min = INT16_MIN; max = INT16_MAX; break;
-        case PD_I32: min = INT32_MIN; max = INT32_MAX; break;
-        default: min = INT64_MIN; max = INT64_MAX; break;
-        }
+        if (hi <= lo)
+            return pdi_errorf(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
+        int64_t min = dt == PD_I8    ? INT8_MIN
+                      : dt == PD_I16 ? INT16_MIN
+                      : dt == PD_I32 ? INT32_MIN
+                      : dt == PD_U8  ? 0
+                                     : INT64_MIN;
+        int64_t max = dt == PD_I8    ? INT8_MAX
+                      : dt == PD_U8  ? UINT8_MAX
+                      : dt == PD_I16 ? INT16_MAX
+                      : dt == PD_I32 ? INT32_MAX
+                                     : INT64_MAX;
         if (lo < min || hi - 1 > max) /* hi > lo >= INT64_MIN: hi - 1 cannot overflow */
             return pdi_errorf(PD_ERR_INVALID, "randint: [%lld, %lld) does not fit %s", (long long)lo, (long long)hi,
                               pd_dtype_name(dt));

@@ -138,8 +138,8 @@ int pdi_infer_slice(struct pdi_call *c)
     int ax = s->axis < 0 || s->axis >= x->ndim ? -1 : (int)s->axis;
     int64_t start = s->start, stop = s->stop, step = s->step;
     if (ax < 0 || step <= 0 || start < 0 || stop < start || stop > x->shape[ax])
-        return pdi_errorf(PD_ERR_INVALID, "slice: bad normalised slice (axis %lld, %lld:%lld:%lld)", (long long)s->axis, (long long)start,
-                          (long long)stop, (long long)step);
+        return pdi_errorf(PD_ERR_INVALID, "slice: bad normalised slice (axis %lld, %lld:%lld:%lld)", (long long)s->axis,
+                          (long long)start, (long long)stop, (long long)step);
     pdi_meta_of(x, m);
     /* ceil((stop - start) / step) without overflow (step may be INT64_MAX) */
     m->shape[ax] = stop > start ? (stop - start - 1) / step + 1 : 0;
