@@ -152,7 +152,7 @@ int pdi_check_shape(const char *what, const int64_t *shape, int ndim)
         return pdi_errorf(PD_ERR_INVALID, "%s: negative dimension in shape %s", what,
                           pdi_shape_str(shape, ndim, b, sizeof b));
     if (rc)
-        return pdi_errorf(PD_ERR_INVALID, "%s: shape %s has too many elements (the limit is 2^46)", what,
+        return pdi_errorf(PD_ERR_INVALID, "%s: shape %s has too many elements", what,
                           pdi_shape_str(shape, ndim, b, sizeof b));
     return PD_OK;
 }
