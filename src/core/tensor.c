@@ -385,11 +385,12 @@ int pd_tensor_is_contiguous(const struct pd_tensor *t)
     return 1;
 }
 
-/* Whether two different indices of t can reach the same element: a dim of
+/* Whether two different indices of t may reach the same element: a dim of
  * size > 1 with stride 0 (an expanded view), or, with the dims of size > 1
- * sorted by stride, a stride not larger than the span of the dims below it
- * (every view op keeps this order on the tensors it starts from, so it is
- * exact on the views the library makes). */
+ * sorted by stride, a stride not larger than the span of the dims below it.
+ * Sufficient, not exact: strides that interleave without meeting (2 and 3
+ * over sizes 3 and 3) are refused too; slices, permutes, reshapes and
+ * diagonals of a contiguous tensor never make such strides. */
 int pdi_self_overlaps(const struct pd_tensor *t)
 {
     int64_t st[PD_MAX_DIMS], sz[PD_MAX_DIMS];
