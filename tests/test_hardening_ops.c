@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pd/pd.h"
+#include "core/internal.h"
 #include "pd/flashmask.h"
 #include "tiny_llama.h"
 
@@ -245,6 +245,14 @@ static void also_axes(void)
     CHECK(pd_sum(s, (int[]){-1}, 1, 0) != NULL, "sum(0-d, axis -1): %s", pd_last_error());
     int64_t sh[2] = {2, 3};
     struct pd_tensor *x = pd_ones(sh, 2, PD_F32);
+    /* int64 axis attributes (a replayed call) are range-checked before they
+     * are narrowed: 2^32 was axis 0, INT64_MAX axis -1 */
+    struct pdi_attrs ra = {.reduce = {.axes = {.n = 1, .v = {(int64_t)1 << 32}}}};
+    ERR_NULL(pdi_call1(PD_OP_sum, x, &ra), "axis 4294967296 out of range");
+    ra.reduce.axes.v[0] = INT64_MAX;
+    ERR_NULL(pdi_call1(PD_OP_sum, x, &ra), "out of range");
+    struct pdi_attrs pa = {.permute = {.perm = {.n = 2, .v = {INT64_MAX, 0}}}};
+    ERR_NULL(pdi_call1(PD_OP_permute, x, &pa), "permute: axis 9223372036854775807 is out of range");
     ERR_NULL(pd_sum_to_shape(x, sh, -1), "sum_to_shape: ndim -1");
     ERR_NULL(pd_sum_to_shape(x, sh, PD_MAX_DIMS + 1), "sum_to_shape: ndim 9");
 }

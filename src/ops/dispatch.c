@@ -183,7 +183,7 @@ int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned 
         return PD_OK;
     }
     for (int i = 0; i < l->n; i++) {
-        int ax = pdi_norm_axis((int)l->v[i], x->ndim);
+        int ax = pdi_norm_axis64(l->v[i], x->ndim);
         if (ax < 0 || (x->ndim == 0 && l->v[i] != 0 && l->v[i] != -1))
             return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
                               (long long)l->v[i], x->ndim);

@@ -120,7 +120,7 @@ int pdi_infer_permute(struct pdi_call *c)
     m->ndim = x->ndim;
     m->offset = x->offset;
     for (int i = 0; i < x->ndim; i++) {
-        int a = pdi_norm_axis((int)p->v[i], x->ndim);
+        int a = pdi_norm_axis64(p->v[i], x->ndim);
         if (a < 0 || (seen & (1u << a)))
             return pdi_errorf(PD_ERR_INVALID, "permute: axis %lld is out of range or repeated", (long long)p->v[i]);
         seen |= 1u << a;
@@ -187,8 +187,8 @@ static int diag_geometry(const struct pdi_attrs_diagonal *a, const int64_t *shap
                          int64_t *len, int64_t *start1, int64_t *start2)
 {
     /* int64 attributes: range-check before narrowing */
-    *ax1 = a->axis1 < -nd || a->axis1 >= nd ? -1 : pdi_norm_axis((int)a->axis1, nd);
-    *ax2 = a->axis2 < -nd || a->axis2 >= nd ? -1 : pdi_norm_axis((int)a->axis2, nd);
+    *ax1 = pdi_norm_axis64(a->axis1, nd);
+    *ax2 = pdi_norm_axis64(a->axis2, nd);
     if (nd < 2 || *ax1 < 0 || *ax2 < 0 || *ax1 == *ax2)
         return pdi_errorf(PD_ERR_INVALID, "diagonal: need two different axes of a tensor with at least 2 dims");
     /* an offset past either dim gives an empty diagonal: clamping it keeps
@@ -297,7 +297,7 @@ int pdi_infer_diagonal_backward(struct pdi_call *c)
     int rc = infer_backward_of_view(c, &b->input_shape, PD_OP_diagonal, &fa, pdi_infer_diagonal);
     if (rc) return rc;
     /* the kernel steps by the offset: clamp it as the forward did */
-    int nd = (int)b->input_shape.n, a1 = pdi_norm_axis((int)b->axis1, nd), a2 = pdi_norm_axis((int)b->axis2, nd);
+    int nd = (int)b->input_shape.n, a1 = pdi_norm_axis64(b->axis1, nd), a2 = pdi_norm_axis64(b->axis2, nd);
     b->offset = pdi_clamp64(b->offset, -b->input_shape.v[a1], b->input_shape.v[a2]);
     return PD_OK;
 }
