@@ -469,6 +469,7 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
     if (!buf && pd_tensor_numel(t) > 0) return pdi_errorf(PD_ERR_INVALID, "to_buffer: NULL buffer");
     if (!pdi_host_read(t, "to_buffer")) return pd_last_status();
+    if (pd_tensor_numel(t) == 0) return PD_OK; /* nothing to write (buf may be NULL) */
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);
