@@ -4,12 +4,13 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+SWEEP_BUILD ?= build-sweep
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 # CI (CI=true) builds with -Werror; a person's build only warns.
 WERROR ?= $(if $(CI),ON,OFF)
 
-.PHONY: all deps build run test test-asan fuzz bench install clean
+.PHONY: all deps build run test test-asan sweep fuzz bench install clean
 
 all: build
 
@@ -35,6 +36,13 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2
 
+# The whole bad-input sweep (docs/reliability.md): clang, ASan + UBSan with
+# float-cast-overflow, every case crash-isolated. `make test` runs a sample.
+sweep: deps
+	CC=clang cmake -S . -B $(SWEEP_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON
+	cmake --build $(SWEEP_BUILD) -j $(JOBS) --target sweep
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive $(SWEEP_BUILD)/sweep --quiet
+
 # libFuzzer targets (fuzz/, docs/reliability.md "Fuzzing"): clang with
 # -fsanitize=fuzzer,address,undefined; each target runs FUZZ_SECONDS.
 # `make test` replays their corpora and crashers without clang.
@@ -50,4 +58,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(SWEEP_BUILD) $(FUZZ_BUILD)

@@ -47,8 +47,9 @@ int cli_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         if (!strcmp(argv[1], cmds[i].name)) {
             cli_cmd = cmds[i].name;
-            return cmds[i].fn(argc - 2, argv + 2);
+            cli_exit(cmds[i].fn(argc - 2, argv + 2));   /* frees anything left held; PADDLEC_LEAK_CHECK */
         }
-    fprintf(stderr, "paddlec: error: unknown command '%s' (see paddlec --help)\n", argv[1]);
+    char qb[PD_QUOTE_BUF];
+    fprintf(stderr, "paddlec: error: unknown command %s (see paddlec --help)\n", pd_quote(argv[1], qb, sizeof qb));
     return CLI_EXIT_USAGE;
 }

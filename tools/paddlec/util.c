@@ -13,26 +13,155 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "pd/optim.h"
 
 const char *cli_cmd = "";
 jmp_buf *cli_parse_only;
 
-/* exit(code), or back to the parse-only caller (cli.h). */
-static void cli_exit(int code) __attribute__((noreturn));
-static void cli_exit(int code)
+const char *cli_q(const char *s)
 {
-    if (cli_parse_only) longjmp(*cli_parse_only, CLI_EXITED + code);
+    static char buf[4][PD_QUOTE_BUF];
+    static int next;
+    next = (next + 1) % 4;
+    return pd_quote(s, buf[next], sizeof buf[next]);
+}
+
+/* The message goes out on one line whatever it holds: any control byte left
+ * (a value the caller did not quote) is written as \xNN. */
+static void put_line(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) fprintf(stderr, "\\x%02x", c);
+        else fputc(c, stderr);
+    }
+}
+
+/* ---- what an exit frees ----------------------------------------------------
+ * One stack of everything the running command owns: objects with their
+ * destructor, and open pd scopes (fn NULL, tok their token). */
+#define MAX_HELD 64
+static struct held {
+    void *p;
+    void (*fn)(void *);
+    int tok;
+} held[MAX_HELD];
+static int n_held;
+
+static void push_held(struct held h)
+{
+    if (n_held == MAX_HELD) {   /* a bug in this program, not in its input */
+        if (h.fn) h.fn(h.p);
+        else pd_scope_end(h.tok);
+        cli_fail(CLI_EXIT_FAIL, "internal error: more than %d objects held", MAX_HELD);
+    }
+    held[n_held++] = h;
+}
+
+void *cli_hold(void *p, void (*fn)(void *))
+{
+    if (p) push_held((struct held){p, fn, 0});
+    return p;
+}
+
+/* Forgets p (newest entry first); returns its destructor, NULL when not held. */
+static void (*unhold(const void *p))(void *)
+{
+    for (int i = n_held - 1; i >= 0; i--)
+        if (held[i].fn && held[i].p == p) {
+            void (*fn)(void *) = held[i].fn;
+            memmove(&held[i], &held[i + 1], sizeof *held * (size_t)(n_held - i - 1));
+            n_held--;
+            return fn;
+        }
+    return NULL;
+}
+
+void cli_drop(const void *p)
+{
+    if (p) unhold(p);
+}
+
+void cli_free(void *p)
+{
+    void (*fn)(void *) = p ? unhold(p) : NULL;
+    if (fn) fn(p);
+}
+
+int cli_scope_begin(void)
+{
+    int tok = pd_scope_begin();
+    if (tok < 0) cli_fail_pd("cannot open a scope");
+    push_held((struct held){NULL, NULL, tok});
+    return tok;
+}
+
+void cli_scope_end(int tok)
+{
+    for (int i = n_held - 1; i >= 0; i--)
+        if (!held[i].fn && held[i].tok == tok) {
+            memmove(&held[i], &held[i + 1], sizeof *held * (size_t)(n_held - i - 1));
+            n_held--;
+            break;
+        }
+    pd_scope_end(tok);
+}
+
+void cli_free_all(void)
+{
+    while (n_held > 0) {
+        struct held h = held[--n_held];   /* popped first: a destructor never runs twice */
+        if (h.fn) h.fn(h.p);
+        else pd_scope_end(h.tok);
+    }
+}
+
+void cli_exit(int code)
+{
+    cli_free_all();
+    if (cli_parse_only) longjmp(*cli_parse_only, CLI_EXITED + code);   /* back to the fuzz target (cli.h) */
+    /* PADDLEC_LEAK_CHECK=1 (tests/test_cli.sh): no tensor and no scope of the
+     * library may outlive the command, whatever the exit; a failure is one
+     * more line on stderr, which the tests count. */
+    const char *check = getenv("PADDLEC_LEAK_CHECK");
+    if (check && !strcmp(check, "1") && (pd_live_tensors() || pd_scope_depth())) {
+        fprintf(stderr, "paddlec: internal error: %lld tensors and %d scopes left at exit\n",
+                (long long)pd_live_tensors(), pd_scope_depth());
+        if (!code) code = CLI_EXIT_FAIL;
+    }
     exit(code);
 }
+
+#define CLI_DTOR(name, type, fn) \
+    void name(void *p) { fn((type *)p); }
+CLI_DTOR(cli_dtor_state_dict, struct pd_state_dict, pd_state_dict_destroy)
+CLI_DTOR(cli_dtor_llama, struct pd_llama, pd_llama_destroy)
+CLI_DTOR(cli_dtor_tokenizer, struct pd_tokenizer, pd_tokenizer_destroy)
+CLI_DTOR(cli_dtor_dataset, struct pd_text_dataset, pd_text_dataset_destroy)
+CLI_DTOR(cli_dtor_generator, struct pd_generator, pd_generator_destroy)
+CLI_DTOR(cli_dtor_generation, struct pd_generation, pd_generation_destroy)
+CLI_DTOR(cli_dtor_json, cJSON, cJSON_Delete)
+CLI_DTOR(cli_dtor_st_info, struct pd_safetensors_info, pd_safetensors_info_destroy)
+CLI_DTOR(cli_dtor_optimizer, struct pd_optimizer, pd_optimizer_destroy)
+CLI_DTOR(cli_dtor_arith_task, struct pd_arith_task, pd_arith_task_destroy)
+CLI_DTOR(cli_dtor_dataset_iter, struct pd_dataset_iter, pd_dataset_iter_destroy)
+void cli_dtor_file(void *p) { fclose((FILE *)p); }
 
 static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
 static void vfail(int code, const char *fmt, va_list ap, const char *tail)
 {
+    char msg[2048];
     fflush(stdout);
     fprintf(stderr, "paddlec%s%s: error: ", *cli_cmd ? " " : "", cli_cmd);
-    vfprintf(stderr, fmt, ap);
-    if (tail) fprintf(stderr, ": %s", tail);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    put_line(msg);
+    if (tail) {
+        fputs(": ", stderr);
+        put_line(tail);
+    }
     fputc('\n', stderr);
     cli_exit(code);
 }
@@ -67,7 +196,7 @@ int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
     case CLI_FLAG:
         if (!strcmp(v, "1") || !strcmp(v, "true")) *(int *)o->dst = 1;
         else if (!strcmp(v, "0") || !strcmp(v, "false")) *(int *)o->dst = 0;
-        else return snprintf(err, n, "--%s: expected true/false, got '%s'", o->name, v), -1;
+        else return snprintf(err, n, "--%s: expected true/false, got %s", o->name, cli_q(v)), -1;
         break;
     case CLI_STR:
         if (!*v) return snprintf(err, n, "--%s: empty value", o->name), -1;
@@ -76,7 +205,7 @@ int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
     case CLI_INT:
     case CLI_I64: {
         long long x = strtoll(v, &end, 10);
-        if (!*v || *end || errno) return snprintf(err, n, "--%s: '%s' is not an integer", o->name, v), -1;
+        if (!*v || *end || errno) return snprintf(err, n, "--%s: %s is not an integer", o->name, cli_q(v)), -1;
         if ((double)x < o->lo || (double)x > o->hi)
             return snprintf(err, n, "--%s: %lld is outside [%.17g, %.17g]", o->name, x, o->lo, o->hi), -1;
         if (o->kind == CLI_INT) *(int *)o->dst = (int)x;
@@ -86,7 +215,7 @@ int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
     case CLI_DOUBLE: {
         double x = strtod(v, &end);
         if (!*v || *end || errno || !isfinite(x))
-            return snprintf(err, n, "--%s: '%s' is not a finite number", o->name, v), -1;
+            return snprintf(err, n, "--%s: %s is not a finite number", o->name, cli_q(v)), -1;
         if (x < o->lo || x > o->hi) return snprintf(err, n, "--%s: %g is outside [%g, %g]", o->name, x, o->lo, o->hi), -1;
         *(double *)o->dst = x;
         break;
@@ -138,25 +267,28 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
             cli_exit(0);
         }
         if (strncmp(a, "--", 2) || !a[2]) {
-            if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument '%s' (see --help)", a);
+            if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument %s (see --help)", cli_q(a));
             pos[(*n_pos)++] = a;
             continue;
         }
         char name[64];
         const char *eq = strchr(a + 2, '='), *val = NULL;
         size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (len >= sizeof name) cli_fail(CLI_EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        if (len >= sizeof name) cli_fail(CLI_EXIT_USAGE, "unknown option %s (see --help)", cli_q(a));
         memcpy(name, a + 2, len);
         name[len] = 0;
         struct cli_opt *o = cli_find(opts, name);
-        if (!o) cli_fail(CLI_EXIT_USAGE, "unknown option '--%s' (see --help)", name);
+        if (!o) cli_fail(CLI_EXIT_USAGE, "unknown option %s (see --help)", cli_q(a));
         if (eq) val = eq + 1;
         else if (o->kind == CLI_FLAG) val = "1";
         else if (i + 1 < argc) val = argv[++i];
         else cli_fail(CLI_EXIT_USAGE, "--%s needs a value", name);
         if (cli_set(o, val, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s", err);
     }
-    if (cli_parse_only) longjmp(*cli_parse_only, CLI_PARSED);
+    if (cli_parse_only) {   /* parse-only mode (cli.h): back to the fuzz target */
+        cli_free_all();
+        longjmp(*cli_parse_only, CLI_PARSED);
+    }
 }
 
 double cli_now(void)
@@ -229,8 +361,11 @@ void cli_progress_done(struct cli_progress *p)
 FILE *cli_metrics_open(const char *path)
 {
     if (!path) return NULL;
-    FILE *f = fopen(path, "a");
-    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open metrics file '%s': %s", path, strerror(errno));
+    /* An append log, not an atomic write: each line is flushed as it is
+     * written, so a killed run keeps the lines of the steps it did
+     * (docs/reliability.md). A FIFO or a device is refused, never waited on. */
+    FILE *f = pd_file_open(path, "a");
+    if (!f) cli_fail_pd("cannot open the --metrics file");
     return f;
 }
 
@@ -250,7 +385,10 @@ int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n)
     int64_t k = pd_tokenizer_encode(tok, text, strlen(text), &ids32);
     if (k < 0) cli_fail_pd("cannot encode the text");
     int64_t *ids = malloc(sizeof *ids * (size_t)(k > 0 ? k : 1));
-    if (!ids) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    if (!ids) {
+        free(ids32);
+        cli_fail(CLI_EXIT_FAIL, "out of memory");
+    }
     for (int64_t i = 0; i < k; i++) ids[i] = ids32[i];
     free(ids32);
     *n = (int)k;
@@ -268,23 +406,10 @@ char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n)
     return s;
 }
 
-char *cli_read_file(const char *path, size_t *len)
+char *cli_read_file(const char *path, size_t max, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) cli_fail(CLI_EXIT_FAIL, "out of memory reading '%s'", path);
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        cap *= 2;
-        buf = realloc(buf, cap);
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) cli_fail(CLI_EXIT_FAIL, "cannot read '%s'", path);
-    buf[n] = 0;
-    if (len) *len = n;
+    /* regular files only, refused before any open that could block */
+    char *buf = pd_file_read(path, max, len);
+    if (!buf) cli_fail_pd("cannot read the input");
     return buf;
 }
