@@ -62,7 +62,7 @@ static PDI_TLS struct freelist free_tensors, free_storages;
 static void *fl_get(struct freelist *fl, size_t size)
 {
     void *p = fl->head;
-    if (!p) return calloc(1, size);
+    if (!p) return pdi_calloc(1, size);
     fl->head = *(void **)p;
     fl->n--;
     memset(p, 0, size);
@@ -277,7 +277,7 @@ int pd_scope_begin(void)
 {
     if (n_scopes == cap_scopes) {
         int nc = cap_scopes ? cap_scopes * 2 : 8;
-        struct scope *ns = realloc(scopes, sizeof *ns * (size_t)nc);
+        struct scope *ns = pdi_realloc(scopes, sizeof *ns * (size_t)nc);
         if (!ns) return pdi_errorf(PD_ERR_NOMEM, "scope_begin: out of memory (%d scopes open)", n_scopes);
         scopes = ns;
         cap_scopes = nc;
@@ -315,7 +315,7 @@ static int scope_push(struct scope *s, struct pd_tensor *t)
 {
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 64;
-        struct pd_tensor **ni = realloc(s->items, sizeof *ni * (size_t)nc);
+        struct pd_tensor **ni = pdi_realloc(s->items, sizeof *ni * (size_t)nc);
         if (!ni) return -1;
         s->items = ni;
         s->cap = nc;
@@ -483,7 +483,7 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
         if (k < 0) return;
         if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
         size_t nc = (b->cap + (size_t)k + 1) * 2;
-        char *ns = realloc(b->s, nc);
+        char *ns = pdi_realloc(b->s, nc);
         if (!ns) return;
         b->s = ns;
         b->cap = nc;

@@ -248,7 +248,7 @@ struct pd_tensor *pd_flashmask_random_eviction(int64_t S, int64_t start, uint64_
     const char *fn = "pd_flashmask_random_eviction";
     if (check_len(fn, S)) return NULL;
     if (start < 0) return pdi_error(PD_ERR_INVALID, "%s: start = %lld must be >= 0", fn, (long long)start);
-    uint32_t *w = malloc(sizeof *w * (size_t)(S + 1));
+    uint32_t *w = pdi_malloc(sizeof *w * (size_t)(S + 1));
     if (!w) return pdi_error(PD_ERR_NOMEM, "%s: out of memory for S = %lld", fn, (long long)S);
     int32_t *x;
     struct pd_tensor *t = new_mask(S, 1, &x);

@@ -221,8 +221,8 @@ static int parse_metadata(const char *path, const cJSON *m, struct pd_safetensor
     if (!cJSON_IsObject(m))
         return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': \"__metadata__\" is not a JSON object", path);
     int n = cJSON_GetArraySize(m);
-    info->meta_keys = calloc((size_t)n + 1, sizeof(char *));
-    info->meta_values = calloc((size_t)n + 1, sizeof(char *));
+    info->meta_keys = pdi_calloc((size_t)n + 1, sizeof(char *));
+    info->meta_values = pdi_calloc((size_t)n + 1, sizeof(char *));
     if (!info->meta_keys || !info->meta_values) return pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", path);
     for (const cJSON *x = m->child; x; x = x->next) {
         if (!cJSON_IsString(x))
@@ -232,7 +232,7 @@ static int parse_metadata(const char *path, const cJSON *m, struct pd_safetensor
             if (!strcmp(info->meta_keys[i], x->string))
                 return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': metadata '%s': duplicate key", path,
                                   clean(x->string, kb, sizeof kb));
-        char *k = strdup(x->string), *v = strdup(x->valuestring);
+        char *k = pdi_strdup(x->string), *v = pdi_strdup(x->valuestring);
         if (!k || !v) {
             free(k);
             free(v);
@@ -289,9 +289,9 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
     }
     /* Duplicate keys: cJSON keeps both, so sort the names and compare. */
     int nk = cJSON_GetArraySize(root);
-    names = malloc(((size_t)nk + 1) * sizeof *names);
-    info->tensors = calloc((size_t)nk + 1, sizeof *info->tensors);
-    spans = malloc(((size_t)nk + 1) * sizeof *spans);
+    names = pdi_malloc(((size_t)nk + 1) * sizeof *names);
+    info->tensors = pdi_calloc((size_t)nk + 1, sizeof *info->tensors);
+    spans = pdi_malloc(((size_t)nk + 1) * sizeof *spans);
     if (!names || !info->tensors || !spans) {
         st = pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
         goto done;
@@ -318,7 +318,7 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
             goto done;
         }
         if ((st = parse_entry(path, x, data_len, &tmp[nt]))) goto done;
-        if (!(tmp[nt].name = strdup(x->string))) {
+        if (!(tmp[nt].name = pdi_strdup(x->string))) {
             st = pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
             goto done;
         }
@@ -341,7 +341,7 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
         reach = s->end;
         reach_idx = s->idx;
     }
-    struct pd_safetensors_entry *sorted = calloc((size_t)nt + 1, sizeof *sorted);
+    struct pd_safetensors_entry *sorted = pdi_calloc((size_t)nt + 1, sizeof *sorted);
     if (!sorted) {
         st = pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
         goto done;
@@ -395,7 +395,7 @@ struct pd_safetensors_info *pd_safetensors_info(const char *path)
     unsigned char *map;
     uint64_t size;
     if (map_file(path, &map, &size)) return NULL;
-    struct pd_safetensors_info *info = calloc(1, sizeof *info);
+    struct pd_safetensors_info *info = pdi_calloc(1, sizeof *info);
     int st = info ? parse_header(path, map, size, info) : pdi_errorf(PD_ERR_NOMEM, "safetensors: out of memory");
     if (map) munmap(map, (size_t)size);
     if (st) {
@@ -541,7 +541,7 @@ static char *build_header(const char *cp, const struct pd_state_dict *sd)
 static int sync_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = slash ? pdi_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : pdi_strdup(".");
     if (!dir) return -1;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
@@ -566,8 +566,8 @@ int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
         return pdi_errorf(PD_ERR_INVALID, "safetensors save '%s': header of %zu bytes exceeds the limit", cp, padded);
     }
     size_t tl = strlen(path) + 32;
-    char *tmp = malloc(tl);
-    char *head = malloc(8 + padded);
+    char *tmp = pdi_malloc(tl);
+    char *head = pdi_malloc(8 + padded);
     if (!tmp || !head) {
         free(tmp);
         free(head);
@@ -601,7 +601,7 @@ int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
             goto fail;
         }
         if (!pd_tensor_is_contiguous(t)) {
-            if (!(buf = malloc(nbytes))) {
+            if (!(buf = pdi_malloc(nbytes))) {
                 st = pdi_errorf(PD_ERR_NOMEM, "safetensors save '%s': out of memory", cp);
                 goto fail;
             }

@@ -76,7 +76,7 @@ void pdi_nn_attention_fini(struct pd_nn_attention *a)
 struct pd_nn_attention *pd_nn_attention_create(int64_t dim, int n_heads, int n_kv_heads, double rope_theta,
                                                struct pd_generator *g)
 {
-    struct pd_nn_attention *a = malloc(sizeof *a);
+    struct pd_nn_attention *a = pdi_malloc(sizeof *a);
     if (!a) return pdi_error(PD_ERR_NOMEM, "nn.attention: out of memory");
     if (pdi_nn_attention_init(a, dim, n_heads, n_kv_heads, rope_theta, NULL)) {
         free(a);
@@ -231,7 +231,7 @@ void pdi_nn_block_fini(struct pd_nn_block *b)
 struct pd_nn_block *pd_nn_block_create(int64_t dim, int n_heads, int n_kv_heads, int64_t hidden_dim,
                                        double norm_eps, double rope_theta, struct pd_generator *g)
 {
-    struct pd_nn_block *b = malloc(sizeof *b);
+    struct pd_nn_block *b = pdi_malloc(sizeof *b);
     if (!b) return pdi_error(PD_ERR_NOMEM, "nn.block: out of memory");
     if (pdi_nn_block_init(b, dim, n_heads, n_kv_heads, hidden_dim, norm_eps, rope_theta, NULL)) {
         free(b);

@@ -278,7 +278,7 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
     int tall = rows >= cols;
     int64_t m = tall ? rows : cols, n = tall ? cols : rows;
     struct pd_tensor *z = pd_contiguous(pd_normal((int64_t[]){rows, cols}, 2, 0, 1, PD_F64, g));
-    double *a = malloc((size_t)(m * n) * sizeof *a);
+    double *a = pdi_malloc((size_t)(m * n) * sizeof *a);
     if (!z || !a) {
         free(a);
         if (z) pdi_errorf(PD_ERR_NOMEM, "init.orthogonal_: out of memory for a %lld x %lld matrix", (long long)m,
