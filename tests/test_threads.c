@@ -1,0 +1,174 @@
+/* paddle.c tests — the threading contract (docs/reliability.md, "Threads and
+ * fault injection"): independent models on different threads.
+ *
+ * Two threads start together (a barrier) and each, on its own objects:
+ * builds a tiny Llama and AdamW, and for a few steps trains (forward, loss,
+ * backward, clip, step) inside a scope, evaluates under no_grad, parses and
+ * prints its model config as JSON, parses a tokenizer and encodes/decodes
+ * with it, and provokes an error to check that pd_last_error is its own.
+ * Then the same job runs alone on the main thread: every number must be the
+ * same bit for bit (no thread saw another's modes, scopes, errors or
+ * generators).
+ *
+ * The ThreadSanitizer build (-DPD_TSAN=ON, `make test-tsan`) runs this test;
+ * it is the regression test of bug 18 of issue 12: the first forward on
+ * both threads read PD_ATTN through a lazily set `static int` in
+ * src/nn/attention.c (a data race TSan reports).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd/pd.h"
+#include "pd/data.h"
+#include "pd/optim.h"
+#include "tiny_llama.h"
+
+#define STEPS 3
+#define N_THREADS 2
+
+static pthread_barrier_t start;
+
+struct job {
+    uint64_t seed;
+    int ok;
+    char err[256];
+    double loss[STEPS], eval[STEPS];
+    int64_t tokens;
+};
+
+static const char *tok_json =
+    "{\"format\": \"paddlec-tokenizer\", \"version\": 1, \"type\": \"bpe\","
+    " \"pretokenizer\": \"paddlec-bytes-v1\", \"vocab_size\": 259,"
+    " \"merges\": [[97, 98], [256, 99]], \"special\": [{\"id\": 258, \"text\": \"<eos>\"}]}";
+
+#define TRY(c)                                                                                     \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            snprintf(j->err, sizeof j->err, "line %d: %s: %s", __LINE__, #c, pd_last_error());   \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static void run(struct job *j)
+{
+    struct pd_llama_config cfg = pt_tiny_llama_config(), cfg2;
+    struct pd_llama *m = NULL;
+    struct pd_optimizer *opt = NULL;
+    struct pd_tokenizer *tok = NULL;
+    char *json = NULL, *text = NULL;
+    int32_t *ids32 = NULL;
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
+    oc.lr = 1e-2;
+    int64_t ids[16], tgt[16], shape[2] = {2, 8};
+
+    TRY(m = pd_llama_create(&cfg, j->seed));
+    TRY(opt = pd_optimizer_create_for(&oc, pd_llama_state_dict(m)));
+    for (int s = 0; s < STEPS; s++) {
+        for (int i = 0; i < 16; i++)
+            ids[i] = (int64_t)((i * 7 + 3 + s + j->seed) % 37), tgt[i] = (int64_t)((i * 5 + 1 + s) % 37);
+        int scope = pd_scope_begin();
+        TRY(scope > 0);
+        struct pd_tensor *x = pd_from_buffer(ids, shape, 2, PD_I64), *y = pd_from_buffer(tgt, shape, 2, PD_I64);
+        TRY(x && y);
+        struct pd_tensor *loss = pd_llama_loss(m, x, y);
+        TRY(loss && pd_backward(loss, NULL, 0) == 0);
+        j->loss[s] = pd_item(loss);
+        TRY(pd_optimizer_clip_grad_norm(opt, 0.5) >= 0);
+        TRY(pd_optimizer_step(opt) == 0);
+        pd_optimizer_zero_grad(opt);
+        /* per-thread modes: eval without autograd */
+        int ng = pd_no_grad_begin();
+        TRY(ng > 0 && !pd_is_grad_enabled());
+        struct pd_tensor *l2 = pd_llama_loss(m, x, y);
+        TRY(l2 && !pd_tensor_requires_grad(l2));
+        j->eval[s] = pd_item(l2);
+        TRY(pd_grad_mode_end(ng) == 0 && pd_is_grad_enabled());
+        TRY(pd_scope_end(scope) == 0);
+
+        /* configs and tokenizers, parsed and printed concurrently */
+        TRY(json = pd_llama_config_to_json(&cfg));
+        TRY(pd_llama_config_from_json(&cfg2, json) == 0 && cfg2.dim == cfg.dim);
+        TRY(pd_llama_config_from_json(&cfg2, "{\"dim\": [}") < 0);   /* a parse error, reported on this thread */
+        TRY(strstr(pd_last_error(), "llama config"));
+        free(json);
+        json = NULL;
+        TRY(tok = pd_tokenizer_from_json(tok_json));
+        int64_t n = pd_tokenizer_encode(tok, "abcab abc ab", 12, &ids32);
+        TRY(n > 0);
+        j->tokens = n;
+        TRY(text = pd_tokenizer_decode(tok, ids32, n, NULL));
+        TRY(strcmp(text, "abcab abc ab") == 0);
+        TRY(!pd_tokenizer_from_json("{\"format\": 1"));
+        free(text), text = NULL;
+        free(ids32), ids32 = NULL;
+        pd_tokenizer_destroy(tok), tok = NULL;
+    }
+    /* the error of this thread is its own */
+    pd_clear_error();
+    for (int k = 0; k < 20; k++) { /* while the other thread fails its parses */
+        TRY(json = pd_llama_config_to_json(&cfg));
+        free(json), json = NULL;
+    }
+    TRY(strcmp(pd_last_error(), "no error") == 0);
+    j->ok = 1;
+out:
+    free(json);
+    free(text);
+    free(ids32);
+    pd_tokenizer_destroy(tok);
+    pd_optimizer_destroy(opt);
+    pd_llama_destroy(m);
+}
+
+static void *thread_main(void *arg)
+{
+    pthread_barrier_wait(&start);
+    run(arg);
+    return NULL;
+}
+
+int main(void)
+{
+    struct job jobs[N_THREADS], alone;
+    pthread_t th[N_THREADS];
+    memset(jobs, 0, sizeof jobs);
+    pthread_barrier_init(&start, NULL, N_THREADS);
+    for (int i = 0; i < N_THREADS; i++) {
+        jobs[i].seed = 11 + (uint64_t)i;
+        if (pthread_create(&th[i], NULL, thread_main, &jobs[i])) {
+            fprintf(stderr, "FAIL: pthread_create\n");
+            return 1;
+        }
+    }
+    for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+
+    int failures = 0;
+    for (int i = 0; i < N_THREADS; i++) {
+        memset(&alone, 0, sizeof alone);
+        alone.seed = jobs[i].seed;
+        run(&alone);
+        if (!jobs[i].ok || !alone.ok) {
+            fprintf(stderr, "FAIL thread %d: %s%s\n", i, jobs[i].err, alone.err);
+            failures++;
+            continue;
+        }
+        if (memcmp(jobs[i].loss, alone.loss, sizeof alone.loss) || memcmp(jobs[i].eval, alone.eval, sizeof alone.eval) ||
+            jobs[i].tokens != alone.tokens) {
+            fprintf(stderr, "FAIL thread %d: numbers differ from the same job alone (loss %.9g vs %.9g)\n", i,
+                    jobs[i].loss[0], alone.loss[0]);
+            failures++;
+        }
+        printf("thread %d: losses %.6f %.6f %.6f, the same alone\n", i, jobs[i].loss[0], jobs[i].loss[1],
+               jobs[i].loss[2]);
+    }
+    if (pd_live_tensors() != 0) {
+        fprintf(stderr, "FAIL: %lld tensors alive at the end\n", (long long)pd_live_tensors());
+        failures++;
+    }
+    return failures ? 1 : 0;
+}
