@@ -15,6 +15,7 @@
  * both threads read PD_ATTN through a lazily set `static int` in
  * src/nn/attention.c (a data race TSan reports).
  */
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -131,6 +132,39 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Threads that make and drop tensors, then exit: their per-thread free
+ * lists of tensor handles (src/core/tensor.c) must go with them. */
+static void *churn(void *arg)
+{
+    struct pd_tensor *t[300];
+    for (int i = 0; i < 300; i++) t[i] = pd_zeros((int64_t[]){4}, 1, PD_F32);
+    for (int i = 0; i < 300; i++) pd_tensor_release(t[i]);
+    return arg;
+}
+
+static int thread_exit_frees(void)
+{
+#if defined(PD_SANITIZE) || defined(PD_TSAN) || !defined(__GLIBC__)
+    return 0; /* no free lists (sanitized), or a malloc mallinfo2 cannot see */
+#else
+    mallopt(M_ARENA_MAX, 1); /* every thread's blocks in the arena mallinfo2 reports */
+    pthread_t t;
+    pthread_create(&t, NULL, churn, NULL); /* warm-up: keys, arena */
+    pthread_join(t, NULL);
+    size_t before = mallinfo2().uordblks;
+    for (int k = 0; k < 20; k++) {
+        pthread_create(&t, NULL, churn, NULL);
+        pthread_join(t, NULL);
+    }
+    size_t after = mallinfo2().uordblks;
+    if (after > before + 100000) {
+        fprintf(stderr, "FAIL: 20 threads that exited left %zu bytes allocated\n", after - before);
+        return 1;
+    }
+    return 0;
+#endif
+}
+
 int main(void)
 {
     struct job jobs[N_THREADS], alone;
@@ -166,6 +200,7 @@ int main(void)
         printf("thread %d: losses %.6f %.6f %.6f, the same alone\n", i, jobs[i].loss[0], jobs[i].loss[1],
                jobs[i].loss[2]);
     }
+    failures += thread_exit_frees();
     if (pd_live_tensors() != 0) {
         fprintf(stderr, "FAIL: %lld tensors alive at the end\n", (long long)pd_live_tensors());
         failures++;

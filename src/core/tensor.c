@@ -69,9 +69,36 @@ static void *fl_get(struct freelist *fl, size_t size)
     return p;
 }
 
+/* A thread's lists are freed when it exits (a key's destructor), so a
+ * program that starts and ends threads does not leak them. */
+static pthread_key_t fl_key;
+static pthread_once_t fl_once = PTHREAD_ONCE_INIT;
+static PDI_TLS int fl_keyed;
+
+static void fl_drain(void *unused)
+{
+    struct freelist *lists[2] = {&free_tensors, &free_storages};
+    for (int i = 0; i < 2; i++) {
+        while (lists[i]->head) {
+            void *p = lists[i]->head;
+            lists[i]->head = *(void **)p;
+            free(p);
+        }
+        lists[i]->n = 0;
+    }
+    fl_keyed = 0; /* a later put (another key's destructor) keys the thread again */
+}
+
+static void fl_key_make(void) { pthread_key_create(&fl_key, fl_drain); }
+
 static void fl_put(struct freelist *fl, void *p)
 {
     if (fl->n >= FREELIST_MAX) { free(p); return; }
+    if (!fl_keyed) {
+        pthread_once(&fl_once, fl_key_make);
+        pthread_setspecific(fl_key, &fl_keyed); /* any non-NULL value: the destructor runs */
+        fl_keyed = 1;
+    }
     *(void **)p = fl->head;
     fl->head = p;
     fl->n++;
