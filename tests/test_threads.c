@@ -24,6 +24,8 @@
 
 #include "pd/pd.h"
 #include "pd/data.h"
+#include "pd/memory.h"
+#include "pd/meta.h"
 #include "pd/optim.h"
 #include "tiny_llama.h"
 
@@ -34,6 +36,7 @@ static pthread_barrier_t start;
 
 struct job {
     uint64_t seed;
+    int first; /* the process's first forward (first round) */
     int ok;
     char err[256];
     double loss[STEPS], eval[STEPS];
@@ -125,13 +128,40 @@ out:
     pd_llama_destroy(m);
 }
 
+/* Both threads' first forward, started together under the meta executor:
+ * shapes only, so no kernel, allocator or cache takes a lock that would
+ * order the two threads for TSan, and the first reads of process-wide
+ * lazily initialised state (bug 18: PD_ATTN) race if they are not
+ * synchronised. */
+static void first_forward(struct job *j)
+{
+    struct pd_llama_config cfg = pt_tiny_llama_config();
+    struct pd_llama *m = pd_llama_create(&cfg, j->seed);
+    int64_t ids[16] = {0}, shape[2] = {2, 8};
+    struct pd_tensor *x = pd_from_buffer(ids, shape, 2, PD_I64);
+    pthread_barrier_wait(&start);
+    int scope = pd_scope_begin(), tok = pd_meta_begin();
+    struct pd_tensor *loss = m && x && tok > 0 ? pd_llama_loss(m, x, x) : NULL;
+    if (!loss || !pd_tensor_is_meta(loss))
+        snprintf(j->err, sizeof j->err, "first forward (meta): %s", pd_last_error());
+    if (tok > 0) pd_meta_end(tok, NULL);
+    if (scope > 0) pd_scope_end(scope);
+    pd_tensor_release(x);
+    pd_llama_destroy(m);
+}
+
 static void *thread_main(void *arg)
 {
-    pthread_barrier_wait(&start);
-    run(arg);
+    struct job *j = arg;
+    if (j->first) first_forward(j);
+    else pthread_barrier_wait(&start);
+    if (!j->err[0]) run(j);
     return NULL;
 }
 
+#if defined(PD_SANITIZE) || defined(PD_TSAN) || !defined(__GLIBC__)
+static int thread_exit_frees(void) { return 0; } /* no free lists (sanitized), or a malloc mallinfo2 cannot see */
+#else
 /* Threads that make and drop tensors, then exit: their per-thread free
  * lists of tensor handles (src/core/tensor.c) must go with them. */
 static void *churn(void *arg)
@@ -144,9 +174,6 @@ static void *churn(void *arg)
 
 static int thread_exit_frees(void)
 {
-#if defined(PD_SANITIZE) || defined(PD_TSAN) || !defined(__GLIBC__)
-    return 0; /* no free lists (sanitized), or a malloc mallinfo2 cannot see */
-#else
     mallopt(M_ARENA_MAX, 1); /* every thread's blocks in the arena mallinfo2 reports */
     pthread_t t;
     pthread_create(&t, NULL, churn, NULL); /* warm-up: keys, arena */
@@ -162,17 +189,30 @@ static int thread_exit_frees(void)
         return 1;
     }
     return 0;
-#endif
 }
+#endif
 
-int main(void)
+/* A plugged allocator without a lock. The host allocator takes one mutex per
+ * allocation, and TSan orders everything one thread did before unlocking it
+ * before what the other does after locking it: that hides races between
+ * threads that both allocate often. The first round runs without it. */
+static void *plain_alloc(void *ctx, size_t n) { return aligned_alloc(64, n ? (n + 63) & ~(size_t)63 : 64); }
+static void plain_free(void *ctx, void *p, size_t n) { free(p); }
+static const struct pd_allocator plain = {PD_ALLOCATOR_ABI, "plain", NULL, plain_alloc, plain_free, NULL, NULL, NULL};
+
+static int round_of(const struct pd_allocator *a, const char *what, int first)
 {
     struct job jobs[N_THREADS], alone;
     pthread_t th[N_THREADS];
+    if (pd_allocator_set_default(a)) {
+        fprintf(stderr, "FAIL: set_default: %s\n", pd_last_error());
+        return 1;
+    }
     memset(jobs, 0, sizeof jobs);
     pthread_barrier_init(&start, NULL, N_THREADS);
     for (int i = 0; i < N_THREADS; i++) {
         jobs[i].seed = 11 + (uint64_t)i;
+        jobs[i].first = first;
         if (pthread_create(&th[i], NULL, thread_main, &jobs[i])) {
             fprintf(stderr, "FAIL: pthread_create\n");
             return 1;
@@ -197,9 +237,17 @@ int main(void)
                     jobs[i].loss[0], alone.loss[0]);
             failures++;
         }
-        printf("thread %d: losses %.6f %.6f %.6f, the same alone\n", i, jobs[i].loss[0], jobs[i].loss[1],
-               jobs[i].loss[2]);
+        printf("%s allocator, thread %d: losses %.6f %.6f %.6f, the same alone\n", what, i, jobs[i].loss[0],
+               jobs[i].loss[1], jobs[i].loss[2]);
     }
+    pd_allocator_set_default(NULL);
+    return failures;
+}
+
+int main(void)
+{
+    int failures = round_of(&plain, "lock-free", 1);
+    failures += round_of(pd_allocator_host(), "host", 0);
     failures += thread_exit_frees();
     if (pd_live_tensors() != 0) {
         fprintf(stderr, "FAIL: %lld tensors alive at the end\n", (long long)pd_live_tensors());

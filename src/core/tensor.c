@@ -281,7 +281,7 @@ void pd_tensor_release(struct pd_tensor *t)
     if (t->retains_grad && t->grad_fn && t->grad_fn->retained) t->grad_fn->retained[t->out_nr] = NULL;
     storage_release(t->st);
     pd_tensor_release(t->grad);
-    if (t->grad_fn) pdi_tensor_grad_fn_release(t->grad_fn);
+    if (t->grad_fn) __atomic_load_n(&pdi_tensor_grad_fn_release, __ATOMIC_RELAXED)(t->grad_fn); /* set by any thread */
     for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
     __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
     fl_put(&free_tensors, t);
