@@ -105,6 +105,13 @@ static int job(struct result *r)
         if (pd_state_dict_add(sd, pd_state_dict_name(params, i), pd_state_dict_tensor(params, i))) goto out;
     if (pd_optimizer_state_dict(opt, sd, "optim.")) goto out;
     if (!(mj = pd_llama_config_to_json(&cfg))) goto out;
+    /* on one line: an out-of-memory inside cJSON's parse reads as a parse
+     * error that quotes the text near the failure (one line once issue 12
+     * bug 17 escapes quoted input) */
+    size_t w = 0;
+    for (size_t i = 0; mj[i]; i++)
+        if (mj[i] != '\n' && mj[i] != '\t') mj[w++] = mj[i];
+    mj[w] = 0;
     if (pd_state_dict_set_meta(sd, "model_config", mj)) goto out;
     if (pd_safetensors_save(ckpt_path, sd)) goto out;
     if (!(ck = pd_safetensors_load(ckpt_path))) goto out;
