@@ -176,13 +176,16 @@ int pdi_autograd_record(struct pdi_call *c)
         }
         pdi_meta_of(t, &n->in_meta[i]);
     }
+    /* Every saved output first: a failure must free the node before any
+     * output points to it. */
+    for (int j = 0; j < no && (d->flags & PDI_F_SAVE_OUT); j++) {
+        struct pd_tensor *o = c->out[j];
+        n->saved_out[j] = pdi_tensor_alias(o, o->shape, o->strides, o->ndim, o->offset);
+        if (!n->saved_out[j]) { n->refcount = 1; pdi_node_release(n); return PD_ERR_NOMEM; }
+    }
     for (int j = 0; j < no; j++) {
         struct pd_tensor *o = c->out[j];
         n->out_meta[j] = c->meta[j];
-        if ((d->flags & PDI_F_SAVE_OUT)) {
-            n->saved_out[j] = pdi_tensor_alias(o, o->shape, o->strides, o->ndim, o->offset);
-            if (!n->saved_out[j]) { n->refcount = 1; pdi_node_release(n); return PD_ERR_NOMEM; }
-        }
         if (!pd_dtype_is_float(o->dtype)) continue; /* indices carry no gradient */
         o->grad_fn = n;
         n->refcount++;
