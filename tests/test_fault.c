@@ -16,9 +16,11 @@
  *     same job with injection off gives the reference numbers bit for bit.
  * The sweep stops at the first N past the job's last allocation.
  *
- *   test_fault [stride [persist]]   stride 0: a default that keeps the
- *                                   run to a few seconds; persist 1: the
- *                                   Nth allocation and every later one fail
+ *   test_fault [stride [persist [first]]]   (first and stride: of the big job)
+ *       stride 0: a default that keeps the run to a few seconds;
+ *       persist 1: the Nth allocation and every later one fail;
+ *       first: the first N (to rerun one case); PD_FAULT_TRACE=1 prints
+ *       each N before its trial.
  * `make faultinject` runs stride 1, single and persistent.
  */
 #include <math.h>
@@ -29,6 +31,7 @@
 
 #include "pd/pd.h"
 #include "pd/data.h"
+#include "pd/flashmask.h"
 #include "pd/io.h"
 #include "pd/memory.h"
 #include "pd/optim.h"
@@ -184,67 +187,115 @@ static int64_t live_blocks(void)
     return s.n_live;
 }
 
-int main(int argc, char **argv)
+/* A single multi-output op with autograd: FlashMask attention (out and
+ * lse, both saved for backward) forward, sum, backward. Swept at stride 1
+ * by make test: issue 12's fault sweep found that a failure while saving
+ * the second output freed the grad node the first output already pointed
+ * to (src/autograd/node.c). */
+static int job_attention(struct result *r)
 {
-    int64_t stride = argc > 1 ? atoll(argv[1]) : 0;
-    int persist = argc > 2 ? atoi(argv[2]) : 0;
-    /* on tmpfs where there is one: each save fsyncs */
-    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(ckpt_path, sizeof ckpt_path, "%s/pd_test_fault_%d.safetensors", dir, (int)getpid());
+    int rc = -1, scope = pd_scope_begin();
+    if (scope < 0) return -1;
+    struct pd_generator *g = pd_generator_create(5);
+    int64_t shape[4] = {1, 8, 2, 4};
+    struct pd_tensor *q = NULL, *k = NULL, *v = NULL, *lse = NULL;
+    if (!g) goto out;
+    q = pd_requires_grad_(pd_randn(shape, 4, PD_F32, g), 1);
+    k = pd_requires_grad_(pd_randn(shape, 4, PD_F32, g), 1);
+    v = pd_requires_grad_(pd_randn(shape, 4, PD_F32, g), 1);
+    if (!q || !k || !v) goto out;
+    struct pd_tensor *o = pd_flashmask_attention(q, k, v, NULL, 1, NULL, 0.5, 0.0, &lse);
+    struct pd_tensor *l = o && lse ? pd_add(pd_sum(o, NULL, 0, 0), pd_sum(lse, NULL, 0, 0)) : NULL;
+    if (!l || pd_backward(l, NULL, 0)) goto out;
+    r->loss = pd_item(l);
+    r->gnorm = pd_item(pd_sum(pd_tensor_grad(q), NULL, 0, 0));
+    if (isnan(r->loss) || isnan(r->gnorm)) goto out;
+    rc = 0;
+out:
+    pd_generator_destroy(g);
+    pd_scope_end(scope);
+    return rc;
+}
 
+struct sweep_opts {
+    int64_t stride, first;
+    int persist, trace;
+};
+
+/* The sweep of one job (see the top of the file). */
+static void sweep(const char *name, int (*job_fn)(struct result *), struct sweep_opts o)
+{
     struct result ref = {0}, r;
+    int failures0 = failures;
     /* a warm-up run (lazy one-time state: kernel tables, oneDNN primitives)
      * and the reference */
-    CHECK(job(&ref) == 0, "warm-up failed: %s", pd_last_error());
+    CHECK(job_fn(&ref) == 0, "%s: warm-up failed: %s", name, pd_last_error());
     pd_fault_inject(INT64_MAX, 0); /* count only */
     memset(&ref, 0, sizeof ref);
-    CHECK(job(&ref) == 0, "reference failed: %s", pd_last_error());
+    CHECK(job_fn(&ref) == 0, "%s: reference failed: %s", name, pd_last_error());
     int64_t total = pd_fault_count();
     pd_fault_inject(0, 0);
-    CHECK(total > 100, "only %lld allocations counted", (long long)total);
-    if (stride <= 0) stride = total / 97 + 1; /* about a hundred trials */
-    printf("the job makes %lld allocations; stride %lld%s\n", (long long)total, (long long)stride,
-           persist ? ", persistent failures" : "");
+    CHECK(total > 10, "%s: only %lld allocations counted", name, (long long)total);
+    int64_t stride = o.stride > 0 ? o.stride : total / 97 + 1; /* about a hundred trials */
+    printf("%s: %lld allocations; stride %lld%s\n", name, (long long)total, (long long)stride,
+           o.persist ? ", persistent failures" : "");
 
     const int64_t tensors0 = pd_live_tensors(), blocks0 = live_blocks();
     int64_t trials = 0, errors = 0, absorbed = 0;
-    for (int64_t n = 1;; n += stride) {
+    for (int64_t n = o.first < 1 ? 1 : o.first;; n += stride) {
+        if (o.trace) fprintf(stderr, "%s: n=%lld\n", name, (long long)n);
         memset(&r, 0, sizeof r);
         pd_clear_error();
-        pd_fault_inject(n, persist);
-        int rc = job(&r);
+        pd_fault_inject(n, o.persist);
+        int rc = job_fn(&r);
         int64_t hits = pd_fault_hits();
         pd_fault_inject(0, 0);
         if (!hits) { /* n is past the job's last allocation */
-            CHECK(rc == 0 && same(&r, &ref), "n=%lld: no fault injected, yet the job differs", (long long)n);
+            CHECK(rc == 0 && same(&r, &ref), "%s: n=%lld: no fault injected, yet the job differs", name,
+                  (long long)n);
             break;
         }
         trials++;
         if (rc) {
             errors++;
             const char *msg = pd_last_error();
-            CHECK(pd_last_status() < 0 && strcmp(msg, "no error") != 0, "n=%lld: failed without an error",
-                  (long long)n);
-            CHECK(!strchr(msg, '\n'), "n=%lld: error of several lines: %s", (long long)n, msg);
+            CHECK(pd_last_status() < 0 && strcmp(msg, "no error") != 0, "%s: n=%lld: failed without an error",
+                  name, (long long)n);
+            CHECK(!strchr(msg, '\n'), "%s: n=%lld: error of several lines: %s", name, (long long)n, msg);
         } else {
             absorbed++;
-            CHECK(same(&r, &ref), "n=%lld: the failure was absorbed but the numbers differ (loss %.9g vs %.9g)",
-                  (long long)n, r.loss, ref.loss);
+            CHECK(same(&r, &ref), "%s: n=%lld: the failure was absorbed but the numbers differ (loss %.9g vs %.9g)",
+                  name, (long long)n, r.loss, ref.loss);
         }
-        CHECK(pd_live_tensors() == tensors0, "n=%lld: %lld tensors leaked (%s)", (long long)n,
+        CHECK(pd_live_tensors() == tensors0, "%s: n=%lld: %lld tensors leaked (%s)", name, (long long)n,
               (long long)(pd_live_tensors() - tensors0), pd_last_error());
-        CHECK(live_blocks() == blocks0, "n=%lld: %lld blocks leaked (%s)", (long long)n,
+        CHECK(live_blocks() == blocks0, "%s: n=%lld: %lld blocks leaked (%s)", name, (long long)n,
               (long long)(live_blocks() - blocks0), pd_last_error());
-        CHECK(pd_scope_depth() == 0 && pd_is_grad_enabled(), "n=%lld: scopes or grad mode left changed",
+        CHECK(pd_scope_depth() == 0 && pd_is_grad_enabled(), "%s: n=%lld: scopes or grad mode left changed", name,
               (long long)n);
         /* usable: the same job again, without injection */
         memset(&r, 0, sizeof r);
-        CHECK(job(&r) == 0 && same(&r, &ref), "n=%lld: the job after the failure differs: %s", (long long)n,
-              pd_last_error());
+        CHECK(job_fn(&r) == 0 && same(&r, &ref), "%s: n=%lld: the job after the failure differs: %s", name,
+              (long long)n, pd_last_error());
         if (failures > 20) break;
     }
+    printf("%s: %lld trials: %lld errors, %lld absorbed, %d check failures\n", name, (long long)trials,
+           (long long)errors, (long long)absorbed, failures - failures0);
+}
+
+int main(int argc, char **argv)
+{
+    struct sweep_opts o = {argc > 1 ? atoll(argv[1]) : 0, argc > 3 ? atoll(argv[3]) : 1,
+                           argc > 2 ? atoi(argv[2]) : 0, getenv("PD_FAULT_TRACE") != NULL};
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* on tmpfs where there is one: each save fsyncs */
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(ckpt_path, sizeof ckpt_path, "%s/pd_test_fault_%d.safetensors", dir, (int)getpid());
+
+    struct sweep_opts every = o;
+    every.stride = 1, every.first = 1;
+    sweep("attention", job_attention, every);
+    sweep("step+checkpoint", job, o);
     unlink(ckpt_path);
-    printf("%lld trials: %lld errors, %lld absorbed, %d check failures\n", (long long)trials, (long long)errors,
-           (long long)absorbed, failures);
     return failures ? 1 : 0;
 }
