@@ -472,8 +472,8 @@ static void test_inplace_ops(void)
     struct pd_tensor *y = pd_scale(leaf, 2);
     PT_CHECK(pd_copy_(y, pd_full((int64_t[]){3}, 1, 7, PD_F32)) == y && y->grad_fn && y->requires_grad);
     PT_CHECK(pd_get(y, (int64_t[]){1}) == 7);
-    PT_CHECK(!pd_fill_(leaf, 1) &&
-             !strcmp(pd_last_error(), "copy_: a leaf that requires grad cannot be modified in place (use no_grad)"));
+    PT_CHECK(!pd_fill_(leaf, 1) && /* named after fill_ itself (it said "copy_:" before) */
+             !strcmp(pd_last_error(), "fill_: a leaf that requires grad cannot be modified in place (use no_grad)"));
     PT_CHECK(!pd_copy_(t, leaf) &&
              !strcmp(pd_last_error(), "copy_: src requires grad; copy under no_grad or use an out-of-place op"));
     struct pd_tensor *mask = pd_bernoulli(leaf, NULL); /* not differentiable */

@@ -1,9 +1,13 @@
 /* paddle.c — anomaly mode: the first NaN/Inf stops the op that made it,
  * forward (log of a negative) and backward (sqrt's gradient at 0), with
- * the op's name, its inputs' stats and the call site in the message. */
+ * the op's name, its inputs' stats and the call site in the message; and
+ * an op that writes its inputs in place (the optimizer's update). */
 #include <string.h>
 
+#include "pd/autograd.h"
 #include "pd/debug.h"
+#include "pd/optim.h"
+#include "pd/state.h"
 #include "pt.h"
 
 static int contains(const char *s, const char *sub)
@@ -85,7 +89,32 @@ int main(void)
     pd_scope_end(scope_tok);
     pd_anomaly_mode(0);
 
+    /* 5. an op that writes its inputs in place (pdi_call.n_writes) and has
+     * no output: SGD with an overflowing step makes the parameter -inf. It
+     * went unnoticed when only outputs were checked. */
+    double pv[3] = {1.0, 2.0, 3.0};
+    struct pd_tensor *p = pt_vec(PD_F32, 3, pv);
+    pd_requires_grad_(p, 1);
+    struct pd_state_dict *sd = pd_state_dict_create();
+    PT_CHECK(sd && pd_state_dict_add(sd, "p", p) == PD_OK);
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_SGD);
+    oc.lr = 1e300; /* inf in f32 */
+    struct pd_optimizer *opt = pd_optimizer_create_for(&oc, sd);
+    PT_CHECK(opt != NULL);
+    scope_tok = pd_scope_begin();
+    PT_CHECK(pd_backward(pd_sum(pd_scale(p, 10), NULL, 0, 0), NULL, 0) == PD_OK);
+    pd_anomaly_mode(1);
+    pd_debug_reset_names();
+    PT_CHECK(pd_optimizer_step(opt) == PD_ERR_STATE);
+    PT_CHECK(contains(pd_last_error(), "sgd_update_1: anomaly: written input 0 ([3] f32) has 0 NaN and 3 Inf"));
+    pd_anomaly_mode(0);
+    pd_scope_end(scope_tok);
+    pd_optimizer_destroy(opt);
+    pd_state_dict_destroy(sd);
+
     pd_tensor_release(x);
+    pd_tensor_release(p);
     pd_tensor_release(z);
     PT_DONE();
 }

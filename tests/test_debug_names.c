@@ -65,12 +65,13 @@ int main(void)
     if (strcmp(a, "model.fc1/relu_1.out0|model.fc1/relu_1.grad|model/matmul_2.out0|mean_1.out0")) printf("got %s\n", a);
     PT_CHECK(!strcmp(pd_name_scope_current(), ""));
 
-    /* creation ops name their outputs like any op; tensors made from host
-     * data are unnamed -> tensor_<id>; named; params from a state dict */
+    /* creation ops name their outputs like any op, tensors made from host
+     * data too (pd_from_buffer is the empty op, then the host write);
+     * named; params from a state dict */
     PT_CHECK(!strcmp(pd_tensor_name(x), "normal_1.out0") && !strcmp(pd_tensor_name(w2), "normal_3.out0"));
     float hv[2] = {1, 2};
     struct pd_tensor *h = pd_from_buffer(hv, (int64_t[]){2}, 1, PD_F32);
-    PT_CHECK(!strncmp(pd_tensor_name(h), "tensor_", 7));
+    PT_CHECK(!strncmp(pd_tensor_name(h), "empty_", 6));
     pd_tensor_release(h);
     PT_CHECK(pd_tensor_set_name(x, "input:x") == PD_OK && !strcmp(pd_tensor_name(x), "input:x"));
     struct pd_state_dict *sd = pd_state_dict_create();

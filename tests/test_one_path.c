@@ -1,5 +1,6 @@
-/* paddle.c — one path, tested (issue 11): every byte a training step
- * changes is written by a dispatched op.
+/* paddle.c — one path, tested (issue 11): every byte a training step (or
+ * model construction, loading, generation, a dataset batch, a mask build)
+ * changes is written by a dispatched op or by the host-write entry point.
  *
  * A tiny Llama with dropout, AdamW, a gradient scaler and clipping by global
  * norm (in f32, then with the forward under f16 autocast, the scaler's real
@@ -21,16 +22,30 @@
  * made around the dispatcher and freed unread). Storage granularity: the
  * model's parameters share one arena storage.
  *
- * Last, the recorder checks itself: a write through pd_tensor_data, a
- * storage made with pdi_tensor_new and one made and freed unread must all
- * be reported. */
+ * Bytes that enter through the host-write entry point (pdi_host_write,
+ * reported to a host observer after the copy) count as recorded writes.
+ *
+ * The recorder checks itself: a write through pd_tensor_data, a storage
+ * made with pdi_tensor_new and one made and freed unread must all be
+ * reported, and a pdi_host_write must not be.
+ *
+ * Then the paths outside a training step are recorded the same way (model
+ * construction and every init function, optimizer state with fp32 masters
+ * and its load, a checkpoint load, a KV-cache generation, dataset batches,
+ * FlashMask masks). Before they went through
+ * ops or the host-write entry point, this part failed 78 checks, the reports
+ * naming each of them. */
 #include <inttypes.h>
 #include <stdarg.h>
 
 #include "core/internal.h"
 #include "pd/amp.h"
 #include "pd/autograd.h"
+#include "pd/data.h"
 #include "pd/debug.h"
+#include "pd/flashmask.h"
+#include "pd/generate.h"
+#include "pd/io.h"
 #include "pd/optim.h"
 #include "pt.h"
 #include "tiny_llama.h"
@@ -56,8 +71,8 @@ struct srec {
     struct tname tn;   /* the first tensor an op showed on it */
 };
 
-struct oplog { /* one recorded call */
-    const char *scope;
+struct oplog { /* one recorded call, or a host write (op -1) */
+    const char *scope; /* a host write: what wrote it ("from_buffer") */
     uint32_t n;
     int16_t op;
     const char *phase;
@@ -74,6 +89,7 @@ static const char *case_name = ""; /* "f32", "f16 autocast" */
 static int n_reported;             /* violations found */
 static int expect_reports;         /* self-check: violations are expected, not failures */
 static int n_random_ops;           /* recorded ops flagged PDI_F_RANDOM */
+static int n_host_writes;          /* recorded host writes (pdi_host_write) */
 static int part_first_op;          /* ops[] index where the current part began */
 static struct part {               /* the parts of the step, in order */
     const char *name;
@@ -144,6 +160,10 @@ static void label(const struct pd_tensor *t, const char *fmt, ...)
 
 static const char *op_str(const struct oplog *o, char *buf, size_t n)
 {
+    if (o->op < 0) {
+        snprintf(buf, n, "host write '%s'", o->scope);
+        return buf;
+    }
     snprintf(buf, n, "%s%s%s_%u", o->scope ? o->scope : "", o->scope ? "/" : "", pdi_op_name(o->op), (unsigned)o->n);
     return buf;
 }
@@ -272,6 +292,30 @@ static void after(const struct pdi_call *c, uint64_t seq, void *ctx)
     for (int j = 0; j < c->n_out; j++)
         if (!(c->inplace && j == 0)) wrote(c->out[j]->st, 1);
     for (int i = 0; i < n_written(c); i++) wrote(c->in[i]->st, 0);
+}
+
+/* The host-write entry point's events (after the copy: the bytes are in):
+ * a write, like an op's written input. A host read or a pointer handed out
+ * (pd_tensor_data) writes nothing: a write through that pointer is a
+ * change no recorded write explains. */
+static void host_event(const struct pd_tensor *t, unsigned access, const char *what, void *site, void *ctx)
+{
+    PDI_UNUSED(ctx);
+    if (!recording || !(access & PDI_HOST_COPY_IN)) return;
+    PT_CHECK(access & PDI_HOST_WRITE);
+    if (!site) report("host write '%s' reported without a call site", what);
+    if (n_ops == cap_ops) {
+        cap_ops = cap_ops ? 2 * cap_ops : 4096;
+        ops = realloc(ops, sizeof *ops * (size_t)cap_ops);
+        if (!ops) {
+            printf("one path: out of memory\n");
+            exit(2);
+        }
+    }
+    ops[n_ops++] = (struct oplog){pdi_intern(what), 0, -1, phase, pdi_storage_serial_next()};
+    n_host_writes++;
+    see_tensor(t);
+    wrote(t->st, 0);
 }
 
 /* ---- snapshots and checkpoints ----------------------------------------- */
@@ -548,7 +592,14 @@ static void run_case(const char *name, int autocast, int self_check)
         float *w = pd_tensor_data(arena);
         w[0] += 1.0f;
         struct pd_tensor *raw = pdi_tensor_new((int64_t[]){3}, 1, PD_F32);
+        /* ... but not bytes that came in through the host-write entry point */
+        int hw = n_host_writes;
+        struct pd_tensor *z = pd_zeros((int64_t[]){2}, 1, PD_F32);
+        PT_CHECK(z && pdi_host_write(z, (float[]){1.5f, -2.0f}, "self-check") == PD_OK);
+        PT_CHECK(z && pd_get(z, (int64_t[]){1}) == -2);
+        PT_CHECK(n_host_writes == hw + 1);
         checkpoint();
+        pd_tensor_release(z);
         uint64_t s_gone = pdi_storage_serial_next();
         pd_tensor_release(pdi_tensor_new((int64_t[]){5}, 1, PD_F32));
         unseen_storages(s_gone, pdi_storage_serial_next());
@@ -565,13 +616,187 @@ static void run_case(const char *name, int autocast, int self_check)
     pd_tensor_release(r.tgt);
 }
 
+/* ---- the paths outside a training step ------------------------------------ */
+/* Each scenario is recorded like the step: snapshot, parts, checks. */
+static uint64_t scen_first_serial;
+
+static void scen_begin(const char *name)
+{
+    case_name = name;
+    n_ops = n_parts = n_random_ops = n_reported = n_host_writes = 0;
+    snapshot();
+    scen_first_serial = pdi_storage_serial_next();
+    recording = 1;
+}
+
+/* Ends the scenario; checks it recorded ops (and host writes when
+ * host_data: the scenario brings host bytes in). */
+static void scen_end(int host_data)
+{
+    recording = 0;
+    unseen_storages(scen_first_serial, pdi_storage_serial_next());
+    printf("one path (%s): %d ops (%d random) and %d host writes recorded, %d reports; by part:", case_name,
+           n_ops - n_host_writes, n_random_ops, n_host_writes, n_reported);
+    for (int p = 0; p < n_parts; p++) {
+        int end = p + 1 < n_parts ? parts[p + 1].first_op : n_ops;
+        printf(" %s %d%s", parts[p].name, end - parts[p].first_op, p + 1 < n_parts ? "," : "\n");
+    }
+    for (int p = 0; p < n_parts; p++) {
+        int end = p + 1 < n_parts ? parts[p + 1].first_op : n_ops;
+        if (end == parts[p].first_op) {
+            pt_fails++;
+            printf("one path (%s): [%s] recorded no op and no host write\n", case_name, parts[p].name);
+        }
+    }
+    if (host_data && !n_host_writes) {
+        pt_fails++;
+        printf("one path (%s): no host write was recorded: host bytes entered around the entry point\n", case_name);
+    }
+}
+
+#define STEP(name, ...)                                                                                                \
+    do {                                                                                                               \
+        part_begin(name);                                                                                              \
+        __VA_ARGS__;                                                                                                   \
+        checkpoint();                                                                                                  \
+    } while (0)
+
+/* Model construction and every init function, a checkpoint load, a
+ * KV-cache generation, dataset batches and FlashMask masks: every byte they
+ * change is written by a dispatched op or by the host-write entry point. */
+static void test_paths(void)
+{
+    struct pd_llama_config cfg = pt_tiny_llama_config();
+    int rc = PD_OK, scope = pd_scope_begin();
+
+    scen_begin("construction");
+    struct pd_llama *m = NULL;
+    STEP("llama create + init", m = pd_llama_create(&cfg, 11));
+    PT_CHECK(m != NULL);
+    struct pd_generator *g = pd_generator_create(5);
+    struct pd_nn_linear *lin = NULL;
+    STEP("linear create (kaiming, uniform)", lin = pd_nn_linear_create(6, 4, 1, g));
+    PT_CHECK(lin != NULL);
+    STEP("init functions", {
+        rc |= pd_init_orthogonal_(lin->weight, 1.0, g);
+        rc |= pd_init_trunc_normal_(lin->weight, 0, 0.5, -0.4, 0.4, g);
+        rc |= pd_init_xavier_normal_(lin->weight, 1.0, g);
+        rc |= pd_init_kaiming_normal_(lin->weight, 0, PD_INIT_FAN_OUT, PD_NL_RELU, g);
+        rc |= pd_init_eye_(lin->weight);
+        rc |= pd_init_constant_(lin->bias, 0.25);
+    });
+    PT_CHECK(rc == PD_OK);
+    /* an optimizer over a bf16 parameter: its fp32 master and moments are
+     * made on the first step; then its state round-trips through a dict */
+    struct pd_tensor *pb = pd_requires_grad_(pd_full((int64_t[]){4, 3}, 2, 0.5, PD_BF16), 1);
+    struct pd_state_dict *psd = pd_state_dict_create(), *osd = pd_state_dict_create();
+    PT_CHECK(pb && psd && osd && pd_state_dict_add(psd, "pb", pb) == PD_OK);
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
+    struct pd_optimizer *opt = pd_optimizer_create_for(&oc, psd);
+    PT_CHECK(opt != NULL);
+    STEP("optimizer step (bf16 param, fp32 master)", {
+        rc = pd_backward(pd_sum(pd_mul(pb, pb), NULL, 0, 0), NULL, 0);
+        if (!rc) rc = pd_optimizer_step(opt);
+    });
+    PT_CHECK(rc == PD_OK);
+    struct pd_optimizer *opt2 = pd_optimizer_create_for(&oc, psd);
+    PT_CHECK(opt2 && pd_optimizer_state_dict(opt, osd, "optim.") == PD_OK);
+    STEP("optimizer state load", rc = pd_optimizer_load_state_dict(opt2, osd, "optim."));
+    PT_CHECK(rc == PD_OK);
+    scen_end(1);
+    pd_optimizer_destroy(opt2);
+    pd_optimizer_destroy(opt);
+    pd_state_dict_destroy(osd);
+    pd_state_dict_destroy(psd);
+    pd_nn_linear_destroy(lin);
+    if (!m) return;
+
+    /* a checkpoint of m, loaded into a second model */
+    const char *path = "test_one_path.safetensors";
+    PT_CHECK(pd_safetensors_save(path, pd_llama_state_dict(m)) == PD_OK);
+    struct pd_llama *m2 = pd_llama_create(&cfg, 12);
+    PT_CHECK(m2 != NULL);
+    struct pd_state_dict *sd = NULL;
+    scen_begin("checkpoint load");
+    STEP("safetensors load", sd = pd_safetensors_load(path));
+    PT_CHECK(sd != NULL);
+    STEP("state dict load", rc = sd && m2 ? pd_state_dict_load(pd_llama_state_dict(m2), sd, 1, NULL, 0) : -1);
+    PT_CHECK(rc == PD_OK);
+    STEP("state dict load file", rc = m2 ? pd_state_dict_load_file(pd_llama_state_dict(m2), path, 1, NULL, 0) : -1);
+    PT_CHECK(rc == PD_OK);
+    scen_end(1);
+    pd_state_dict_destroy(sd);
+    pd_llama_destroy(m2);
+    remove(path);
+
+    /* a KV-cache generation of a few tokens, two prompts of different lengths */
+    int64_t p0[] = {1, 2, 3}, p1[] = {4, 5, 6, 7, 8};
+    const int64_t *prompts[] = {p0, p1};
+    int lens[] = {3, 5};
+    struct pd_generate_config gc;
+    pd_generate_config_default(&gc);
+    gc.max_new_tokens = 4;
+    gc.temperature = 0.8;
+    struct pd_generation *gen = NULL;
+    scen_begin("generate");
+    STEP("generate (KV cache)", gen = pd_generate(m, prompts, lens, 2, &gc, g));
+    PT_CHECK(gen && pd_generation_len(gen, 0) == 4 && pd_generation_len(gen, 1) == 4);
+    scen_end(1);
+    pd_generation_destroy(gen);
+
+    /* dataset batches, random and sequential */
+    static const char text[] = "the one path: every byte is written by an op or comes in through one entry point. ";
+    struct pd_text_dataset *ds = pd_text_dataset_from_memory(text, sizeof text - 1, NULL, 0.2);
+    struct pd_dataset_iter *it = ds ? pd_dataset_iter_create(ds, PD_SPLIT_VAL, 2, 4) : NULL;
+    PT_CHECK(ds && it);
+    struct pd_tensor *x = NULL, *y = NULL;
+    scen_begin("dataset");
+    STEP("dataset batch", rc = pd_dataset_batch(ds, PD_SPLIT_TRAIN, 3, 8, g, &x, &y));
+    PT_CHECK(rc == PD_OK && x && y);
+    STEP("dataset iter", rc = it ? pd_dataset_iter_next(it, &x, &y) : -1);
+    PT_CHECK(rc > 0);
+    scen_end(1);
+    pd_dataset_iter_destroy(it);
+    pd_text_dataset_destroy(ds);
+
+    /* FlashMask masks, and one dense conversion */
+    struct pd_tensor *mk[10] = {0};
+    scen_begin("flashmask masks");
+    STEP("mask builders", {
+        int64_t docs[] = {3, 4, 2}, pre[] = {1, 2, 0};
+        mk[0] = pd_flashmask_causal(10);
+        mk[1] = pd_flashmask_sliding_window(10, 2, 1, 0);
+        mk[2] = pd_flashmask_causal_document(10, docs, 3);
+        mk[3] = pd_flashmask_document(10, docs, 3);
+        mk[4] = pd_flashmask_share_question(10, docs, 3);
+        mk[5] = pd_flashmask_global_sliding_window(10, 2, 2, 1);
+        mk[6] = pd_flashmask_causal_blockwise(9, docs, 3);
+        mk[7] = pd_flashmask_prefix_document(10, docs, pre, 3);
+        mk[8] = pd_flashmask_qk_sparse(10, 2, 4);
+        mk[9] = pd_flashmask_random_eviction(10, 3, 77);
+    });
+    for (int i = 0; i < 10; i++) PT_CHECK(mk[i] != NULL);
+    struct pd_tensor *dense = NULL;
+    STEP("to_dense", dense = pd_flashmask_to_dense(mk[2], 1, 10));
+    PT_CHECK(dense != NULL);
+    scen_end(1);
+
+    pd_generator_destroy(g);
+    pd_llama_destroy(m);
+    PT_CHECK(pd_scope_end(scope) == PD_OK);
+}
+
 int main(void)
 {
     test_registry();
     pdi_storage_track_begin(); /* before anything is made: every storage is listed */
     PT_CHECK(pdi_observer_add_ex(before, after, NULL) == PD_OK);
+    PT_CHECK(pdi_host_observer_add(host_event, NULL) == PD_OK);
     run_case("f32", -1, 1);
     run_case("f16 autocast", PD_F16, 0); /* the scaler's real use: casts are ops too */
+    test_paths();
+    pdi_host_observer_remove(host_event, NULL);
     pdi_observer_remove_ex(before, after, NULL);
     pdi_storage_track_end();
     PT_CHECK(pdi_storage_foreach(NULL, NULL) == 0); /* everything freed left the registry */

@@ -82,7 +82,7 @@ int pdi_autocast_stage(struct pdi_call *c)
     for (int i = 0; i < c->n_in; i++) {
         in[i] = eligible(c->in[i]->dtype, target) ? pd_cast(c->in[i], target) : c->in[i];
         if (!in[i]) {
-            rc = pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
+            rc = pdi_status_of(NULL, "autocast: cast");
             for (int j = 0; j < i; j++)
                 if (in[j] != c->in[j] && pd_scope_depth() == 0) pd_tensor_release(in[j]);
             goto out;

@@ -129,7 +129,7 @@ static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor 
 static int flush_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
 {
     g = run_hooks(leaf->hooks, g);
-    if (!g) return pd_last_status() ? pd_last_status() : PD_ERR_STATE;
+    if (!g) return pdi_status_of(NULL, "backward: leaf hook");
     if (!r->create_graph && g->grad_fn) g = pd_detach(g);
     if (!leaf->grad && !r->create_graph && g->refcount > 1) {
         /* g may be shared (e.g. the same tensor delivered to two leaves):
@@ -167,7 +167,7 @@ static int run_node(struct run *r, int k)
             if (!g) { rc = pd_last_status(); break; }
         }
         g = run_hooks(n->out_hooks[j], g);
-        if (!g) { rc = pd_last_status() ? pd_last_status() : PD_ERR_STATE; break; }
+        if (!g) { rc = pdi_status_of(NULL, "backward: hook"); break; }
         if (n->retain_out[j] && n->retained[j]) {
             struct pd_tensor *keep = r->create_graph ? g : pd_detach(g);
             if (keep) { pd_tensor_retain(keep); pd_tensor_release(n->retained[j]->grad); n->retained[j]->grad = keep; }

@@ -81,7 +81,9 @@ struct pd_tensor {
  * node exists, so that core/ never calls up into autograd/. */
 extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope),
- * made by the CPU backend from its allocator. */
+ * made by the CPU backend from its allocator. Not for library code outside
+ * the dispatcher: a storage made here is made by no op (use a creation op,
+ * or pdi_from_host for host data; docs/design.md §1). */
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt);
 /* The same, made by `backend` with bytes from `alloc` (never NULL; see
  * pdi_backend_allocator). */
@@ -123,17 +125,32 @@ typedef void (*pdi_storage_fn)(struct pdi_storage *st, void *ctx);
  * lock: fn must not make or free storages. Returns how many. */
 int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx);
 /* ---- host access (src/core/meta.c) ------------------------------------ */
-/* The one entry point through which host code outside kernels reads (or
- * writes) a tensor's bytes: pd_tensor_data, pd_to_buffer, pd_item, pd_get,
- * printing, and wrappers that read data (one_hot's num_classes, the counts
- * of nonzero and unique, FlashMask's index check). Returns the address of
- * t's element 0. A meta tensor has no bytes: NULL with the error
+/* The one entry point through which host code outside kernels reads a
+ * tensor's bytes (or hands out a pointer to them, as pd_tensor_data does):
+ * pd_tensor_data, pd_to_buffer, pd_item, pd_get, printing, and wrappers
+ * that read data (one_hot's num_classes, the counts of nonzero and unique,
+ * FlashMask's index check). Returns the address of t's element 0. A meta tensor has no bytes: NULL with the error
  * "<what>: a meta tensor (no data) ...". Each call is an event for the host
  * observers: the tensor, the access, `what` and the first call site outside
  * the library (captured only while an observer is installed). */
 #define PDI_HOST_READ 1u
 #define PDI_HOST_WRITE 2u
+#define PDI_HOST_COPY_IN 4u /* with WRITE: pdi_host_write's event, sent after the copy */
 void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what);
+/* The write side: the one function through which host bytes enter a tensor
+ * outside an op (host bytes cannot be an op's attribute). Copies
+ * numel * dtype-size bytes from src into t (contiguous; any offset), bumps
+ * its storage version like an op's written input, then reports
+ * PDI_HOST_WRITE | PDI_HOST_COPY_IN to the host observers with the call
+ * site, so they see the new bytes. Status; a meta tensor is refused. Every
+ * tensor whose bytes change is written by a dispatched op or by this
+ * function (pd_tensor_data's pointer is the user's escape hatch). */
+int pdi_host_write(struct pd_tensor *t, const void *src, const char *what);
+/* A new tensor (refcount 1, in no scope) made by the `empty` op under the
+ * eager executor (so it has data under any executor) and filled by
+ * pdi_host_write: how host data enters the library (pd_from_buffer adds
+ * it to the scope). `what` names the caller in errors and events. */
+struct pd_tensor *pdi_from_host(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt, const char *what);
 static inline const void *pdi_host_read(const struct pd_tensor *t, const char *what)
 {
     return pdi_host_access(t, PDI_HOST_READ, what);

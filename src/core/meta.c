@@ -10,7 +10,13 @@
  * tensor's bytes. It refuses meta tensors with an error instead of handing
  * out NULL + offset, and reports every access to the host observers (with
  * the user's call site), so a tracer can tell where a program reads data.
+ * pdi_host_write is its write side: the one function through which host
+ * bytes enter a tensor outside an op (pd_from_buffer, loading, dataset
+ * batches). It copies them in, bumps the storage version and then reports
+ * the write, so an observer sees the bytes in place.
  */
+#include <string.h>
+
 #include "core/internal.h"
 
 static int64_t meta_live, meta_peak;
@@ -78,6 +84,32 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
                          access & PDI_HOST_WRITE ? "read or written" : "read");
     }
     return (char *)t->st->data + t->offset * (int64_t)pd_dtype_size(t->dtype);
+}
+
+int pdi_host_write(struct pd_tensor *t, const void *src, const char *what)
+{
+    if (!t) return pdi_errorf(PD_ERR_NULL, "%s: NULL tensor", what);
+    int64_t n = pdi_numel(t->shape, t->ndim);
+    size_t nb = (size_t)n * pd_dtype_size(t->dtype);
+    if (nb && !src) return pdi_errorf(PD_ERR_INVALID, "%s: NULL data", what);
+    if (__builtin_expect(t->st->data == NULL, 0) && t->st->meta) {
+        char b[PDI_SHAPE_BUF];
+        return pdi_errorf(PD_ERR_INVALID,
+                          "%s: the %s %s tensor is meta (no data): host bytes cannot be written into it", what,
+                          pd_dtype_name(t->dtype), pdi_shape_str(t->shape, t->ndim, b, sizeof b));
+    }
+    struct pd_kview v;
+    pdi_kview_of(t, &v);
+    if (nb && !pdi_kview_contiguous(&v)) /* no element: any strides will do */
+        return pdi_errorf(PD_ERR_INVALID, "%s: host bytes can only be written into a contiguous tensor", what);
+    if (nb) memcpy(v.data, src, nb);
+    t->st->version++; /* like an op's written input: a GradNode that saved it notices */
+    if (__builtin_expect(n_host_obs != 0, 0)) {
+        void *site = pdi_capture_site();
+        for (int i = 0; i < n_host_obs; i++)
+            host_obs[i].fn(t, PDI_HOST_WRITE | PDI_HOST_COPY_IN, what, site, host_obs[i].ctx);
+    }
+    return PD_OK;
 }
 
 int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out)

@@ -447,17 +447,8 @@ char *pdi_kview_ptr(const struct pd_kview *v, int64_t i)
 }
 
 /* ---- host data ------------------------------------------------------ */
-/* Creation ops (empty, full, arange, ...) live in src/ops/create.c. */
-struct pd_tensor *pd_from_buffer(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt)
-{
-    struct pd_tensor *t = pdi_tensor_new(shape, ndim, dt);
-    if (!t) return NULL;
-    size_t nb = (size_t)pd_tensor_numel(t) * pd_dtype_size(dt);
-    if (nb && !data) { pd_tensor_release(t); return pdi_error(PD_ERR_INVALID, "from_buffer: NULL data"); }
-    if (nb) memcpy(t->st->data, data, nb);
-    return pdi_scope_add(t);
-}
-
+/* Creation ops (empty, full, arange, ...) and pd_from_buffer (the empty op
+ * and the host-write entry point, pdi_host_write) live in src/ops/create.c. */
 int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 {
     if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");

@@ -10,7 +10,11 @@
  *
  * Randomness: pd_dataset_batch draws its B window starts from Philox words
  * (seed, offset .. offset + 2B) of the generator and advances its offset like
- * every other random call, so a generator state is a data position.
+ * every other random call, so a generator state is a data position. The
+ * words are drawn on the host, not by a random op: they are indices into
+ * the host-side ids, never tensor data (docs/design.md §1). The batch's
+ * tensors are host data too: made by the empty op and filled through the
+ * host-write entry point (pdi_from_host), so observers see both.
  *
  * Ownership: the dataset owns its ids; batches are fresh tensors owned by the
  * caller's scope (or by the caller outside scopes).
@@ -203,19 +207,28 @@ static const char *split_name(enum pd_split s) { return s == PD_SPLIT_TRAIN ? "t
 static int fill_windows(const struct pd_text_dataset *ds, const int64_t *starts, int batch, int seq_len,
                         struct pd_tensor **ids, struct pd_tensor **targets)
 {
-    int64_t shape[2] = {batch, seq_len};
-    struct pd_tensor *x = pdi_tensor_new(shape, 2, PD_I64), *y = x ? pdi_tensor_new(shape, 2, PD_I64) : NULL;
-    if (!x || !y) {
-        pd_tensor_release(x);
+    int64_t shape[2] = {batch, seq_len}, n = (int64_t)batch * seq_len;
+    int64_t *xd = pdi_malloc(sizeof *xd * (size_t)n), *yd = pdi_malloc(sizeof *yd * (size_t)n);
+    if (!xd || !yd) {
+        free(xd);
+        free(yd);
         return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory for [%d, %d]", batch, seq_len);
     }
-    int64_t *xd = pd_tensor_data(x), *yd = pd_tensor_data(y);
     for (int b = 0; b < batch; b++) {
         int64_t s = starts[b];
         for (int t = 0; t < seq_len; t++) {
             xd[(int64_t)b * seq_len + t] = id_at(ds, s + t);
             yd[(int64_t)b * seq_len + t] = id_at(ds, s + t + 1);
         }
+    }
+    /* host data: the empty op, then the host-write entry point */
+    struct pd_tensor *x = pdi_from_host(xd, shape, 2, PD_I64, "dataset_batch");
+    struct pd_tensor *y = x ? pdi_from_host(yd, shape, 2, PD_I64, "dataset_batch") : NULL;
+    free(xd);
+    free(yd);
+    if (!x || !y) {
+        pd_tensor_release(x);
+        return pdi_status_of(NULL, "dataset batch");
     }
     *ids = pdi_scope_add(x);
     *targets = pdi_scope_add(y);

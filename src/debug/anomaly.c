@@ -1,4 +1,5 @@
-/* paddle.c — anomaly mode: fail the first op whose output holds NaN/Inf.
+/* paddle.c — anomaly mode: fail the first op whose output, or an input it
+ * wrote in place (pdi_call.n_writes), holds NaN/Inf.
  *
  * Runs in the dispatcher's debug stage after the kernel (and autograd
  * recording), so it sees forward ops and the ops a VJP dispatches during
@@ -58,21 +59,31 @@ int pdi_anomaly_check(const struct pdi_call *c)
     /* Values the caller asked for (a -inf mask constant), not computed ones;
      * empty's data is uninitialised. */
     if ((pdi_ops[c->op].flags & PDI_F_CREATION) || c->op == PD_OP_fill_ || c->op == PD_OP_copy_) return PD_OK;
-    int bad = -1;
+    /* The outputs, then the inputs the op wrote (in[0..n_writes): the
+     * optimizer updates, clipping's scale, the scaler's unscale) that are
+     * not also an output (an .inplace call's in[0] is out[0]). */
+    int bad = -1, bad_written = 0;
     struct stats so;
     for (int j = 0; j < c->n_out && bad < 0; j++) {
         if (!c->out[j] || !is_checked(c->out[j]->dtype) || pdi_is_meta(c->out[j])) continue; /* meta: no values */
         tensor_stats(c->out[j], &so);
         if (so.n_nan || so.n_inf) bad = j;
     }
+    for (int i = c->inplace ? 1 : 0; i < c->n_writes && bad < 0; i++) {
+        const struct pd_tensor *w = c->in[i];
+        if (!is_checked(w->dtype) || pdi_is_meta(w)) continue;
+        tensor_stats(w, &so);
+        if (so.n_nan || so.n_inf) bad = i, bad_written = 1;
+    }
     if (bad < 0) return PD_OK;
+    const struct pd_tensor *bt = bad_written ? c->in[bad] : c->out[bad];
     char name[PDI_NAME_BUF], b[PDI_SHAPE_BUF], msg[1800];
     snprintf(name, sizeof name, "%s", pdi_call_name(c));
     size_t k = 0;
 #define ADD(...) do { if (k < sizeof msg) k += (size_t)snprintf(msg + k, sizeof msg - k, __VA_ARGS__); } while (0)
-    ADD("%s: anomaly: output %d (%s %s) has %lld NaN and %lld Inf of %lld values", name, bad,
-        pdi_shape_str(c->out[bad]->shape, c->out[bad]->ndim, b, sizeof b), pd_dtype_name(c->out[bad]->dtype),
-        (long long)so.n_nan, (long long)so.n_inf, (long long)so.n);
+    ADD("%s: anomaly: %s %d (%s %s) has %lld NaN and %lld Inf of %lld values", name,
+        bad_written ? "written input" : "output", bad, pdi_shape_str(bt->shape, bt->ndim, b, sizeof b),
+        pd_dtype_name(bt->dtype), (long long)so.n_nan, (long long)so.n_inf, (long long)so.n);
     const struct pdi_node *bn = pdi_backward_node();
     if (bn) ADD(" in backward of %s", pdi_node_name(bn));
     ADD("; inputs:");

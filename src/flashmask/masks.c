@@ -25,12 +25,23 @@
 #include "ops/flashmask.h"
 #include "pd/flashmask.h"
 
-/* A fresh [1, 1, S, C] int32 tensor and its values (contiguous). */
-static struct pd_tensor *new_mask(int64_t S, int64_t C, int32_t **x)
+/* The values of a [1, 1, S, C] int32 mask, filled on the host: each
+ * builder is a host algorithm over a few ints per key column (the random
+ * eviction's one included). mask_done turns them into the tensor through
+ * pd_from_buffer (the empty op, then the host-write entry point), so
+ * observers see the mask made and written; it frees x. */
+static int32_t *new_mask(int64_t S, int64_t C)
 {
-    int64_t shape[4] = {1, 1, S, C};
-    struct pd_tensor *t = pd_empty(shape, 4, PD_I32);
-    *x = t ? (int32_t *)pd_tensor_data(t) : NULL;
+    int32_t *x = pdi_malloc(sizeof *x * (size_t)(S * C > 0 ? S * C : 1));
+    if (!x)
+        pdi_error(PD_ERR_NOMEM, "flashmask: out of memory for a [1, 1, %lld, %lld] mask", (long long)S, (long long)C);
+    return x;
+}
+
+static struct pd_tensor *mask_done(int32_t *x, int64_t S, int64_t C)
+{
+    struct pd_tensor *t = x ? pd_from_buffer(x, (int64_t[]){1, 1, S, C}, 4, PD_I32) : NULL;
+    free(x);
     return t;
 }
 
@@ -77,9 +88,9 @@ struct pd_tensor *pd_flashmask_causal(int64_t S)
 {
     int32_t *x;
     if (check_len("pd_flashmask_causal", S)) return NULL;
-    struct pd_tensor *t = new_mask(S, 1, &x);
-    for (int64_t j = 0; t && j < S; j++) x[j] = (int32_t)S;
-    return t;
+    x = new_mask(S, 1);
+    for (int64_t j = 0; x && j < S; j++) x[j] = (int32_t)S;
+    return mask_done(x, S, 1);
 }
 
 struct pd_tensor *pd_flashmask_sliding_window(int64_t S, int64_t left, int64_t right, int causal)
@@ -97,8 +108,8 @@ static struct pd_tensor *documents(const char *fn, int64_t S, const int64_t *len
     if (check_lens(fn, "document", S, lens, n, 1)) return NULL;
     int32_t *x;
     int64_t C = causal ? 1 : 2, s = 0;
-    struct pd_tensor *t = new_mask(S, C, &x);
-    if (!t) return NULL;
+    x = new_mask(S, C);
+    if (!x) return NULL;
     for (int d = 0; d < n; s += lens[d++])
         for (int64_t j = s; j < s + lens[d]; j++) {
             x[j * C] = (int32_t)(s + lens[d]);
@@ -108,7 +119,7 @@ static struct pd_tensor *documents(const char *fn, int64_t S, const int64_t *len
         x[j * C] = (int32_t)(causal ? j : 0);
         if (!causal) x[j * C + 1] = 0;
     }
-    return t;
+    return mask_done(x, S, C);
 }
 
 struct pd_tensor *pd_flashmask_causal_document(int64_t S, const int64_t *doc_lens, int n_docs)
@@ -127,14 +138,14 @@ struct pd_tensor *pd_flashmask_share_question(int64_t S, const int64_t *lens, in
     if (check_lens(fn, "question/answer", S, lens, n, 1)) return NULL;
     if (n < 1) return pdi_error(PD_ERR_INVALID, "%s: n = %d; lens[0] must be the question", fn, n);
     int32_t *x;
-    struct pd_tensor *t = new_mask(S, 1, &x);
-    if (!t) return NULL;
+    x = new_mask(S, 1);
+    if (!x) return NULL;
     int64_t end = sum_of(lens, n), s = 0;
     for (int d = 0; d < n; s += lens[d++])
         for (int64_t j = s; j < s + lens[d]; j++)
             x[j] = (int32_t)(d == 0 ? end : s + lens[d]); /* the question: seen up to the sample's end */
     for (int64_t j = end; j < S; j++) x[j] = (int32_t)j;
-    return t;
+    return mask_done(x, S, 1);
 }
 
 struct pd_tensor *pd_flashmask_global_sliding_window(int64_t S, int64_t global, int64_t left, int64_t right)
@@ -146,8 +157,8 @@ struct pd_tensor *pd_flashmask_global_sliding_window(int64_t S, int64_t global, 
                          "window (left %lld, right %lld)",
                          fn, (long long)S, (long long)global, (long long)left, (long long)right);
     int32_t *x;
-    struct pd_tensor *t = new_mask(S, 4, &x);
-    for (int64_t j = 0; t && j < S; j++) {
+    x = new_mask(S, 4);
+    for (int64_t j = 0; x && j < S; j++) {
         int32_t *c = x + 4 * j;
         /* LT: rows past the window (global rows i < global <= j never are);
          * UT: non-global rows before the window, empty written as [0, 0)
@@ -158,7 +169,7 @@ struct pd_tensor *pd_flashmask_global_sliding_window(int64_t S, int64_t global, 
         c[2] = (int32_t)(j >= global && ute > global ? global : 0);
         c[3] = (int32_t)(j >= global && ute > global ? ute : 0);
     }
-    return t;
+    return mask_done(x, S, 4);
 }
 
 /* Not representable with padding: a demonstration column would need the
@@ -170,8 +181,8 @@ struct pd_tensor *pd_flashmask_causal_blockwise(int64_t S, const int64_t *block_
     if (check_lens(fn, "block", S, block_lens, n_blocks, 0)) return NULL;
     if (n_blocks < 1 && S > 0) return pdi_error(PD_ERR_INVALID, "%s: no blocks; the last one is the test block", fn);
     int32_t *x;
-    struct pd_tensor *t = new_mask(S, 2, &x);
-    if (!t) return NULL;
+    x = new_mask(S, 2);
+    if (!x) return NULL;
     int64_t test = S - (n_blocks > 0 ? block_lens[n_blocks - 1] : 0), s = 0;
     for (int d = 0; d < n_blocks; s += block_lens[d++])
         for (int64_t j = s; j < s + block_lens[d]; j++) {
@@ -183,7 +194,7 @@ struct pd_tensor *pd_flashmask_causal_blockwise(int64_t S, const int64_t *block_
             x[2 * j] = (int32_t)(open ? e : S);
             x[2 * j + 1] = (int32_t)(open ? test : S);
         }
-    return t;
+    return mask_done(x, S, 2);
 }
 
 struct pd_tensor *pd_flashmask_prefix_lm(int64_t S, int64_t prefix)
@@ -208,8 +219,8 @@ struct pd_tensor *pd_flashmask_prefix_document(int64_t S, const int64_t *doc_len
                              "[0, length]",
                              fn, d, (long long)doc_lens[d], prefix_lens ? (long long)prefix_lens[d] : -1LL);
     int32_t *x;
-    struct pd_tensor *t = new_mask(S, 2, &x);
-    if (!t) return NULL;
+    x = new_mask(S, 2);
+    if (!x) return NULL;
     int64_t s = 0;
     for (int d = 0; d < n_docs; s += doc_lens[d++])
         for (int64_t j = s; j < s + doc_lens[d]; j++) {
@@ -217,7 +228,7 @@ struct pd_tensor *pd_flashmask_prefix_document(int64_t S, const int64_t *doc_len
             x[2 * j + 1] = (int32_t)(j < s + prefix_lens[d] ? s : j); /* prefix keys seen from the doc's start */
         }
     for (int64_t j = s; j < S; j++) x[2 * j] = x[2 * j + 1] = 0; /* padding */
-    return t;
+    return mask_done(x, S, 2);
 }
 
 struct pd_tensor *pd_flashmask_qk_sparse(int64_t S, int64_t offset, int64_t len)
@@ -230,13 +241,13 @@ struct pd_tensor *pd_flashmask_qk_sparse(int64_t S, int64_t offset, int64_t len)
                          "offset %lld, len %lld",
                          fn, (long long)S, (long long)offset, (long long)len);
     int32_t *x;
-    struct pd_tensor *t = new_mask(S, 2, &x);
-    for (int64_t j = 0; t && j < S; j++) {
+    x = new_mask(S, 2);
+    for (int64_t j = 0; x && j < S; j++) {
         int in = j >= offset && j < offset + len;
         x[2 * j] = (int32_t)(in ? j : S);
         x[2 * j + 1] = (int32_t)(in ? offset + len : S);
     }
-    return t;
+    return mask_done(x, S, 2);
 }
 
 /* Row r (r >= start) evicts the (w_r mod c)-th of its c earlier keys not
@@ -251,11 +262,14 @@ struct pd_tensor *pd_flashmask_random_eviction(int64_t S, int64_t start, uint64_
     uint32_t *w = pdi_malloc(sizeof *w * (size_t)(S + 1));
     if (!w) return pdi_error(PD_ERR_NOMEM, "%s: out of memory for S = %lld", fn, (long long)S);
     int32_t *x;
-    struct pd_tensor *t = new_mask(S, 1, &x);
-    if (!t) {
+    x = new_mask(S, 1);
+    if (!x) {
         free(w);
         return NULL;
     }
+    /* Host Philox words, not a random op: they steer a sequential host
+     * algorithm (each pick depends on the earlier ones) and never become
+     * tensor data themselves; the mask enters through mask_done. */
     pd_philox_fill(seed, 0, w, S);
     for (int64_t j = 0; j < S; j++) x[j] = (int32_t)S;
     for (int64_t r = start, gone = 0; r < S; r++) {
@@ -268,7 +282,7 @@ struct pd_tensor *pd_flashmask_random_eviction(int64_t S, int64_t start, uint64_
             }
     }
     free(w);
-    return t;
+    return mask_done(x, S, 1);
 }
 
 struct pd_tensor *pd_flashmask_to_dense(struct pd_tensor *idx, int causal, int64_t Sq)

@@ -181,7 +181,7 @@ static int is_stop(const struct pd_generate_config *cfg, int64_t t)
 /* Last-position logits of x [B, T, V] into out [B * V] (f32). */
 static int last_logits(struct pd_tensor *logits, float *out)
 {
-    if (!logits) return pd_last_status() ? pd_last_status() : PD_ERR_STATE;
+    if (!logits) return pdi_status_of(NULL, "generate: forward");
     int64_t t = pd_tensor_dim(logits, 1);
     struct pd_tensor *last = pd_slice(logits, 1, t - 1, t, 1);
     return pd_to_buffer(last, out, PD_F32);

@@ -419,25 +419,24 @@ struct pd_state_dict *pd_safetensors_load(const char *path)
     const unsigned char *data = map + 8 + info.header_len;
     for (int i = 0; i < info.n_tensors; i++) {
         const struct pd_safetensors_entry *e = &info.tensors[i];
-        /* Not through pd_from_buffer: the dict, not a scope, owns the tensor. */
-        struct pd_tensor *t = pdi_tensor_new(e->shape, e->ndim, e->dtype);
-        if (!t) {
-            pdi_errorf(pd_last_status(), "safetensors '%s': tensor '%s': %s", clean(path, pb, sizeof pb),
-                       clean(e->name, nb, sizeof nb), pd_last_error());
-            goto fail;
-        }
         size_t nbytes = (size_t)(e->end - e->begin);
-        if (nbytes) memcpy(pd_tensor_data(t), data + e->begin, nbytes);
         if (e->dtype == PD_BOOL) {
             /* Kernels assume bools are 0 or 1; anything else is not a bool. */
-            const unsigned char *b = pd_tensor_data(t);
+            const unsigned char *b = data + e->begin;
             for (size_t j = 0; j < nbytes; j++)
                 if (b[j] > 1) {
                     pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': bool element %zu has value %u (not 0 "
                                "or 1)", clean(path, pb, sizeof pb), clean(e->name, nb, sizeof nb), j, b[j]);
-                    pd_tensor_release(t);
                     goto fail;
                 }
+        }
+        /* The empty op and the host-write entry point, as pd_from_buffer,
+         * but owned by the dict, not by a scope. */
+        struct pd_tensor *t = pdi_from_host(data + e->begin, e->shape, e->ndim, e->dtype, "safetensors_load");
+        if (!t) {
+            pdi_errorf(pd_last_status(), "safetensors '%s': tensor '%s': %s", clean(path, pb, sizeof pb),
+                       clean(e->name, nb, sizeof nb), pd_last_error());
+            goto fail;
         }
         int st = pd_state_dict_add(sd, e->name, t);
         pd_tensor_release(t);

@@ -151,7 +151,7 @@ int pd_state_dict_load_file(struct pd_state_dict *dst, const char *path, int str
     struct pd_state_dict *src = pd_safetensors_load(path);
     if (!src) {
         if (report && report_len) snprintf(report, report_len, "%s", pd_last_error());
-        return pd_last_status() ? pd_last_status() : PD_ERR_IO;
+        return pdi_status_of(NULL, "state dict load");
     }
     int st = pd_state_dict_load(dst, src, strict, report, report_len);
     pd_state_dict_destroy(src);

@@ -44,10 +44,7 @@ static int begin(struct pd_tensor *t, const char *what, struct init_guard *g)
 static int end(struct pd_tensor *t, struct pd_tensor *src, struct init_guard g)
 {
     int st = PD_OK;
-    if (!src || !pd_copy_(t, src)) {
-        st = pd_last_status();
-        if (st == PD_OK) st = PD_ERR_INVALID;
-    }
+    if (!src || !pd_copy_(t, src)) st = pdi_status_of(NULL, "init");
     guard_end(g);
     return st;
 }
@@ -164,13 +161,21 @@ int pd_init_trunc_normal_(struct pd_tensor *t, double mean, double std, double a
     double lo = 2 * norm_cdf((a - mean) / std) - 1, hi = 2 * norm_cdf((b - mean) / std) - 1;
     struct pd_tensor *u = pd_contiguous(pd_uniform(t->shape, t->ndim, lo, hi, PD_F64, g));
     if (!u) return end(t, NULL, gd);
-    double *p = pd_tensor_data(u);
+    const double *p = pdi_host_read(u, "init.trunc_normal_");
     if (!p) return end(t, NULL, gd); /* meta: no values to transform */
+    /* erfinv is a host function: the values come back in as host data */
+    double *v = pdi_malloc(sizeof *v * (size_t)n);
+    if (!v) {
+        pdi_errorf(PD_ERR_NOMEM, "init.trunc_normal_: out of memory for %lld values", (long long)n);
+        return end(t, NULL, gd);
+    }
     for (int64_t i = 0; i < n; i++) {
         double x = mean + std * sqrt(2.0) * erfinv(p[i]);
-        p[i] = x < a ? a : x > b ? b : x;
+        v[i] = x < a ? a : x > b ? b : x;
     }
-    return end(t, u, gd);
+    struct pd_tensor *r = pd_from_buffer(v, t->shape, t->ndim, PD_F64);
+    free(v);
+    return end(t, r, gd);
 }
 
 int pd_init_xavier_uniform_(struct pd_tensor *t, double gain, struct pd_generator *g)
@@ -211,7 +216,7 @@ int pd_init_kaiming_uniform_(struct pd_tensor *t, double a, enum pd_init_mode mo
                              struct pd_generator *g)
 {
     double std = kaiming_std(t, a, mode, nl);
-    if (isnan(std)) return pd_last_status() ? pd_last_status() : PD_ERR_INVALID;
+    if (isnan(std)) return pdi_status_of(NULL, "init.kaiming");
     return pd_init_uniform_(t, -sqrt(3.0) * std, sqrt(3.0) * std, g);
 }
 
@@ -219,7 +224,7 @@ int pd_init_kaiming_normal_(struct pd_tensor *t, double a, enum pd_init_mode mod
                             struct pd_generator *g)
 {
     double std = kaiming_std(t, a, mode, nl);
-    if (isnan(std)) return pd_last_status() ? pd_last_status() : PD_ERR_INVALID;
+    if (isnan(std)) return pdi_status_of(NULL, "init.kaiming");
     return pd_init_normal_(t, 0, std, g);
 }
 
@@ -285,7 +290,7 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
                           (long long)n);
         return end(t, NULL, gd);
     }
-    const double *zp = pd_tensor_data(z);
+    const double *zp = pdi_host_read(z, "init.orthogonal_");
     if (!zp) {
         free(a);
         return end(t, NULL, gd); /* meta: no values to orthonormalise */
@@ -297,13 +302,19 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
         pdi_errorf(PD_ERR_INVALID, "init.orthogonal_: random matrix was rank deficient");
         return end(t, NULL, gd);
     }
-    struct pd_tensor *q = pd_empty((int64_t[]){rows, cols}, 2, PD_F64);
-    if (q) {
-        double *qp = pd_tensor_data(q);
-        for (int64_t i = 0; qp && i < rows; i++)
-            for (int64_t j = 0; j < cols; j++) qp[i * cols + j] = gain * a[tall ? i * n + j : j * n + i];
-        q = qp ? pd_reshape(q, t->shape, t->ndim) : NULL;
+    /* Gram-Schmidt runs on the host: Q comes back in as host data (the
+     * transpose and the gain applied in place in a) */
+    double *qp = pdi_malloc((size_t)(m * n) * sizeof *qp);
+    if (!qp) {
+        free(a);
+        pdi_errorf(PD_ERR_NOMEM, "init.orthogonal_: out of memory for a %lld x %lld matrix", (long long)m,
+                   (long long)n);
+        return end(t, NULL, gd);
     }
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) qp[i * cols + j] = gain * a[tall ? i * n + j : j * n + i];
     free(a);
+    struct pd_tensor *q = pd_from_buffer(qp, t->shape, t->ndim, PD_F64);
+    free(qp);
     return end(t, q, gd);
 }

@@ -328,11 +328,13 @@ struct pd_kv_cache *pd_kv_cache_create(const struct pd_llama_config *cfg, int ba
         return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory");
     }
     /* One storage per tensor: an in-place write to one layer's cache must
-     * not bump the version of another's. */
+     * not bump the version of another's. Made by creation ops (zeros, owned
+     * by the cache) and written only by pd_copy_ into slice views
+     * (src/nn/attention.c), so observers see every byte of it. */
     int64_t shape[4] = {batch, c->n_kv_heads, max_len, c->head_dim};
     for (int i = 0; i < c->n_layers; i++) {
-        c->k[i] = pdi_tensor_new(shape, 4, PD_F32);
-        c->v[i] = pdi_tensor_new(shape, 4, PD_F32);
+        c->k[i] = pdi_nn_zeros_owned(shape, 4);
+        c->v[i] = pdi_nn_zeros_owned(shape, 4);
         if (!c->k[i] || !c->v[i]) {
             pd_kv_cache_destroy(c);
             return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory for [%d, %d, %d, %d] x %d layers", batch,

@@ -83,7 +83,7 @@ int pdi_nn_linear_init(struct pd_nn_linear *l, int64_t in, int64_t out, int bias
     if (l->weight && bias) l->bias = pdi_nn_param(ar, (int64_t[]){out}, 1);
     if (!l->weight || (bias && !l->bias)) {
         pdi_nn_linear_fini(l);
-        return pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
+        return pdi_status_of(NULL, "nn: parameters");
     }
     return PD_OK;
 }
@@ -151,7 +151,7 @@ int pdi_nn_embedding_init(struct pd_nn_embedding *e, int64_t num, int64_t dim, s
     e->num_embeddings = num;
     e->dim = dim;
     e->weight = pdi_nn_param(ar, (int64_t[]){num, dim}, 2);
-    return e->weight ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NOMEM);
+    return pdi_status_of(e->weight, "nn.embedding: parameters");
 }
 
 struct pd_nn_embedding *pd_nn_embedding_create(int64_t num_embeddings, int64_t dim, struct pd_generator *g)
@@ -197,7 +197,7 @@ int pdi_nn_rmsnorm_init(struct pd_nn_rmsnorm *n, int64_t dim, double eps, struct
     n->weight = pdi_nn_param(ar, &dim, 1);
     if (!n->weight || pd_init_ones_(n->weight)) {
         pdi_nn_rmsnorm_fini(n);
-        return pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
+        return pdi_status_of(NULL, "nn: parameters");
     }
     return PD_OK;
 }

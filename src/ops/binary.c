@@ -136,15 +136,15 @@ struct pd_tensor *pd_where(struct pd_tensor *cond, struct pd_tensor *a, struct p
 /* gin[i] = g summed back to input i's shape (undoes broadcasting). */
 static int reduce_to(struct pdi_node *n, int i, struct pd_tensor *g, struct pd_tensor **gin)
 {
-    if (!g) return pd_last_status() ? pd_last_status() : PD_ERR_NULL;
+    if (!g) return pdi_status_of(NULL, __func__);
     gin[i] = pd_sum_to_shape(g, n->in_meta[i].shape, n->in_meta[i].ndim);
-    return gin[i] ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL);
+    return pdi_status_of(gin[i], __func__);
 }
 
 /* Saved input i, or NULL (error set) if it cannot be had. */
 #define SAVED(var, i)                                          \
     struct pd_tensor *var = pdi_node_in(n, i);                 \
-    if (!var) return pd_last_status() ? pd_last_status() : PD_ERR_STATE
+    if (!var) return pdi_status_of(NULL, "saved input")
 
 static struct pd_tensor *scalar_like(const struct pd_tensor *t, double v)
 {

@@ -1,6 +1,7 @@
 /* paddle.c — creation ops: empty, full (zeros, ones, scalar), arange,
- * linspace, eye and the _like forms, and the infer functions of the
- * in-place writes copy_ and fill_ (their wrappers are in src/ops/view.c).
+ * linspace, eye and the _like forms, the infer functions of the in-place
+ * writes copy_ and fill_ (their wrappers are in src/ops/view.c), and
+ * pd_from_buffer (the empty op, then the host-write entry point).
  *
  * Every wrapper checks its arguments with the same function the op's infer
  * runs, before dispatching: a bad call fails with the message it always had
@@ -185,4 +186,33 @@ struct pd_tensor *pd_eye(int64_t n, int64_t m, enum pd_dtype dt)
     if (pdi_check_new(shape, 2, dt)) return NULL;
     struct pdi_call c = {.op = PD_OP_eye, .a = {.eye = {.n = n, .m = shape[1], .dtype = dt}}};
     return create(&c);
+}
+
+/* ---- host data -------------------------------------------------------- */
+/* Host bytes cannot be an op's attribute: the tensor is made by the empty
+ * op (so observers see it made) and the bytes enter through the host-write
+ * entry point (so they see them written). Under another executor the empty
+ * call runs eager: host data always has bytes. */
+struct pd_tensor *pdi_from_host(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt, const char *what)
+{
+    if (pdi_check_new(shape, ndim, dt)) return NULL;
+    if (!data && pdi_numel(shape, ndim)) return pdi_error(PD_ERR_INVALID, "%s: NULL data", what);
+    int sc = pd_scope_begin();
+    if (sc < 0) return NULL;
+    int ex = pdi_modes.exec ? pdi_executor_begin(&pdi_exec_eager, NULL) : 0;
+    struct pd_tensor *t = ex >= 0 ? pd_empty(shape, ndim, dt) : NULL;
+    if (ex > 0) pdi_executor_end(ex);
+    pd_tensor_retain(t); /* ours once the scope drops its reference */
+    pd_scope_end(sc);
+    if (t && pdi_host_write(t, data, what)) {
+        pd_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+struct pd_tensor *pd_from_buffer(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    struct pd_tensor *t = pdi_from_host(data, shape, ndim, dt, "from_buffer");
+    return t ? pdi_scope_add(t) : NULL;
 }

@@ -135,8 +135,6 @@ int pdi_vjp_flashmask_backward(struct pdi_node *n, struct pd_tensor *const *gout
 /* [B, S, H, X] <-> [B, H, S, X] (a view). */
 static struct pd_tensor *bhsd(struct pd_tensor *x) { return x ? pd_transpose(x, 1, 2) : NULL; }
 
-static int null_status(void) { return pd_last_status() ? pd_last_status() : PD_ERR_NULL; }
-
 /* The dropout multipliers of the op as a dense [B, Hq, Sq, Sk] tensor of
  * dtype dt (0 or 1/(1-p), formed in f64), by the kernels' rule: weight
  * (b, h, i, j) is kept iff the Philox word w at counter
@@ -234,14 +232,14 @@ int pdi_decomp_flashmask(const struct pdi_call *c, struct pd_tensor **out)
     struct pd_tensor *q = c->in[0], *k = c->in[1], *v = c->in[2], *idx = fa->has_idx ? c->in[3] : NULL;
     int64_t B = q->shape[0], Sq = q->shape[1], Hq = q->shape[2], Sk = k->shape[1], Hk = k->shape[2];
     struct pd_tensor *vis = visible_of(idx, fa->causal != 0, Sq, Sk, Hk ? Hq / Hk : 1), *keep = NULL, *o;
-    if ((idx || fa->causal) && !vis) return null_status();
+    if ((idx || fa->causal) && !vis) return pdi_status_of(NULL, "flashmask decomposition");
     if (fa->dropout_p > 0 && !(keep = dropout_keep(fa, B, Hq, Sq, Sk, pdi_attention_lse_dtype(q->dtype))))
-        return null_status();
+        return pdi_status_of(NULL, "flashmask decomposition");
     struct pdi_attn a = {.q = bhsd(q), .k = bhsd(k), .v = bhsd(v), .visible = vis, .keep = keep, .scale = fa->scale};
     int rc = pdi_attention_composed(&a, &o, &out[1]);
     if (rc) return rc;
     out[0] = pd_contiguous(bhsd(o)); /* [B, Sq, Hq, Dv] */
-    return out[0] ? PD_OK : null_status();
+    return pdi_status_of(out[0], "flashmask decomposition");
 }
 
 int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64_t Sq, int64_t Sk, int64_t Hq,

@@ -31,11 +31,6 @@ static int is_int_dtype(enum pd_dtype dt)
     return dt == PD_I8 || dt == PD_U8 || dt == PD_I16 || dt == PD_I32 || dt == PD_I64;
 }
 
-static int vjp_status(const struct pd_tensor *t)
-{
-    return t ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL);
-}
-
 static struct pd_tensor *cast_to(struct pd_tensor *t, enum pd_dtype dt)
 {
     return t && t->dtype != dt ? pd_cast(t, dt) : t;
@@ -84,7 +79,7 @@ int pdi_vjp_rope(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     struct pd_tensor *pos = pdi_node_in(n, 1);
     if (!pos) return pd_last_status();
     gin[0] = rope_call(g[0], pos, n->a.rope.theta, -(int)n->a.rope.sign);
-    return vjp_status(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 struct pd_tensor *pd_rope(struct pd_tensor *x, struct pd_tensor *positions, double theta)
@@ -110,7 +105,7 @@ int pdi_decomp_rope(const struct pdi_call *c, struct pd_tensor **out)
     struct pd_tensor *x1 = pd_slice(xc, 3, 0, h2, 1), *x2 = pd_slice(xc, 3, h2, D, 1);
     struct pd_tensor *y[2] = {pd_sub(pd_mul(x1, cs), pd_mul(x2, sn)), pd_add(pd_mul(x2, cs), pd_mul(x1, sn))};
     out[0] = y[0] && y[1] ? cast_to(pd_concat(y, 2, 3), dt) : NULL;
-    return vjp_status(out[0]);
+    return pdi_status_of(out[0], __func__);
 }
 
 /* ---- swiglu ---------------------------------------------------------- */
@@ -176,11 +171,11 @@ int pdi_vjp_swiglu(struct pdi_node *n, struct pd_tensor *const *g, struct pd_ten
         struct pd_tensor *s = pd_sigmoid(a);
         struct pd_tensor *ds = pd_add_scalar(pd_mul(a, pd_add_scalar(pd_neg(s), 1.0)), 1.0);
         gin[0] = pd_mul(pd_mul(g[0], u), pd_mul(s, ds));
-        if (!gin[0]) return vjp_status(NULL);
+        if (!gin[0]) return pdi_status_of(NULL, __func__);
     }
     if (pdi_node_needs(n, 1)) {
         gin[1] = pd_mul(g[0], pd_silu(a));
-        if (!gin[1]) return vjp_status(NULL);
+        if (!gin[1]) return pdi_status_of(NULL, __func__);
     }
     return PD_OK;
 }
@@ -197,7 +192,7 @@ int pdi_decomp_swiglu(const struct pdi_call *c, struct pd_tensor **out)
     enum pd_dtype dt = c->in[0]->dtype, ct = dt == PD_F64 ? PD_F64 : PD_F32;
     struct pd_tensor *a = cast_to(c->in[0], ct), *u = cast_to(c->in[1], ct);
     out[0] = cast_to(pd_mul(pd_mul(a, pd_sigmoid(a)), u), dt);
-    return vjp_status(out[0]);
+    return pdi_status_of(out[0], __func__);
 }
 
 /* ---- sdpa ------------------------------------------------------------ */
@@ -418,7 +413,7 @@ int pdi_attention_composed(const struct pdi_attn *a, struct pd_tensor **out, str
     *out = cast_to(pd_matmul(pz, r.vc, 0, 0), a->q->dtype);
     struct pd_tensor *l = pd_add(r.m, pd_log(r.zs));
     *lse = pd_squeeze(pd_where(pd_gt(r.z, pd_scalar(0, ct)), l, pd_scalar(-INFINITY, ct)), -1);
-    return *out && *lse ? PD_OK : vjp_status(NULL);
+    return *out && *lse ? PD_OK : pdi_status_of(NULL, __func__);
 }
 
 /* The composed gradients: with P the masked softmax of the scores and Z
@@ -442,13 +437,14 @@ int pdi_attention_vjp_composed(const struct pdi_attn *a, struct pd_tensor **gq, 
     struct pd_tensor *inner = pd_sub(dp, pd_sum(pd_mul(dp, p), &ax, 1, 1));
     if (a->glse) inner = pd_add(inner, pd_unsqueeze(cast_to(a->glse, ct), -1));
     struct pd_tensor *ds = pd_mul(p, inner);
-    if (!ds) return vjp_status(NULL);
-    if (gq && !(*gq = cast_to(pd_scale(pd_matmul(ds, kc, 0, 0), a->scale), dt))) return vjp_status(NULL);
-    if (gk && !(*gk = cast_to(sum_heads(pd_scale(pd_matmul(ds, qc, 1, 0), a->scale), G), dt))) return vjp_status(NULL);
+    if (!ds) return pdi_status_of(NULL, __func__);
+    if (gq && !(*gq = cast_to(pd_scale(pd_matmul(ds, kc, 0, 0), a->scale), dt))) return pdi_status_of(NULL, __func__);
+    if (gk && !(*gk = cast_to(sum_heads(pd_scale(pd_matmul(ds, qc, 1, 0), a->scale), G), dt)))
+        return pdi_status_of(NULL, __func__);
     if (gv && !(*gv = cast_to(sum_heads(pd_matmul(keep ? pd_mul(p, keep) : p, dout, 1, 0), G), dt)))
-        return vjp_status(NULL);
+        return pdi_status_of(NULL, __func__);
     if (gmask && !(*gmask = cast_to(pd_sum_to_shape(ds, mask->shape, mask->ndim), mask->dtype)))
-        return vjp_status(NULL);
+        return pdi_status_of(NULL, __func__);
     return PD_OK;
 }
 
@@ -471,7 +467,7 @@ static int sdpa_vjp_composed(struct pdi_node *n, struct pd_tensor *const *g, str
     struct pd_tensor *mask = has_mask ? pdi_node_in(n, 3) : NULL;
     if (!q || !k || !v || (has_mask && !mask)) return pd_last_status();
     struct pd_tensor *vis = sdpa_visible(q, k, mask, causal, &err);
-    if (err) return vjp_status(NULL);
+    if (err) return pdi_status_of(NULL, __func__);
     int bool_mask = mask && mask->dtype == PD_BOOL;
     struct pdi_attn a = {.q = q,
                          .k = k,
@@ -493,7 +489,7 @@ int pdi_decomp_sdpa(const struct pdi_call *c, struct pd_tensor **out)
     struct pd_tensor *q = c->in[0], *k = c->in[1], *mask = sa->has_mask ? c->in[3] : NULL;
     int err;
     struct pd_tensor *vis = sdpa_visible(q, k, mask, sa->causal != 0, &err);
-    if (err) return vjp_status(NULL);
+    if (err) return pdi_status_of(NULL, __func__);
     struct pdi_attn a = {.q = q,
                          .k = k,
                          .v = c->in[2],

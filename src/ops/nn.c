@@ -28,12 +28,6 @@ static int is_int_dtype(enum pd_dtype dt)
     return dt == PD_I8 || dt == PD_U8 || dt == PD_I16 || dt == PD_I32 || dt == PD_I64;
 }
 
-/* Status of a finished VJP: the gradient (or the error of its last op). */
-static int vjp_status(const struct pd_tensor *t)
-{
-    return t ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_NULL);
-}
-
 /* ---- infer ----------------------------------------------------------- */
 int pdi_infer_softmax(struct pdi_call *c)
 {
@@ -220,7 +214,7 @@ int pdi_vjp_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     int ax = (int)n->a.softmax.axis;
     struct pd_tensor *s = pd_sum(pd_mul(g[0], y), &ax, 1, 1);
     gin[0] = pd_mul(y, pd_sub(g[0], s));
-    return vjp_status(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* log_softmax: dx = g - exp(y) * sum(g, axis). */
@@ -229,7 +223,7 @@ int pdi_vjp_log_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct p
     struct pd_tensor *y = pdi_node_out(n, 0);
     int ax = (int)n->a.softmax.axis;
     gin[0] = pd_sub(g[0], pd_mul(pd_exp(y), pd_sum(g[0], &ax, 1, 1)));
-    return vjp_status(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* nll_loss: d logp = scatter of -g (over the count of kept targets for
@@ -259,7 +253,7 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
         grad = pd_permute(grad, perm, nd);
     }
     gin[0] = grad;
-    return vjp_status(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 static struct pd_tensor *cast_to(struct pd_tensor *t, enum pd_dtype dt)
@@ -295,7 +289,7 @@ static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
         struct pd_tensor *inner = pd_sub(gh, pd_mul(xhat, pd_mean(pd_mul(gh, xhat), axes, k, 1)));
         if (centre) inner = pd_sub(inner, pd_mean(gh, axes, k, 1));
         gin[0] = cast_to(pd_mul(rstd, inner), dt);
-        if (!gin[0]) return vjp_status(NULL);
+        if (!gin[0]) return pdi_status_of(NULL, __func__);
     }
     /* parameter gradients sum over the leading (batch) dims */
     struct pd_tensor *gp[2] = {has_w ? pd_mul(gc, xhat) : NULL, has_b ? gc : NULL};
@@ -304,7 +298,7 @@ static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
         if (pdi_node_needs(n, slot)) {
             struct pd_tensor *r = lead ? pd_sum(gp[j], lax, lead, 0) : gp[j];
             gin[slot] = cast_to(r, dt);
-            if (!gin[slot]) return vjp_status(NULL);
+            if (!gin[slot]) return pdi_status_of(NULL, __func__);
         }
         slot++;
     }
@@ -319,7 +313,7 @@ static int norm_vjp_fused(struct pdi_node *n, struct pd_tensor *const *g, struct
     int has_w = n->a.norm.has_w != 0, has_b = centre && n->a.norm.has_b != 0;
     struct pd_tensor *in[3], *out[3];
     if (!(in[0] = pdi_node_in(n, 0))) return pd_last_status();
-    if (!(in[1] = cast_to(g[0], in[0]->dtype))) return vjp_status(NULL);
+    if (!(in[1] = cast_to(g[0], in[0]->dtype))) return pdi_status_of(NULL, __func__);
     if (has_w && !(in[2] = pdi_node_in(n, 1))) return pd_last_status();
     struct pdi_call c = {.op = PD_OP_norm_backward, .n_in = 2 + has_w, .n_out = 1 + has_w + has_b, .in = in,
                          .out = out};
@@ -373,7 +367,7 @@ int pdi_vjp_embedding(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
         gin[1] = pd_index_add(pd_zeros(wm->shape, 2, dt), 0, flat, g2);
     else
         gin[1] = pd_matmul(pd_cast(pd_one_hot(flat, V), dt), g2, 1, 0);
-    return vjp_status(gin[1]);
+    return pdi_status_of(gin[1], __func__);
 }
 
 /* ---- decompositions (primitive public ops) ---------------------------- */
@@ -408,7 +402,7 @@ int pdi_decomp_softmax(const struct pdi_call *c, struct pd_tensor **out)
     int ax = (int)c->a.softmax.axis;
     struct pd_tensor *e = pd_exp(shifted(c->in[0], ax));
     out[0] = finish(pd_div(e, pd_sum(e, &ax, 1, 1)), c->in[0]);
-    return vjp_status(out[0]);
+    return pdi_status_of(out[0], __func__);
 }
 
 /* log_softmax = (x - max) - log(sum(exp(x - max))). */
@@ -417,7 +411,7 @@ int pdi_decomp_log_softmax(const struct pdi_call *c, struct pd_tensor **out)
     int ax = (int)c->a.softmax.axis;
     struct pd_tensor *z = shifted(c->in[0], ax);
     out[0] = finish(pd_sub(z, pd_log(pd_sum(pd_exp(z), &ax, 1, 1))), c->in[0]);
-    return vjp_status(out[0]);
+    return pdi_status_of(out[0], __func__);
 }
 
 /* nll_loss: l = -logp[target] where target != ignore_index, else 0 (a
@@ -437,7 +431,7 @@ int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
     if (red == PD_REDUCE_SUM) l = pd_sum(l, NULL, 0, 0);
     if (red == PD_REDUCE_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(pd_cast(valid, ct), NULL, 0, 0));
     out[0] = cast_to(l, lp->dtype);
-    return vjp_status(out[0]);
+    return pdi_status_of(out[0], __func__);
 }
 
 /* layer_norm (centre = 1) and rms_norm (centre = 0) over the trailing
@@ -460,7 +454,7 @@ static int norm_decomp(const struct pdi_call *c, struct pd_tensor **out, int cen
     if (has_w) y = pd_mul(y, cast_to(c->in[1], ct));
     if (has_b) y = pd_add(y, cast_to(c->in[1 + has_w], ct));
     out[0] = cast_to(y, x->dtype);
-    return vjp_status(out[0]);
+    return pdi_status_of(out[0], __func__);
 }
 
 int pdi_decomp_layer_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 1); }

@@ -302,7 +302,6 @@ struct pd_tensor *pd_cumsum(struct pd_tensor *x, int axis) { return scan(PD_OP_c
 struct pd_tensor *pd_cumprod(struct pd_tensor *x, int axis) { return scan(PD_OP_cumprod, x, axis, 0); }
 
 /* ---- VJP rules (public ops only) ------------------------------------- */
-#define OK_OR_STATUS(t) ((t) ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_STATE))
 
 /* The node's axes as an int list for pd_sum & co (count 0 = all axes). */
 static int node_axes(const struct pdi_node *n, int *axes)
@@ -337,7 +336,7 @@ static struct pd_tensor *scalar_like(const struct pd_tensor *t, double v)
 int pdi_vjp_sum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     gin[0] = expand_to_input(n, g[0]);
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 int pdi_vjp_mean(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
@@ -345,7 +344,7 @@ int pdi_vjp_mean(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     const struct pdi_meta *im = &n->in_meta[0];
     int64_t cnt = mask_count(im->shape, im->ndim, pdi_attrs_axes_mask(&n->a, im->ndim));
     gin[0] = expand_to_input(n, pd_scale(g[0], 1.0 / (double)cnt));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* d prod / d x_i = prod of the others. No zero in the set: out / x_i.
@@ -365,7 +364,7 @@ int pdi_vjp_prod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     struct pd_tensor *others = pd_prod(xs, axes, na, 1);
     struct pd_tensor *r = pd_where(none, pd_div(unreduce(n, out), xs), pd_where(single, others, zero));
     gin[0] = pd_mul(r, unreduce(n, g[0]));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* Ties share the gradient evenly (mask / count). */
@@ -377,7 +376,7 @@ static int vjp_amaxmin(struct pdi_node *n, struct pd_tensor *const *g, struct pd
     struct pd_tensor *m = pd_cast(pd_eq(x, unreduce(n, out)), x->dtype);
     struct pd_tensor *cnt = pd_sum(m, axes, na, 1);
     gin[0] = pd_mul(m, pd_div(unreduce(n, g[0]), cnt));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 int pdi_vjp_amax(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin) { return vjp_amaxmin(n, g, gin); }
@@ -396,7 +395,7 @@ static int vjp_maxmin(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     struct pd_tensor *ar = pd_reshape(pd_arange(0, (double)im->shape[ax], 1, PD_I64), shape, im->ndim);
     struct pd_tensor *hit = pd_eq(ar, unreduce(n, idx));
     gin[0] = pd_where(hit, unreduce(n, g[0]), scalar_like(g[0], 0));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 int pdi_vjp_max(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin) { return vjp_maxmin(n, g, gin); }
@@ -424,7 +423,7 @@ int pdi_vjp_var(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
     struct pd_tensor *x = pdi_node_in(n, 0);
     if (!x) return pd_last_status();
     gin[0] = pd_mul(centered(n, x), pd_scale(unreduce(n, g[0]), 2.0 / var_divisor(n)));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* d std / d x = (x - mean) / (divisor * std); where std == 0 every x equals
@@ -437,7 +436,7 @@ int pdi_vjp_std(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor
     struct pd_tensor *safe = pd_where(pd_eq(so, scalar_like(so, 0)), scalar_like(so, 1), so);
     struct pd_tensor *r = pd_div(unreduce(n, g[0]), pd_scale(safe, var_divisor(n)));
     gin[0] = pd_mul(centered(n, x), r);
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* d lse / d x = exp(x - lse) (softmax). */
@@ -446,7 +445,7 @@ int pdi_vjp_logsumexp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
     if (!x || !out) return pd_last_status();
     gin[0] = pd_mul(pd_exp(pd_sub(x, unreduce(n, out))), unreduce(n, g[0]));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* p=1: sign(x); p=2: x / norm (0 at the zero vector, through a safe
@@ -470,7 +469,7 @@ int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
         r = pd_div(pd_mul(pd_sign(x), m), cnt);
     }
     gin[0] = pd_mul(r, gu);
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
@@ -483,7 +482,7 @@ static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t ax
 int pdi_vjp_cumsum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     gin[0] = scan_dir(PD_OP_cumsum, g[0], n->a.scan.axis, !n->a.scan.reverse);
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* d y_j / d x_i = prod_{k <= j, k != i} x_k for i <= j (forward scan).
@@ -505,7 +504,7 @@ int pdi_vjp_cumprod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     struct pd_tensor *y1 = scan_dir(PD_OP_cumprod, pd_where(first, one, x), ax, rev);
     struct pd_tensor *b = scan_dir(PD_OP_cumsum, pd_mul(g[0], y1), ax, !rev);
     gin[0] = pd_where(before, a, pd_where(first, b, zero));
-    return OK_OR_STATUS(gin[0]);
+    return pdi_status_of(gin[0], __func__);
 }
 
 /* ---- decompositions (primitive public ops only) ---------------------- */
@@ -553,7 +552,7 @@ static int rdec_out(const struct rdec *r, struct pd_tensor *t, struct pd_tensor 
     if (t && !r->keep && r->ndim > 0) t = pd_reshape(t, r->shape, r->nout);
     if (t && t->dtype != r->dt) t = pd_cast(t, r->dt);
     out[0] = t;
-    return OK_OR_STATUS(t);
+    return pdi_status_of(t, __func__);
 }
 
 /* sqrt(t) with a zero gradient where t == 0 (as the ops' VJPs: no NaN at

@@ -301,7 +301,7 @@ static struct pd_tensor *decomp_in(struct pd_tensor *x)
 static int decomp_out(struct pd_tensor *y, enum pd_dtype dt, struct pd_tensor **out)
 {
     out[0] = y && y->dtype != dt ? pd_cast(y, dt) : y;
-    return out[0] ? PD_OK : (pd_last_status() ? pd_last_status() : PD_ERR_STATE);
+    return pdi_status_of(out[0], "decomposition");
 }
 
 /* log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exp never overflows. */

@@ -621,7 +621,7 @@ struct pd_tensor *pd_copy_(struct pd_tensor *dst, struct pd_tensor *src)
 /* The op fill_ (in place). The leaf check names copy_, as it always has. */
 struct pd_tensor *pd_fill_(struct pd_tensor *a, double value)
 {
-    if (!inplace_check(a, "copy_")) return NULL;
+    if (!inplace_check(a, "fill_")) return NULL;
     struct pd_tensor *in[1] = {a}, *out[1];
     struct pdi_call c = {.op = PD_OP_fill_, .n_in = 1, .n_out = 1, .in = in, .out = out, .inplace = 1};
     c.a.fill.value = value;

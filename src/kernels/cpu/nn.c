@@ -723,7 +723,7 @@ static int cpu_norm_backward(const struct pdi_kcall *k)
     if (has_b) nb_reduce(J.pb, nch, J.M, &k->out[1 + has_w], tot);
     goto out;
 out_err:
-    rc = pd_last_status() ? pd_last_status() : PD_ERR_NOMEM;
+    rc = pdi_status_of(NULL, "norm_backward");
 out:
     pdi_kscratch_free(k, part, pbytes);
     pdi_kscratch_free(k, w, param_bytes(J.M, J.ct));
