@@ -124,19 +124,22 @@ err() {  # err EXPECTED_TEXT ARGS...: fails with one line naming the problem
     fi
 }
 err "unknown command" frobnicate
-err "unknown option '--frobnicate'" train --frobnicate 3
+err 'unknown option "--frobnicate"' train --frobnicate 3
 err "is not an integer" train --steps 10x
 err "is outside" train --steps 0
 err "not a finite number" train --lr nan
 err "needs a value" train --lr
 err "cannot open" train --data "$dir/missing.txt" --steps 1
-err "is empty\|empty" train --data /dev/null --steps 1
+: >"$dir/empty.txt"
+err "is empty\|empty" train --data "$dir/empty.txt" --steps 1
+err "not a regular file" train --data /dev/null --steps 1
 err "fewer than --seq-len" train --data "$dir/known.safetensors" --steps 1 --seq-len 512
 err "multiple of --kv-heads" train --heads 4 --kv-heads 3
 echo '{"steps": 2, "frobnicate": 1}' >"$dir/badkey.json"
 err "unknown key \"frobnicate\"" train --config "$dir/badkey.json"
 err "not a JSON object" train --config "$dir/known.safetensors"
-err "must be an integer" train --config <(echo '{"steps": 2.5}')
+echo '{"steps": 2.5}' >"$dir/frac.json"
+err "must be an integer" train --config "$dir/frac.json"
 err "cannot open" train --config "$dir/missing.json"
 err "cannot resume" train --resume "$dir/missing.safetensors"
 err "cannot resume" train --resume "$dir/trunc.safetensors"
@@ -179,6 +182,45 @@ sed 's/^1 relu_1 out0 f32 \[2,2\] 0*/1 relu_1 out0 f32 [2,2] fffffffffffffffffff
 "$bin" md5diff "$dir/a.md5" "$dir/a.md5" >"$dir/m.out" 2>&1; ok '[ $? -eq 0 ] && grep -q "^identical" "$dir/m.out"'
 "$bin" md5diff "$dir/a.md5" "$dir/b.md5" >"$dir/m.out" 2>&1; ok '[ $? -eq 1 ] && grep -q "relu_1" "$dir/m.out" && ! grep -q "matmul_1" "$dir/m.out"'
 "$bin" md5diff "$dir/a.md5" "$dir/missing.md5" >"$dir/m.out" 2>"$dir/m.err"; ok '[ $? -eq 2 ] && [ $(wc -l <"$dir/m.err") -eq 1 ]'
+
+# ---- files (docs/reliability.md, "Files and limits") ---------------------------
+# A FIFO given as any input file is refused with one line, never waited on: each
+# command runs under a timeout so that a regression fails instead of hanging.
+mkfifo "$dir/fifo"
+fifo_err() {
+    timeout 30 "$bin" "$@" >"$dir/o" 2>"$dir/e" </dev/null; local rc=$?
+    checks=$((checks+1))
+    if [ $rc -eq 0 ] || [ $rc -ge 124 ] || [ "$(wc -l <"$dir/e")" -ne 1 ] || ! grep -q "not a regular file" "$dir/e"; then
+        fails=$((fails+1)); echo "FAIL (FIFO): paddlec $* -> rc $rc, stderr: $(cat "$dir/e")"
+    fi
+}
+fifo_err inspect "$dir/fifo"
+fifo_err inspect --no-stats "$dir/fifo"
+fifo_err generate --ckpt "$dir/fifo" --prompt x
+fifo_err eval --ckpt "$dir/fifo"
+fifo_err train --resume "$dir/fifo"
+fifo_err train --config "$dir/fifo"
+fifo_err train $tiny --steps 2 --data "$dir/fifo" --out "$dir/ff"
+fifo_err train $tiny --steps 2 --tokenizer "$dir/fifo" --out "$dir/ff"
+fifo_err train $tiny --steps 2 --task-n 0 --metrics "$dir/fifo" --out "$dir/ff"
+fifo_err tokenizer train --input "$dir/fifo" --vocab 300 --out "$dir/x.json"
+fifo_err bench --config "$dir/fifo"
+fifo_err md5diff "$dir/fifo" "$dir/a.md5"
+# messages quote what they were given: a newline in a value stays on one line
+err "unknown option" train $'--a\nb'
+err "not an integer" train --steps $'1\n2'
+err "cannot open" train --data $'no\nsuch.txt' --steps 1
+# atomic writes: no temporary is left, and a stale one of a dead process is removed
+sh -c 'exit 0' & deadpid=$!; wait $deadpid
+: >"$dir/tok2.json.tmp.$deadpid"
+"$bin" tokenizer train --input "$dir/text.txt" --vocab 300 --out "$dir/tok2.json" >/dev/null 2>&1
+ok '[ $? -eq 0 ] && [ -s "$dir/tok2.json" ] && [ ! -e "$dir/tok2.json.tmp.$deadpid" ] && ! ls "$dir" | grep -q "\.tmp\."'
+mkdir -p "$dir/st"; : >"$dir/st/final.safetensors.tmp.$deadpid"
+# (and recipe doubles round-trip: 0.1 + 0.2 is not written as 0.3)
+"$bin" train $tiny --steps 2 --task-n 0 --weight-decay 0.30000000000000004 --out "$dir/st" >/dev/null 2>&1
+ok '[ $? -eq 0 ] && [ -f "$dir/st/final.safetensors" ] && [ ! -e "$dir/st/final.safetensors.tmp.$deadpid" ] && ! ls "$dir/st" | grep -q "\.tmp\."'
+"$bin" inspect --no-stats --full "$dir/st/final.safetensors" >"$dir/st.out" 2>&1
+ok 'grep -q "\"weight-decay\":0.30000000000000004" "$dir/st.out"'
 
 echo "test_cli.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]

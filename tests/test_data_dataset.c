@@ -213,7 +213,7 @@ static void test_file_chunks(void)
 
     /* errors */
     PT_CHECK(pd_text_dataset_open("/nonexistent/corpus.txt", NULL, 0.1) == NULL);
-    PT_CHECK(strstr(pd_last_error(), "cannot open /nonexistent/corpus.txt") != NULL);
+    PT_CHECK(strstr(pd_last_error(), "cannot open \"/nonexistent/corpus.txt\"") != NULL);
     PT_CHECK(write_file(path, "", 0) == 0);
     PT_CHECK(pd_text_dataset_open(path, tok, 0.1) == NULL && strstr(pd_last_error(), "is empty"));
     PT_CHECK(write_file(path, "abc", 3) == 0);

@@ -84,7 +84,7 @@ static void test_errors(void)
     char rep[512];
     pd_state_dict_remove(src, "c");
     PT_CHECK(pd_state_dict_load(dst, src, 1, rep, sizeof rep) == PD_ERR_INVALID);
-    PT_CHECK(!strcmp(rep, "state dict load (strict): 1 missing (c); nothing loaded"));
+    PT_CHECK(!strcmp(rep, "state dict load (strict): 1 missing (\"c\"); nothing loaded"));
     PT_CHECK(!strcmp(pd_last_error(), rep));
     PT_CHECK(sum_all(dst) == 0);
 
@@ -93,12 +93,12 @@ static void test_errors(void)
     pd_state_dict_add(src, "extra.weight", vec(PD_F32, 3, 0));
     pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(dst, src, 1, rep, sizeof rep) == PD_ERR_INVALID);
-    PT_CHECK(!strcmp(rep, "state dict load (strict): 1 unexpected (extra.weight); nothing loaded"));
+    PT_CHECK(!strcmp(rep, "state dict load (strict): 1 unexpected (\"extra.weight\"); nothing loaded"));
     PT_CHECK(sum_all(dst) == 0);
 
     /* non-strict skips it and says so */
     PT_CHECK(pd_state_dict_load(dst, src, 0, rep, sizeof rep) == PD_OK);
-    PT_CHECK(!strcmp(rep, "loaded 3 tensors (1 converted to the model's dtype); skipped 1 unexpected (extra.weight)"));
+    PT_CHECK(!strcmp(rep, "loaded 3 tensors (1 converted to the model's dtype); skipped 1 unexpected (\"extra.weight\")"));
     PT_CHECK(sum_all(dst) == 21 + 48 + 1);
     pd_state_dict_destroy(dst);
     dst = model();
@@ -108,15 +108,15 @@ static void test_errors(void)
     pd_state_dict_set(src, "b", vec(PD_F32, 5, 0), 1);
     pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(dst, src, 0, rep, sizeof rep) == PD_ERR_INVALID);
-    PT_CHECK(!strcmp(rep, "state dict load (non-strict): 1 shape mismatch (b) [b: file [5], model [4]]; nothing loaded"));
+    PT_CHECK(!strcmp(rep, "state dict load (non-strict): 1 shape mismatch (\"b\") [\"b\": file [5], model [4]]; nothing loaded"));
     PT_CHECK(sum_all(dst) == 0);
     scope_tok = pd_scope_begin();
     pd_state_dict_set(src, "a", pd_zeros((int64_t[]){3, 2}, 2, PD_F32), 1); /* same numel, other shape */
     pd_scope_end(scope_tok);
     pd_state_dict_remove(src, "c");
     PT_CHECK(pd_state_dict_load(dst, src, 1, rep, sizeof rep) == PD_ERR_INVALID);
-    PT_CHECK(!strcmp(rep, "state dict load (strict): 2 shape mismatch (a, b) [a: file [3, 2], model [2, 3]]; "
-                          "1 missing (c); 1 unexpected (extra.weight); nothing loaded"));
+    PT_CHECK(!strcmp(rep, "state dict load (strict): 2 shape mismatch (\"a\", \"b\") [\"a\": file [3, 2], model [2, 3]]; "
+                          "1 missing (\"c\"); 1 unexpected (\"extra.weight\"); nothing loaded"));
     PT_CHECK(sum_all(dst) == 0);
     /* a scalar is not a [1] */
     struct pd_state_dict *d1 = pd_state_dict_create(), *s1 = pd_state_dict_create();
@@ -138,10 +138,10 @@ static void test_errors(void)
     }
     pd_scope_end(scope_tok);
     PT_CHECK(pd_state_dict_load(big, empty, 1, rep, sizeof rep) == PD_ERR_INVALID);
-    PT_CHECK(!strcmp(rep, "state dict load (strict): 10 missing (layers.0.w, layers.1.w, layers.2.w, layers.3.w, "
+    PT_CHECK(!strcmp(rep, "state dict load (strict): 10 missing (\"layers.0.w\", \"layers.1.w\", \"layers.2.w\", \"layers.3.w\", "
                           "...); nothing loaded"));
     PT_CHECK(pd_state_dict_load(big, empty, 0, rep, sizeof rep) == PD_OK);
-    PT_CHECK(strstr(rep, "loaded 0 tensors; skipped 10 missing (layers.0.w"));
+    PT_CHECK(strstr(rep, "loaded 0 tensors; skipped 10 missing (\"layers.0.w"));
     /* a tiny report buffer truncates safely */
     char tiny[8];
     PT_CHECK(pd_state_dict_load(big, empty, 1, tiny, sizeof tiny) == PD_ERR_INVALID && !strcmp(tiny, "state d"));

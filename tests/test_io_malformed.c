@@ -96,20 +96,20 @@ static void test_malformed(void)
     EXPECT("overlap");
     mk("{\"b\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
        "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", -1, f, 16);
-    EXPECT("'b' and 'a' overlap");
+    EXPECT("\"b\" and \"a\" overlap");
     mk("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", -1, f, 16);
-    EXPECT("tensor 'a': data_offsets [0, 8] hold 8 bytes but F32 [3] needs 12");
+    EXPECT("tensor \"a\": data_offsets [0, 8] hold 8 bytes but F32 [3] needs 12");
     mk("{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[3],\"data_offsets\":[0,3]}}", -1, f, 16);
-    EXPECT("unsupported dtype 'F8_E4M3'");
+    EXPECT("unsupported dtype \"F8_E4M3\"");
     mk("{\"a\":{\"dtype\":\"U32\",\"shape\":[1],\"data_offsets\":[0,4]}}", -1, f, 16);
-    EXPECT("unsupported dtype 'U32'");
+    EXPECT("unsupported dtype \"U32\"");
     mk("{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}", -1, f, 16);
-    EXPECT("unsupported dtype 'f32'");
+    EXPECT("unsupported dtype \"f32\"");
     mk("{\"a\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,4]}}", -1, f, 16);
     EXPECT("dtype is not a string");
     mk("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
        "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", -1, f, 16);
-    EXPECT("tensor 'a': duplicate name");
+    EXPECT("tensor \"a\": duplicate name");
     mk("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
        "\"\\u0061\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", -1, f, 16);
     EXPECT("duplicate name"); /* the same name once the escape is decoded */
@@ -141,20 +141,20 @@ static void test_malformed(void)
     mk("{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", -1, f, 16);
     EXPECT("missing \"dtype\"");
     mk("{\"a\":3}", -1, f, 16);
-    EXPECT("tensor 'a': entry is not a JSON object");
+    EXPECT("tensor \"a\": entry is not a JSON object");
     mk("{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", -1, f, 16);
     EXPECT("empty name");
     mk("{\"__metadata__\":{\"a\":1}}", -1, NULL, 0);
-    EXPECT("metadata 'a': value is not a string");
+    EXPECT("metadata \"a\": value is not a string");
     mk("{\"__metadata__\":{\"a\":\"x\",\"a\":\"y\"}}", -1, NULL, 0);
-    EXPECT("metadata 'a': duplicate key");
+    EXPECT("metadata \"a\": duplicate key");
     mk("{\"__metadata__\":[\"a\"]}", -1, NULL, 0);
     EXPECT("\"__metadata__\" is not a JSON object");
     mk("{\"__metadata__\":{},\"__metadata__\":{}}", -1, NULL, 0);
     EXPECT("duplicate name");
     /* control bytes in a name do not break the one-line message */
     mk("{\"bad\\nname\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,4]}}", -1, f, 16);
-    EXPECT("tensor 'bad?name'");
+    EXPECT("tensor \"bad\\nname\"");
     /* data checks: a bool byte that is not 0 or 1; earlier tensors are freed */
     mk("{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
        "\"m\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[8,10]}}", -1, "\0\0\0\0\0\0\0\0\1\2", 10);

@@ -54,6 +54,14 @@ enum pd_tokenizer_kind {
 
 struct pd_tokenizer;
 
+/* Limits of every tokenizer, built or read (docs/reliability.md): ids in all
+ * (256 bytes + merges + specials), bytes of one token (a merged token longer
+ * than a pre-tokenizer piece could never come out of encode; a special
+ * token's text), and bytes of a tokenizer file. */
+#define PD_TOKENIZER_MAX_VOCAB (1 << 20)
+#define PD_TOKENIZER_MAX_TOKEN_LEN 256
+#define PD_TOKENIZER_MAX_FILE (1 << 28)
+
 /* The byte-level tokenizer: vocab 256, id = byte. */
 struct pd_tokenizer *pd_tokenizer_byte_create(void);
 void pd_tokenizer_destroy(struct pd_tokenizer *tok);

@@ -14,6 +14,8 @@
 #ifndef PD_IO_H
 #define PD_IO_H
 
+#include <stdio.h>
+
 #include "pd/state.h"
 #include "pd/tensor.h"
 
@@ -23,6 +25,10 @@ extern "C" {
 
 /* Header limit of the reference implementation (100 MB). */
 #define PD_SAFETENSORS_MAX_HEADER 100000000ull
+/* Entries of a header at most: tensors plus "__metadata__" keys. */
+#define PD_SAFETENSORS_MAX_KEYS 1000000
+/* Elements of one tensor at most (2^46; bytes are bounded by the file). */
+#define PD_SAFETENSORS_MAX_NUMEL (1ull << 46)
 
 /* Reads the whole file into a new state dict (tensors in data-offset order,
  * "__metadata__" as the dict's metadata). Tensors are fresh contiguous copies
@@ -87,6 +93,34 @@ int pd_state_dict_load(struct pd_state_dict *dst, const struct pd_state_dict *sr
 int pd_state_dict_save_file(const char *path, const struct pd_state_dict *sd);
 int pd_state_dict_load_file(struct pd_state_dict *dst, const char *path, int strict, char *report,
                             size_t report_len);
+
+/* ---- files (docs/reliability.md, "Files and limits") ---------------------
+ * The rules every reader and writer of the library follows, for programs
+ * built on it (paddlec uses them for its own files):
+ *   - only regular files are read, and anything else (a FIFO, a device, a
+ *     directory) is refused before an open that could block;
+ *   - a write goes to "<path>.tmp.<pid>" in the same directory, is flushed,
+ *     fsync'ed and renamed over path, then the directory is fsync'ed; a
+ *     failed write leaves path untouched. Before it, "*.tmp.<pid>" regular
+ *     files of that directory whose process no longer runs (temporaries of
+ *     killed saves) are removed. */
+
+/* The whole regular file path, NUL-terminated (malloc'd; *len, if not NULL,
+ * gets the byte count without the NUL). A file of more than max_bytes is an
+ * error. NULL on error. */
+char *pd_file_read(const char *path, size_t max_bytes, size_t *len);
+/* A stdio stream on the regular file path: mode "r"/"rb" reads; "a" appends
+ * (creating the file; for logs, which are not written atomically). NULL on
+ * error, without blocking on a FIFO. */
+FILE *pd_file_open(const char *path, const char *mode);
+/* Writes len bytes atomically (see above). Status. */
+int pd_file_write(const char *path, const void *data, size_t len);
+/* text, untrusted, fit for a one-line message: in double quotes, with
+ * quotes, backslashes, control bytes and invalid UTF-8 escaped (\n, \xNN),
+ * cut after 64 bytes with "..." after the closing quote. NULL text gives
+ * (null). Returns buf; cap of 264 bytes holds any text (less cuts sooner). */
+const char *pd_quote(const char *text, char *buf, size_t cap);
+#define PD_QUOTE_BUF 264
 
 #ifdef __cplusplus
 }

@@ -211,8 +211,8 @@ struct pd_tokenizer *pd_bpe_train(const char *text, size_t len, int vocab_size, 
     if (!text && len) return pdi_error(PD_ERR_INVALID, "bpe_train: text is NULL");
     if (n_special < 0 || (n_special && !opt->special))
         return pdi_error(PD_ERR_INVALID, "bpe_train: n_special is %d but no special texts were given", n_special);
-    if (vocab_size < 256 + n_special || vocab_size > (1 << 24))
-        return pdi_error(PD_ERR_INVALID, "bpe_train: vocab_size %d must be in [256 + %d special, 2^24]", vocab_size,
+    if (vocab_size < 256 + n_special || vocab_size > PD_TOKENIZER_MAX_VOCAB)
+        return pdi_error(PD_ERR_INVALID, "bpe_train: vocab_size %d must be in [256 + %d special, 2^20]", vocab_size,
                          n_special);
     int n_merges = vocab_size - 256 - n_special;
 

@@ -9,8 +9,9 @@
 #include "core/internal.h"
 #include "pd/data.h"
 
-/* Pieces never exceed this many bytes (bounds per-piece merge work). */
-#define PDI_PIECE_MAX 256
+/* Pieces never exceed this many bytes (bounds per-piece merge work), so no
+ * token encode produces is longer. */
+#define PDI_PIECE_MAX PD_TOKENIZER_MAX_TOKEN_LEN
 
 struct pd_tokenizer {
     enum pd_tokenizer_kind kind;
@@ -23,6 +24,10 @@ struct pd_tokenizer {
     int n_tok, cap_tok;
     /* pair key -> merge rank */
     struct pdi_u64map *rank;
+    /* special-token index by text hash: id + 1 per slot, 0 = empty;
+     * n_spec_slots is a power of two above 2 n_special (or 0) */
+    int32_t *spec_slot;
+    int n_spec_slots;
 };
 
 /* ---- open-addressing map: 64-bit key -> int32 value --------------------- */

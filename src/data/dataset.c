@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "data/data_internal.h"
+#include "io/file.h"
 
 #define CHUNK (1 << 20)
 
@@ -108,8 +109,9 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
 {
     if (!path) return pdi_error(PD_ERR_INVALID, "text dataset: path is NULL");
     if (check_fraction(val_fraction)) return NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdi_error(PD_ERR_IO, "text dataset: cannot open %s: %s", path, strerror(errno));
+    char qb[PDI_QUOTE_BUF];
+    FILE *f = pdi_file_fopen_read(path, "text dataset"); /* regular files only, never blocks */
+    if (!f) return NULL;
     struct pd_tokenizer *own = NULL;
     if (!tok && !(tok = own = pd_tokenizer_byte_create())) {
         fclose(f);
@@ -131,7 +133,7 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
         }
         size_t got = fread(buf + have, 1, CHUNK, f);
         if (got < CHUNK && ferror(f)) {
-            rc = pdi_errorf(PD_ERR_IO, "text dataset: read error on %s: %s", path, strerror(errno));
+            rc = pdi_errorf(PD_ERR_IO, "text dataset: read error on %s: %s", pdi_quote(path, qb, sizeof qb), strerror(errno));
             break;
         }
         have += got;
@@ -151,7 +153,7 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
         return NULL;
     }
     char what[300];
-    snprintf(what, sizeof what, "file %.260s", path);
+    snprintf(what, sizeof what, "file %s", pdi_quote(path, qb, sizeof qb));
     return finish(&ids, vocab, val_fraction, what);
 }
 

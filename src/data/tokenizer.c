@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "data/data_internal.h"
+#include "io/file.h"
 
 /* ---- u64 map ------------------------------------------------------------ */
 static int map_alloc(struct pdi_u64map *m, size_t cap)
@@ -138,6 +139,8 @@ size_t pdi_pretok_end(const unsigned char *s, size_t n, size_t i)
 /* ---- construction ------------------------------------------------------- */
 static int push_token(struct pd_tokenizer *tok, const unsigned char *bytes, size_t len)
 {
+    if (tok->n_tok >= PD_TOKENIZER_MAX_VOCAB)
+        return pdi_errorf(PD_ERR_INVALID, "tokenizer: more than the limit of %d ids", PD_TOKENIZER_MAX_VOCAB);
     if (tok->n_tok == tok->cap_tok) {
         int cap = tok->cap_tok ? tok->cap_tok * 2 : 512;
         unsigned char **t = pdi_realloc(tok->tok, (size_t)cap * sizeof *t);
@@ -186,6 +189,7 @@ void pd_tokenizer_destroy(struct pd_tokenizer *tok)
     free(tok->tok);
     free(tok->tok_len);
     free(tok->merges);
+    free(tok->spec_slot);
     pdi_u64map_destroy(tok->rank);
     free(tok);
 }
@@ -201,12 +205,18 @@ int pdi_tokenizer_push_merge(struct pd_tokenizer *tok, int32_t a, int32_t b)
     if (pdi_u64map_get(tok->rank, key) >= 0)
         return pdi_errorf(PD_ERR_INVALID, "tokenizer: merge %d (%d, %d) duplicates merge %d", tok->n_merges, a, b,
                           pdi_u64map_get(tok->rank, key));
+    size_t la = tok->tok_len[a], lb = tok->tok_len[b];
+    /* A merge of a token with itself doubles its length: without this bound
+     * a few hundred bytes of JSON asked for gigabytes. */
+    if (la + lb > PD_TOKENIZER_MAX_TOKEN_LEN)
+        return pdi_errorf(PD_ERR_INVALID,
+                          "tokenizer: merge %d (%d, %d) makes a token of %zu bytes, more than the limit of %d (encode "
+                          "never produces one)", tok->n_merges, a, b, la + lb, PD_TOKENIZER_MAX_TOKEN_LEN);
     if ((tok->n_merges & (tok->n_merges - 1)) == 0) { /* grow at powers of two */
         int32_t *m = pdi_realloc(tok->merges, (size_t)(tok->n_merges ? 2 * tok->n_merges : 1) * 2 * sizeof *m);
         if (!m) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
         tok->merges = m;
     }
-    size_t la = tok->tok_len[a], lb = tok->tok_len[b];
     unsigned char *buf = pdi_malloc(la + lb);
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
     memcpy(buf, tok->tok[a], la);
@@ -224,15 +234,59 @@ int pdi_tokenizer_push_merge(struct pd_tokenizer *tok, int32_t a, int32_t b)
     return PD_OK;
 }
 
+/* ---- special-token index (FNV-1a of the text, linear probing) ------------ */
+static uint64_t text_hash(const unsigned char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The slot holding the special token s[0..n), or the empty slot where it
+ * would go. n_spec_slots must be > 0. */
+static int32_t *spec_find(const struct pd_tokenizer *tok, const unsigned char *s, size_t n)
+{
+    size_t mask = (size_t)tok->n_spec_slots - 1;
+    for (size_t i = text_hash(s, n) & mask;; i = (i + 1) & mask) {
+        int32_t *slot = &tok->spec_slot[i];
+        if (!*slot) return slot;
+        int id = *slot - 1;
+        if (tok->tok_len[id] == n && !memcmp(tok->tok[id], s, n)) return slot;
+    }
+}
+
+/* Room for one more special token in the index. */
+static int spec_reserve(struct pd_tokenizer *tok)
+{
+    if (2 * (tok->n_special + 1) < tok->n_spec_slots) return PD_OK;
+    int n_slots = tok->n_spec_slots ? 2 * tok->n_spec_slots : 16;
+    int32_t *slot = pdi_calloc((size_t)n_slots, sizeof *slot);
+    if (!slot) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
+    free(tok->spec_slot);
+    tok->spec_slot = slot;
+    tok->n_spec_slots = n_slots;
+    for (int id = tok->n_tok - tok->n_special; id < tok->n_tok; id++)
+        *spec_find(tok, tok->tok[id], tok->tok_len[id]) = id + 1;
+    return PD_OK;
+}
+
 int pd_tokenizer_add_special(struct pd_tokenizer *tok, const char *text)
 {
+    char qb[PDI_QUOTE_BUF];
     if (!tok) return pdi_errorf(PD_ERR_NULL, "tokenizer_add_special: tokenizer is NULL");
     if (!text || !*text) return pdi_errorf(PD_ERR_INVALID, "tokenizer_add_special: the text must be non-empty");
+    size_t n = strlen(text);
+    if (n > PD_TOKENIZER_MAX_TOKEN_LEN)
+        return pdi_errorf(PD_ERR_INVALID, "tokenizer_add_special: %s has %zu bytes, more than the limit of %d",
+                          pdi_quote(text, qb, sizeof qb), n, PD_TOKENIZER_MAX_TOKEN_LEN);
     if (pd_tokenizer_special_id(tok, text) >= 0)
-        return pdi_errorf(PD_ERR_INVALID, "tokenizer_add_special: \"%s\" is already a special token", text);
-    int rc = push_token(tok, (const unsigned char *)text, strlen(text));
+        return pdi_errorf(PD_ERR_INVALID, "tokenizer_add_special: %s is already a special token",
+                          pdi_quote(text, qb, sizeof qb));
+    int rc = spec_reserve(tok);
+    if (!rc) rc = push_token(tok, (const unsigned char *)text, n);
     if (rc) return rc;
     tok->n_special++;
+    *spec_find(tok, (const unsigned char *)text, n) = tok->n_tok;
     return tok->n_tok - 1;
 }
 
@@ -262,11 +316,8 @@ const unsigned char *pd_tokenizer_token(const struct pd_tokenizer *tok, int id, 
 
 int pd_tokenizer_special_id(const struct pd_tokenizer *tok, const char *text)
 {
-    if (!tok || !text) return -1;
-    size_t n = strlen(text);
-    for (int id = tok->n_tok - tok->n_special; id < tok->n_tok; id++)
-        if (tok->tok_len[id] == n && !memcmp(tok->tok[id], text, n)) return id;
-    return -1;
+    if (!tok || !text || !tok->n_spec_slots) return -1;
+    return *spec_find(tok, (const unsigned char *)text, strlen(text)) - 1;
 }
 
 /* ---- encode / decode ---------------------------------------------------- */
@@ -488,11 +539,19 @@ static int json_int(const cJSON *v, int *out)
 struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
 {
     if (!json) return pdi_error(PD_ERR_NULL, "tokenizer_from_json: text is NULL");
-    cJSON *root = cJSON_Parse(json);
-    if (!root) return pdi_error(PD_ERR_INVALID, "tokenizer JSON: parse error near \"%.20s\"", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    /* The parse's own end pointer, not cJSON_GetErrorPtr(): that one is
+     * process-wide and may point into another thread's freed text. */
+    const char *end = NULL;
+    cJSON *root = pdi_json_parse(json, strlen(json) + 1, &end);
+    if (!root) {
+        char qb[PDI_QUOTE_BUF];
+        size_t at = end && end >= json ? (size_t)(end - json) : 0;
+        return pdi_error(PD_ERR_INVALID, "tokenizer JSON: parse error at byte %zu near %s", at,
+                         pdi_quote_n(json + at, strnlen(json + at, 20), qb, sizeof qb));
+    }
     struct pd_tokenizer *tok = NULL;
     const char *why = NULL;
-    char msg[160];
+    char msg[512];
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pretokenizer");
@@ -506,6 +565,7 @@ struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
     else if (!cJSON_IsString(type)) why = "\"type\" is missing";
     else if (pre && (!cJSON_IsString(pre) || strcmp(pre->valuestring, PRETOK_NAME))) why = "unknown \"pretokenizer\" (expected \"" PRETOK_NAME "\")";
     else if (!json_int(cJSON_GetObjectItemCaseSensitive(root, "vocab_size"), &vocab)) why = "\"vocab_size\" is missing or not an integer";
+    else if (vocab < 256 || vocab > PD_TOKENIZER_MAX_VOCAB) why = "\"vocab_size\" is outside [256, 2^20] (the limit)";
     else if (merges && !cJSON_IsArray(merges)) why = "\"merges\" is not an array";
     else if (special && !cJSON_IsArray(special)) why = "\"special\" is not an array";
     if (!why) {
@@ -513,6 +573,7 @@ struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
             if (!strcmp(type->valuestring, kind_names[k])) kind = k;
         if (kind < 0) why = "\"type\" is neither \"byte\" nor \"bpe\"";
         else if (kind == PD_TOKENIZER_BYTE && cJSON_GetArraySize(merges) > 0) why = "a \"byte\" tokenizer has merges";
+        else if (cJSON_GetArraySize(merges) > vocab - 256) why = "\"merges\" has more entries than \"vocab_size\" allows";
     }
     if (!why && !(tok = pdi_tokenizer_new((enum pd_tokenizer_kind)kind))) why = "out of memory";
     int r = 0;
@@ -541,8 +602,9 @@ struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
             break;
         }
         if (id != tok->n_tok) {
-            snprintf(msg, sizeof msg, "special token \"%.40s\" has id %d, expected %d (specials follow the merges in order)",
-                     text->valuestring, id, tok->n_tok);
+            char qb[PDI_QUOTE_BUF];
+            snprintf(msg, sizeof msg, "special token %s has id %d, expected %d (specials follow the merges in order)",
+                     pdi_quote(text->valuestring, qb, sizeof qb), id, tok->n_tok);
             why = msg;
             break;
         }
@@ -570,52 +632,26 @@ int pd_tokenizer_save(const struct pd_tokenizer *tok, const char *path)
     if (!path) return pdi_errorf(PD_ERR_INVALID, "tokenizer_save: path is NULL");
     char *s = pd_tokenizer_to_json(tok);
     if (!s) return pd_last_status();
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(s);
-        return pdi_errorf(PD_ERR_IO, "tokenizer_save: cannot open %s: %s", path, strerror(errno));
-    }
     size_t n = strlen(s);
-    int ok = fwrite(s, 1, n, f) == n && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
+    s[n] = '\n'; /* the NUL becomes the final newline (written with n + 1 bytes) */
+    /* atomic: a temporary, fsync, rename (src/io/file.h) */
+    int st = pdi_file_write_atomic(path, s, n + 1, "tokenizer_save");
     free(s);
-    if (!ok) return pdi_errorf(PD_ERR_IO, "tokenizer_save: write to %s failed: %s", path, strerror(errno));
-    return PD_OK;
+    return st;
 }
 
 struct pd_tokenizer *pd_tokenizer_load(const char *path)
 {
+    char qb[PDI_QUOTE_BUF];
     if (!path) return pdi_error(PD_ERR_INVALID, "tokenizer_load: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdi_error(PD_ERR_IO, "tokenizer_load: cannot open %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = pdi_malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        char *b = pdi_realloc(buf, cap * 2);
-        if (!b) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = b;
-        cap *= 2;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf) return pdi_error(PD_ERR_NOMEM, "tokenizer_load: out of memory reading %s", path);
-    if (err) {
-        free(buf);
-        return pdi_error(PD_ERR_IO, "tokenizer_load: read error on %s", path);
-    }
-    buf[n] = 0;
+    char *buf = pdi_file_read_all(path, PD_TOKENIZER_MAX_FILE, NULL, "tokenizer_load");
+    if (!buf) return NULL;
     struct pd_tokenizer *tok = pd_tokenizer_from_json(buf);
     free(buf);
     if (!tok) {
-        char msg[256]; /* the message buffer is rewritten by pdi_error: copy it first */
+        char msg[1024]; /* the message buffer is rewritten by pdi_error: copy it first */
         snprintf(msg, sizeof msg, "%s", pd_last_error());
-        return pdi_error(pd_last_status(), "%s (in %s)", msg, path);
+        return pdi_error(pd_last_status(), "%s (in %s)", msg, pdi_quote(path, qb, sizeof qb));
     }
     return tok;
 }

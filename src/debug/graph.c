@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/debug.h"
 
 enum gkind { G_OP, G_INPUT, G_BWOP, G_GRAD, G_LEAF, G_ROOT };
@@ -489,29 +490,22 @@ static void write_dot(const struct pd_graph *g, FILE *f, int max_nodes)
     free(group);
 }
 
-static FILE *open_out(const char *path, const char *who)
+/* Exports are written atomically: a temporary, fsync, rename (src/io/file.h). */
+static FILE *open_out(struct pdi_wfile *w, const char *path, const char *who)
 {
     if (!path) { pdi_errorf(PD_ERR_NULL, "%s: NULL path", who); return NULL; }
-    FILE *f = fopen(path, "w");
-    if (!f) pdi_errorf(PD_ERR_IO, "%s: cannot open %s for writing", who, path);
-    return f;
-}
-
-static int close_out(FILE *f, const char *path, const char *who)
-{
-    int bad = ferror(f);
-    if (fclose(f) || bad) return pdi_errorf(PD_ERR_IO, "%s: write to %s failed", who, path);
-    return PD_OK;
+    return pdi_wfile_begin(w, path, who);
 }
 
 int pd_graph_write_dot(const struct pd_graph *g, const char *path, int max_nodes)
 {
     if (!g) return pdi_errorf(PD_ERR_NULL, "graph_write_dot: NULL graph");
     if (max_nodes < 0) return pdi_errorf(PD_ERR_INVALID, "graph_write_dot: max_nodes %d < 0", max_nodes);
-    FILE *f = open_out(path, "graph_write_dot");
+    struct pdi_wfile w;
+    FILE *f = open_out(&w, path, "graph_write_dot");
     if (!f) return pd_last_status();
     write_dot(g, f, max_nodes ? max_nodes : 200);
-    return close_out(f, path, "graph_write_dot");
+    return pdi_wfile_commit(&w);
 }
 
 static void html_str(FILE *f, const char *s)
@@ -572,7 +566,8 @@ int pd_graph_write_html(const struct pd_graph *g, const char *path, int max_node
     if (max_nodes < 0) return pdi_errorf(PD_ERR_INVALID, "graph_write_html: max_nodes %d < 0", max_nodes);
     if (!max_nodes) max_nodes = 200;
     char *svg = render_svg(g, max_nodes);
-    FILE *f = open_out(path, "graph_write_html");
+    struct pdi_wfile w;
+    FILE *f = open_out(&w, path, "graph_write_html");
     if (!f) { free(svg); return pd_last_status(); }
     const char *title = g->backward ? "paddle.c backward graph" : "paddle.c forward graph";
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n<style>body{font-family:"
@@ -619,5 +614,5 @@ int pd_graph_write_html(const struct pd_graph *g, const char *path, int max_node
     }
     fprintf(f, "</table>\n</body></html>\n");
     free(svg);
-    return close_out(f, path, "graph_write_html");
+    return pdi_wfile_commit(&w);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/profiler.h"
 
 /* ---- MD5 (RFC 1321) ---------------------------------------------------- */
@@ -175,6 +176,7 @@ int pd_md5_tensor(const struct pd_tensor *t, enum pd_md5_mode mode, int decimals
 /* ---- the observer ------------------------------------------------------ */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out_file;
+static struct pdi_wfile out_w; /* out_file is out_w.f: the file appears atomically at pd_md5_end */
 static enum pd_md5_mode cur_mode;
 static int cur_decimals;
 static uint64_t n_lines;
@@ -213,9 +215,11 @@ int pd_md5_begin(const char *path, enum pd_md5_mode mode, int decimals)
     if (mode == PD_MD5_ROUNDED && (decimals < 0 || decimals > 17))
         return pdi_errorf(PD_ERR_INVALID, "pd_md5_begin: decimals must be in [0, 17], got %d", decimals);
     if (out_file) return pdi_errorf(PD_ERR_STATE, "pd_md5_begin: checksums are already being written");
-    FILE *f = fopen(path, "w");
-    if (!f) return pdi_errorf(PD_ERR_IO, "pd_md5_begin: cannot open '%s' for writing", path);
+    struct pdi_wfile w;
+    FILE *f = pdi_wfile_begin(&w, path, "pd_md5_begin");
+    if (!f) return pd_last_status();
     pthread_mutex_lock(&mu);
+    out_w = w;
     out_file = f;
     cur_mode = mode;
     cur_decimals = decimals;
@@ -227,7 +231,7 @@ int pd_md5_begin(const char *path, enum pd_md5_mode mode, int decimals)
         pthread_mutex_lock(&mu);
         out_file = NULL;
         pthread_mutex_unlock(&mu);
-        fclose(f);
+        pdi_wfile_abort(&out_w);
     }
     return rc;
 }
@@ -237,12 +241,14 @@ int pd_md5_end(void)
     if (!out_file) return pdi_errorf(PD_ERR_STATE, "pd_md5_end: checksums are not on (missing pd_md5_begin)");
     pdi_observer_remove(md5_after, NULL);
     pthread_mutex_lock(&mu);
-    FILE *f = out_file;
     out_file = NULL;
     int failed = write_failed;
     pthread_mutex_unlock(&mu);
-    if (fclose(f) != 0) failed = 1;
-    return failed ? pdi_errorf(PD_ERR_IO, "pd_md5_end: writing the checksum file failed") : PD_OK;
+    if (failed) {
+        pdi_wfile_abort(&out_w);
+        return pdi_errorf(PD_ERR_IO, "pd_md5_end: writing the checksum file failed");
+    }
+    return pdi_wfile_commit(&out_w); /* flush, fsync, rename into place */
 }
 
 /* ---- comparing two files ---------------------------------------------- */
@@ -261,10 +267,10 @@ static int read_line(FILE *f, char *buf, size_t n)
 int pd_md5_diff(const char *path_a, const char *path_b, struct pd_md5_diff *d)
 {
     if (!path_a || !path_b || !d) return pdi_errorf(PD_ERR_NULL, "pd_md5_diff: NULL argument");
-    FILE *fa = fopen(path_a, "r");
-    if (!fa) return pdi_errorf(PD_ERR_IO, "md5diff: cannot open '%s'", path_a);
-    FILE *fb = fopen(path_b, "r");
-    if (!fb) { fclose(fa); return pdi_errorf(PD_ERR_IO, "md5diff: cannot open '%s'", path_b); }
+    FILE *fa = pdi_file_fopen_read(path_a, "md5diff"); /* regular files only, never blocks */
+    if (!fa) return pd_last_status();
+    FILE *fb = pdi_file_fopen_read(path_b, "md5diff");
+    if (!fb) { fclose(fa); return pd_last_status(); }
     memset(d, 0, sizeof *d);
     int rc = 0;
     for (int64_t line = 1;; line++) {
@@ -276,6 +282,8 @@ int pd_md5_diff(const char *path_a, const char *path_b, struct pd_md5_diff *d)
     int bad = ferror(fa) || ferror(fb);
     fclose(fa);
     fclose(fb);
-    if (bad) return pdi_errorf(PD_ERR_IO, "md5diff: reading '%s' or '%s' failed", path_a, path_b);
+    char qa[PDI_QUOTE_BUF], qb[PDI_QUOTE_BUF];
+    if (bad) return pdi_errorf(PD_ERR_IO, "md5diff: reading %s or %s failed", pdi_quote(path_a, qa, sizeof qa),
+                               pdi_quote(path_b, qb, sizeof qb));
     return rc;
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/profiler.h"
 
 #define CHUNK 4096
@@ -460,8 +461,9 @@ int pd_profiler_write_chrome_trace(const char *path)
 {
     if (!path || !*path) return pdi_errorf(PD_ERR_INVALID, "pd_profiler_write_chrome_trace: no path");
     if (!epoch) return pdi_errorf(PD_ERR_STATE, "pd_profiler_write_chrome_trace: nothing was profiled");
-    FILE *f = fopen(path, "w");
-    if (!f) return pdi_errorf(PD_ERR_IO, "pd_profiler_write_chrome_trace: cannot open '%s' for writing", path);
+    struct pdi_wfile w; /* atomic: a temporary, fsync, rename (src/io/file.h) */
+    FILE *f = pdi_wfile_begin(&w, path, "pd_profiler_write_chrome_trace");
+    if (!f) return pd_last_status();
     int pid = (int)getpid(), first = 1;
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     pthread_mutex_lock(&mu);
@@ -497,7 +499,5 @@ int pd_profiler_write_chrome_trace(const char *path)
         }
     pthread_mutex_unlock(&mu);
     fprintf(f, "\n]}\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad) return pdi_errorf(PD_ERR_IO, "pd_profiler_write_chrome_trace: writing '%s' failed", path);
-    return PD_OK;
+    return pdi_wfile_commit(&w);
 }

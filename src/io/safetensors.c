@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/io.h"
 
 /* Format names, indexed by enum pd_dtype (every paddle.c dtype has one). */
@@ -46,17 +47,6 @@ static int dtype_of(const char *s)
     return -1;
 }
 
-/* A name fit for a one-line message: control bytes become '?', long names
- * are cut (names come from untrusted files). */
-static const char *clean(const char *s, char *buf, size_t n)
-{
-    size_t k = 0;
-    for (; s && *s && k + 4 < n; s++) buf[k++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
-    if (s && *s) { memcpy(buf + k, "...", 3); k += 3; }
-    buf[k] = 0;
-    return buf;
-}
-#define CLEAN_BUF 80
 
 /* ---- info ------------------------------------------------------------ */
 
@@ -140,33 +130,33 @@ static int cmp_span(const void *pa, const void *pb)
 /* Fill one entry from its JSON object; returns status with the message set. */
 static int parse_entry(const char *path, const cJSON *e, uint64_t data_len, struct pd_safetensors_entry *out)
 {
-    char nb[CLEAN_BUF], pb[CLEAN_BUF];
-    const char *name = clean(e->string, nb, sizeof nb);
-    path = clean(path, pb, sizeof pb);
+    char nb[PDI_QUOTE_BUF], pb[PDI_QUOTE_BUF];
+    const char *name = pdi_quote(e->string, nb, sizeof nb);
+    path = pdi_quote(path, pb, sizeof pb);
     if (!cJSON_IsObject(e))
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': entry is not a JSON object", path, name);
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: entry is not a JSON object", path, name);
     const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     if (!jd || !js || !jo)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': missing \"%s\"", path, name,
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: missing \"%s\"", path, name,
                           !jd ? "dtype" : !js ? "shape" : "data_offsets");
     if (!cJSON_IsString(jd))
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': dtype is not a string", path, name);
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: dtype is not a string", path, name);
     int dt = dtype_of(jd->valuestring);
     if (dt < 0) {
-        char db[CLEAN_BUF];
+        char db[PDI_QUOTE_BUF];
         return pdi_errorf(PD_ERR_UNSUPPORTED,
-                          "safetensors '%s': tensor '%s': unsupported dtype '%s' (supported: F64 F32 F16 BF16 "
+                          "safetensors %s: tensor %s: unsupported dtype %s (supported: F64 F32 F16 BF16 "
                           "I64 I32 I16 I8 U8 BOOL)",
-                          path, name, clean(jd->valuestring, db, sizeof db));
+                          path, name, pdi_quote(jd->valuestring, db, sizeof db));
     }
     out->dtype = (enum pd_dtype)dt;
     if (!cJSON_IsArray(js))
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': shape is not an array", path, name);
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: shape is not an array", path, name);
     int nd = cJSON_GetArraySize(js);
     if (nd > PD_MAX_DIMS)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': rank %d exceeds the maximum %d", path,
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: rank %d exceeds the maximum %d", path,
                           name, nd, PD_MAX_DIMS);
     out->ndim = nd;
     /* The product of the non-zero dims must not overflow even when a zero dim
@@ -177,7 +167,7 @@ static int parse_entry(const char *path, const cJSON *e, uint64_t data_len, stru
         uint64_t v;
         if (!json_uint(x, &v))
             return pdi_errorf(PD_ERR_INVALID,
-                              "safetensors '%s': tensor '%s': shape[%d] is not a non-negative integer", path, name,
+                              "safetensors %s: tensor %s: shape[%d] is not a non-negative integer", path, name,
                               d);
         out->shape[d] = (int64_t)v;
         if (!v) numel = 0;
@@ -185,27 +175,27 @@ static int parse_entry(const char *path, const cJSON *e, uint64_t data_len, stru
     }
     if (numel) numel = span;
     uint64_t nbytes;
-    if (overflow || span > (1ull << 46) || __builtin_mul_overflow(numel, (uint64_t)pd_dtype_size(dt), &nbytes))
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': shape has too many elements (overflow)",
+    if (overflow || span > PD_SAFETENSORS_MAX_NUMEL || __builtin_mul_overflow(numel, (uint64_t)pd_dtype_size(dt), &nbytes))
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: shape has too many elements (overflow)",
                           path, name);
     if (!cJSON_IsArray(jo) || cJSON_GetArraySize(jo) != 2 || !json_uint(jo->child, &out->begin) ||
         !json_uint(jo->child->next, &out->end))
         return pdi_errorf(PD_ERR_INVALID,
-                          "safetensors '%s': tensor '%s': data_offsets is not [begin, end] of non-negative integers",
+                          "safetensors %s: tensor %s: data_offsets is not [begin, end] of non-negative integers",
                           path, name);
     if (out->begin > out->end)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': data_offsets [%llu, %llu] has begin > end",
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: data_offsets [%llu, %llu] has begin > end",
                           path, name, (unsigned long long)out->begin, (unsigned long long)out->end);
     if (out->end > data_len)
         return pdi_errorf(PD_ERR_INVALID,
-                          "safetensors '%s': tensor '%s': data_offsets [%llu, %llu] outside the data section of %llu "
+                          "safetensors %s: tensor %s: data_offsets [%llu, %llu] outside the data section of %llu "
                           "bytes",
                           path, name, (unsigned long long)out->begin, (unsigned long long)out->end,
                           (unsigned long long)data_len);
     if (out->end - out->begin != nbytes) {
         char sb[PDI_SHAPE_BUF];
         return pdi_errorf(PD_ERR_INVALID,
-                          "safetensors '%s': tensor '%s': data_offsets [%llu, %llu] hold %llu bytes but %s %s needs "
+                          "safetensors %s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes but %s %s needs "
                           "%llu",
                           path, name, (unsigned long long)out->begin, (unsigned long long)out->end,
                           (unsigned long long)(out->end - out->begin), st_names[dt],
@@ -214,86 +204,105 @@ static int parse_entry(const char *path, const cJSON *e, uint64_t data_len, stru
     return PD_OK;
 }
 
-static int parse_metadata(const char *path, const cJSON *m, struct pd_safetensors_info *info)
+/* n_keys: the header's other entries, counted against PD_SAFETENSORS_MAX_KEYS. */
+static int parse_metadata(const char *path, const cJSON *m, int n_keys, struct pd_safetensors_info *info)
 {
-    char pb[CLEAN_BUF], kb[CLEAN_BUF];
-    path = clean(path, pb, sizeof pb);
+    char pb[PDI_QUOTE_BUF], kb[PDI_QUOTE_BUF];
+    path = pdi_quote(path, pb, sizeof pb);
     if (!cJSON_IsObject(m))
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': \"__metadata__\" is not a JSON object", path);
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: \"__metadata__\" is not a JSON object", path);
     int n = cJSON_GetArraySize(m);
+    if (n > PD_SAFETENSORS_MAX_KEYS - n_keys)
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: %d metadata keys and %d tensors exceed the limit of %d "
+                          "entries", path, n, n_keys, PD_SAFETENSORS_MAX_KEYS);
     info->meta_keys = pdi_calloc((size_t)n + 1, sizeof(char *));
     info->meta_values = pdi_calloc((size_t)n + 1, sizeof(char *));
-    if (!info->meta_keys || !info->meta_values) return pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", path);
+    if (!info->meta_keys || !info->meta_values) return pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", path);
     for (const cJSON *x = m->child; x; x = x->next) {
         if (!cJSON_IsString(x))
-            return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': metadata '%s': value is not a string", path,
-                              clean(x->string, kb, sizeof kb));
-        for (int i = 0; i < info->n_meta; i++)
-            if (!strcmp(info->meta_keys[i], x->string))
-                return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': metadata '%s': duplicate key", path,
-                                  clean(x->string, kb, sizeof kb));
+            return pdi_errorf(PD_ERR_INVALID, "safetensors %s: metadata %s: value is not a string", path,
+                              pdi_quote(x->string, kb, sizeof kb));
         char *k = pdi_strdup(x->string), *v = pdi_strdup(x->valuestring);
         if (!k || !v) {
             free(k);
             free(v);
-            return pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", path);
+            return pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", path);
         }
         info->meta_keys[info->n_meta] = k;
         info->meta_values[info->n_meta++] = v;
     }
+    /* Duplicate keys: sorted copies of the pointers, neighbours compared
+     * (linear-logarithmic; a pairwise check was quadratic). */
+    char **sorted = pdi_malloc(((size_t)info->n_meta + 1) * sizeof *sorted);
+    if (!sorted) return pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", path);
+    memcpy(sorted, info->meta_keys, (size_t)info->n_meta * sizeof *sorted);
+    qsort(sorted, (size_t)info->n_meta, sizeof *sorted, cmp_names);
+    for (int i = 1; i < info->n_meta; i++)
+        if (!strcmp(sorted[i], sorted[i - 1])) {
+            int st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: metadata %s: duplicate key", path,
+                                pdi_quote(sorted[i], kb, sizeof kb));
+            free(sorted);
+            return st;
+        }
+    free(sorted);
     return PD_OK;
 }
 
 /* Validates the header of the mapped file (map, size) into info. */
 static int parse_header(const char *path, const unsigned char *map, uint64_t size, struct pd_safetensors_info *info)
 {
-    char pb[CLEAN_BUF], nb[CLEAN_BUF], nb2[CLEAN_BUF];
-    const char *cp = clean(path, pb, sizeof pb);
+    char pb[PDI_QUOTE_BUF], nb[PDI_QUOTE_BUF], nb2[PDI_QUOTE_BUF];
+    const char *cp = pdi_quote(path, pb, sizeof pb);
     info->file_size = size;
     if (size < 8)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': file of %llu bytes is too short for the 8-byte header "
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: file of %llu bytes is too short for the 8-byte header "
                           "length", cp, (unsigned long long)size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | map[i];
     if (n > PD_SAFETENSORS_MAX_HEADER)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': header length %llu exceeds the limit of %llu bytes", cp,
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: header length %llu exceeds the limit of %llu bytes", cp,
                           (unsigned long long)n, (unsigned long long)PD_SAFETENSORS_MAX_HEADER);
     if (n > size - 8)
         return pdi_errorf(PD_ERR_INVALID,
-                          "safetensors '%s': header length %llu goes beyond the end of the file (%llu bytes after "
+                          "safetensors %s: header length %llu goes beyond the end of the file (%llu bytes after "
                           "the length)", cp, (unsigned long long)n, (unsigned long long)(size - 8));
     info->header_len = n;
     const char *h = (const char *)map + 8;
     int64_t bad = utf8_bad((const unsigned char *)h, n);
     if (bad >= 0)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': header is not valid UTF-8 (byte %lld)", cp,
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: header is not valid UTF-8 (byte %lld)", cp,
                           (long long)bad);
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(h, n, &end, 0);
-    if (!root)
-        return pdi_errorf(PD_ERR_INVALID, "safetensors '%s': header is not valid JSON (near byte %lld)", cp,
-                          (long long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - h : -1));
+    cJSON *root = pdi_json_parse(h, n, &end);
+    if (!root) /* end is this parse's own error position (cJSON's global one is shared by all threads) */
+        return pdi_errorf(PD_ERR_INVALID, "safetensors %s: header is not valid JSON (near byte %lld)", cp,
+                          (long long)(end && end >= h && end <= h + n ? end - h : -1));
     int st = PD_OK;
     const char **names = NULL;
     struct span *spans = NULL;
     /* Only whitespace may follow the object (the reference pads with spaces). */
     for (const char *q = end; q < h + n; q++)
         if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
-            st = pdi_errorf(PD_ERR_INVALID, "safetensors '%s': trailing bytes after the header JSON (byte %lld)", cp,
+            st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: trailing bytes after the header JSON (byte %lld)", cp,
                             (long long)(q - h));
             goto done;
         }
     if (!cJSON_IsObject(root)) {
-        st = pdi_errorf(PD_ERR_INVALID, "safetensors '%s': header is not a JSON object", cp);
+        st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: header is not a JSON object", cp);
         goto done;
     }
     /* Duplicate keys: cJSON keeps both, so sort the names and compare. */
     int nk = cJSON_GetArraySize(root);
+    if (nk > PD_SAFETENSORS_MAX_KEYS) {
+        st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: header has %d entries, more than the limit of %d", cp, nk,
+                        PD_SAFETENSORS_MAX_KEYS);
+        goto done;
+    }
     names = pdi_malloc(((size_t)nk + 1) * sizeof *names);
     info->tensors = pdi_calloc((size_t)nk + 1, sizeof *info->tensors);
     spans = pdi_malloc(((size_t)nk + 1) * sizeof *spans);
     if (!names || !info->tensors || !spans) {
-        st = pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+        st = pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
         goto done;
     }
     int k = 0;
@@ -301,8 +310,8 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
     qsort(names, (size_t)nk, sizeof *names, cmp_names);
     for (int i = 1; i < nk; i++)
         if (!strcmp(names[i], names[i - 1])) {
-            st = pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': duplicate name", cp,
-                            clean(names[i], nb, sizeof nb));
+            st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: duplicate name", cp,
+                            pdi_quote(names[i], nb, sizeof nb));
             goto done;
         }
     uint64_t data_len = size - 8 - n;
@@ -310,16 +319,16 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
     int nt = 0;
     for (const cJSON *x = root->child; x; x = x->next) {
         if (!strcmp(x->string, "__metadata__")) {
-            if ((st = parse_metadata(path, x, info))) goto done;
+            if ((st = parse_metadata(path, x, nk - 1, info))) goto done;
             continue;
         }
         if (!x->string[0]) {
-            st = pdi_errorf(PD_ERR_INVALID, "safetensors '%s': a tensor has an empty name", cp);
+            st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: a tensor has an empty name", cp);
             goto done;
         }
         if ((st = parse_entry(path, x, data_len, &tmp[nt]))) goto done;
         if (!(tmp[nt].name = pdi_strdup(x->string))) {
-            st = pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+            st = pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
             goto done;
         }
         spans[nt] = (struct span){tmp[nt].begin, tmp[nt].end, nt};
@@ -334,8 +343,8 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
         const struct span *s = &spans[i];
         if (s->begin == s->end) continue;
         if (reach_idx >= 0 && s->begin < reach) {
-            st = pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensors '%s' and '%s' overlap in the data section", cp,
-                            clean(tmp[reach_idx].name, nb, sizeof nb), clean(tmp[s->idx].name, nb2, sizeof nb2));
+            st = pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensors %s and %s overlap in the data section", cp,
+                            pdi_quote(tmp[reach_idx].name, nb, sizeof nb), pdi_quote(tmp[s->idx].name, nb2, sizeof nb2));
             goto done;
         }
         reach = s->end;
@@ -343,7 +352,7 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
     }
     struct pd_safetensors_entry *sorted = pdi_calloc((size_t)nt + 1, sizeof *sorted);
     if (!sorted) {
-        st = pdi_errorf(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+        st = pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
         goto done;
     }
     for (int i = 0; i < nt; i++) sorted[i] = tmp[spans[i].idx];
@@ -359,22 +368,17 @@ done:
 /* Map path read-only. *map is NULL for an empty file. */
 static int map_file(const char *path, unsigned char **map, uint64_t *size)
 {
-    char pb[CLEAN_BUF];
+    char pb[PDI_QUOTE_BUF];
     *map = NULL;
     *size = 0;
     if (!path) return pdi_errorf(PD_ERR_INVALID, "safetensors: NULL path");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pdi_errorf(PD_ERR_IO, "safetensors '%s': cannot open: %s", clean(path, pb, sizeof pb),
-                                  strerror(errno));
+    int fd = pdi_file_open_read(path, "safetensors"); /* regular files only, never blocks */
+    if (fd < 0) return pd_last_status();
     struct stat sb;
     if (fstat(fd, &sb)) {
         int e = errno;
         close(fd);
-        return pdi_errorf(PD_ERR_IO, "safetensors '%s': stat failed: %s", clean(path, pb, sizeof pb), strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return pdi_errorf(PD_ERR_IO, "safetensors '%s': not a regular file", clean(path, pb, sizeof pb));
+        return pdi_errorf(PD_ERR_IO, "safetensors %s: stat failed: %s", pdi_quote(path, pb, sizeof pb), strerror(e));
     }
     *size = (uint64_t)sb.st_size;
     if (*size) {
@@ -382,7 +386,7 @@ static int map_file(const char *path, unsigned char **map, uint64_t *size)
         if (p == MAP_FAILED) {
             int e = errno;
             close(fd);
-            return pdi_errorf(PD_ERR_IO, "safetensors '%s': mmap failed: %s", clean(path, pb, sizeof pb), strerror(e));
+            return pdi_errorf(PD_ERR_IO, "safetensors %s: mmap failed: %s", pdi_quote(path, pb, sizeof pb), strerror(e));
         }
         *map = p;
     }
@@ -410,7 +414,7 @@ struct pd_state_dict *pd_safetensors_load(const char *path)
     unsigned char *map;
     uint64_t size;
     if (map_file(path, &map, &size)) return NULL;
-    char pb[CLEAN_BUF], nb[CLEAN_BUF];
+    char pb[PDI_QUOTE_BUF], nb[PDI_QUOTE_BUF];
     struct pd_safetensors_info info = {0};
     struct pd_state_dict *sd = NULL;
     if (parse_header(path, map, size, &info)) goto fail;
@@ -425,8 +429,8 @@ struct pd_state_dict *pd_safetensors_load(const char *path)
             const unsigned char *b = data + e->begin;
             for (size_t j = 0; j < nbytes; j++)
                 if (b[j] > 1) {
-                    pdi_errorf(PD_ERR_INVALID, "safetensors '%s': tensor '%s': bool element %zu has value %u (not 0 "
-                               "or 1)", clean(path, pb, sizeof pb), clean(e->name, nb, sizeof nb), j, b[j]);
+                    pdi_errorf(PD_ERR_INVALID, "safetensors %s: tensor %s: bool element %zu has value %u (not 0 "
+                               "or 1)", pdi_quote(path, pb, sizeof pb), pdi_quote(e->name, nb, sizeof nb), j, b[j]);
                     goto fail;
                 }
         }
@@ -434,8 +438,8 @@ struct pd_state_dict *pd_safetensors_load(const char *path)
          * but owned by the dict, not by a scope. */
         struct pd_tensor *t = pdi_from_host(data + e->begin, e->shape, e->ndim, e->dtype, "safetensors_load");
         if (!t) {
-            pdi_errorf(pd_last_status(), "safetensors '%s': tensor '%s': %s", clean(path, pb, sizeof pb),
-                       clean(e->name, nb, sizeof nb), pd_last_error());
+            pdi_errorf(pd_last_status(), "safetensors %s: tensor %s: %s", pdi_quote(path, pb, sizeof pb),
+                       pdi_quote(e->name, nb, sizeof nb), pd_last_error());
             goto fail;
         }
         int st = pd_state_dict_add(sd, e->name, t);
@@ -456,29 +460,13 @@ fail:
 
 /* ---- save ------------------------------------------------------------ */
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (w == 0) errno = EIO;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The header JSON for sd (tensors in sd's order, contiguous data offsets
  * from 0), or NULL with the message set. Caller frees with cJSON_free. */
 static char *build_header(const char *cp, const struct pd_state_dict *sd)
 {
-    char nb[CLEAN_BUF];
+    char nb[PDI_QUOTE_BUF];
     cJSON *root = cJSON_CreateObject();
-    if (!root) return pdi_error(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+    if (!root) return pdi_error(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
     int nm = pd_state_dict_meta_size(sd);
     if (nm) {
         cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
@@ -486,14 +474,14 @@ static char *build_header(const char *cp, const struct pd_state_dict *sd)
             const char *k = pd_state_dict_meta_key(sd, i), *v = pd_state_dict_meta_value(sd, i);
             if (utf8_bad((const unsigned char *)k, strlen(k)) >= 0 || utf8_bad((const unsigned char *)v, strlen(v)) >= 0) {
                 cJSON_Delete(root);
-                return pdi_error(PD_ERR_INVALID, "safetensors '%s': metadata '%s': not valid UTF-8", cp,
-                                 clean(k, nb, sizeof nb));
+                return pdi_error(PD_ERR_INVALID, "safetensors %s: metadata %s: not valid UTF-8", cp,
+                                 pdi_quote(k, nb, sizeof nb));
             }
             if (!cJSON_AddStringToObject(m, k, v)) m = NULL;
         }
         if (!m) {
             cJSON_Delete(root);
-            return pdi_error(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+            return pdi_error(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
         }
     }
     uint64_t off = 0;
@@ -506,7 +494,7 @@ static char *build_header(const char *cp, const struct pd_state_dict *sd)
                           : (unsigned)pd_tensor_dtype(t) >= PD_DTYPE_COUNT ? "invalid dtype" : NULL;
         if (why) {
             cJSON_Delete(root);
-            return pdi_error(PD_ERR_INVALID, "safetensors '%s': tensor '%s': %s", cp, clean(name, nb, sizeof nb), why);
+            return pdi_error(PD_ERR_INVALID, "safetensors %s: tensor %s: %s", cp, pdi_quote(name, nb, sizeof nb), why);
         }
         uint64_t nbytes = (uint64_t)pd_tensor_numel(t) * pd_dtype_size(pd_tensor_dtype(t));
         cJSON *e = cJSON_AddObjectToObject(root, name);
@@ -521,75 +509,55 @@ static char *build_header(const char *cp, const struct pd_state_dict *sd)
              cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(off + nbytes)));
         if (!ok) {
             cJSON_Delete(root);
-            return pdi_error(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+            return pdi_error(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
         }
         off += nbytes;
     }
     if (off >= 0x1p53) {
         cJSON_Delete(root);
-        return pdi_error(PD_ERR_INVALID, "safetensors '%s': data of %llu bytes is too large for the format", cp,
+        return pdi_error(PD_ERR_INVALID, "safetensors %s: data of %llu bytes is too large for the format", cp,
                          (unsigned long long)off);
     }
     char *json = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
-    if (!json) return pdi_error(PD_ERR_NOMEM, "safetensors '%s': out of memory", cp);
+    if (!json) return pdi_error(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
     return json;
-}
-
-/* fsync the directory holding path, so the rename itself is durable. */
-static int sync_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? pdi_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : pdi_strdup(".");
-    if (!dir) return -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    if (fd < 0) return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
 }
 
 int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
 {
-    char pb[CLEAN_BUF];
+    char pb[PDI_QUOTE_BUF];
     if (!path || !*path) return pdi_errorf(PD_ERR_INVALID, "safetensors save: NULL or empty path");
-    const char *cp = clean(path, pb, sizeof pb);
-    if (!sd) return pdi_errorf(PD_ERR_NULL, "safetensors save '%s': NULL state dict", cp);
+    const char *cp = pdi_quote(path, pb, sizeof pb);
+    if (!sd) return pdi_errorf(PD_ERR_NULL, "safetensors save %s: NULL state dict", cp);
     /* Everything that can be checked is checked before a byte is written. */
     char *json = build_header(cp, sd);
     if (!json) return pd_last_status();
     size_t jl = strlen(json), padded = (jl + 7) & ~(size_t)7;
     if (padded > PD_SAFETENSORS_MAX_HEADER) {
         cJSON_free(json);
-        return pdi_errorf(PD_ERR_INVALID, "safetensors save '%s': header of %zu bytes exceeds the limit", cp, padded);
+        return pdi_errorf(PD_ERR_INVALID, "safetensors save %s: header of %zu bytes exceeds the limit", cp, padded);
     }
-    size_t tl = strlen(path) + 32;
-    char *tmp = pdi_malloc(tl);
     char *head = pdi_malloc(8 + padded);
-    if (!tmp || !head) {
-        free(tmp);
-        free(head);
+    if (!head) {
         cJSON_free(json);
-        return pdi_errorf(PD_ERR_NOMEM, "safetensors save '%s': out of memory", cp);
+        return pdi_errorf(PD_ERR_NOMEM, "safetensors save %s: out of memory", cp);
     }
-    snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
     for (int i = 0; i < 8; i++) head[i] = (char)(((uint64_t)padded >> (8 * i)) & 0xff);
     memcpy(head + 8, json, jl);
     memset(head + 8 + jl, ' ', padded - jl);
     cJSON_free(json);
 
-    int st = PD_OK;
-    const char *what = NULL;
-    void *buf = NULL;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st = pdi_errorf(PD_ERR_IO, "safetensors save '%s': cannot create the temporary file: %s", cp, strerror(errno));
-        free(tmp);
+    /* The temporary, fsync, rename and directory fsync: src/io/file.h. */
+    struct pdi_wfile w;
+    FILE *f = pdi_wfile_begin(&w, path, "safetensors save");
+    if (!f) {
         free(head);
-        return st;
+        return pd_last_status();
     }
-    if (write_all(fd, head, 8 + padded)) { what = "write"; goto fail; }
+    int st = PD_OK;
+    void *buf = NULL;
+    if (fwrite(head, 1, 8 + padded, f) != 8 + padded) goto commit; /* commit reports the stream error */
     for (int i = 0; i < pd_state_dict_size(sd); i++) {
         const struct pd_tensor *t = pd_state_dict_tensor(sd, i);
         size_t nbytes = (size_t)pd_tensor_numel(t) * pd_dtype_size(pd_tensor_dtype(t));
@@ -601,34 +569,23 @@ int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
         }
         if (!pd_tensor_is_contiguous(t)) {
             if (!(buf = pdi_malloc(nbytes))) {
-                st = pdi_errorf(PD_ERR_NOMEM, "safetensors save '%s': out of memory", cp);
+                st = pdi_errorf(PD_ERR_NOMEM, "safetensors save %s: out of memory", cp);
                 goto fail;
             }
             pd_to_buffer(t, buf, pd_tensor_dtype(t));
             src = buf;
         }
-        if (write_all(fd, src, nbytes)) { what = "write"; goto fail; }
+        if (fwrite(src, 1, nbytes, f) != nbytes) goto commit;
         free(buf);
         buf = NULL;
     }
-    if (fsync(fd)) { what = "fsync"; goto fail; }
-    int c = close(fd);
-    fd = -1;
-    if (c) { what = "close"; goto fail; }
-    if (rename(tmp, path)) { what = "rename"; goto fail; }
-    /* The new file is in place; a directory that cannot be synced is not worth
-     * failing a save that already replaced the old file. */
-    sync_dir(path);
-    free(tmp);
-    free(head);
-    return PD_OK;
-fail:
-    if (what) st = pdi_errorf(PD_ERR_IO, "safetensors save '%s': %s failed: %s (previous file left untouched)", cp,
-                              what, strerror(errno));
+commit:
     free(buf);
-    if (fd >= 0) close(fd);
-    unlink(tmp);
-    free(tmp);
     free(head);
+    return pdi_wfile_commit(&w);
+fail:
+    free(buf);
+    free(head);
+    pdi_wfile_abort(&w);
     return st;
 }

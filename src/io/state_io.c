@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/io.h"
 
 /* How many names a message lists before "...". */
@@ -40,7 +41,9 @@ static void sb_add(struct sbuf *b, const char *fmt, ...)
 static void sb_list(struct sbuf *b, const char *what, const struct pd_state_dict *sd, const int *idx, int n)
 {
     sb_add(b, "%d %s (", n, what);
-    for (int i = 0; i < n && i < LIST_MAX; i++) sb_add(b, i ? ", %s" : "%s", pd_state_dict_name(sd, idx[i]));
+    char qb[PDI_QUOTE_BUF]; /* names may come from a file: quoted */
+    for (int i = 0; i < n && i < LIST_MAX; i++)
+        sb_add(b, i ? ", %s" : "%s", pdi_quote(pd_state_dict_name(sd, idx[i]), qb, sizeof qb));
     sb_add(b, n > LIST_MAX ? ", ...)" : ")");
 }
 
@@ -90,7 +93,8 @@ int pd_state_dict_load(struct pd_state_dict *dst, const struct pd_state_dict *sr
             const struct pd_tensor *s = pd_state_dict_tensor(src, mismatch[0]), *d = pd_state_dict_get(dst, name);
             char s1[PDI_SHAPE_BUF], s2[PDI_SHAPE_BUF];
             sb_list(&b, "shape mismatch", src, mismatch, n_mismatch);
-            sb_add(&b, " [%s: file %s, model %s]", name, pdi_shape_str(pd_tensor_shape(s), pd_tensor_ndim(s), s1, sizeof s1),
+            char qb[PDI_QUOTE_BUF];
+            sb_add(&b, " [%s: file %s, model %s]", pdi_quote(name, qb, sizeof qb), pdi_shape_str(pd_tensor_shape(s), pd_tensor_ndim(s), s1, sizeof s1),
                    pdi_shape_str(pd_tensor_shape(d), pd_tensor_ndim(d), s2, sizeof s2));
             sep = "; ";
         }
@@ -112,9 +116,11 @@ int pd_state_dict_load(struct pd_state_dict *dst, const struct pd_state_dict *sr
     int scope_tok = pd_scope_begin();
     for (int i = 0; i < ns && !st; i++) {
         struct pd_tensor *d = pd_state_dict_get(dst, pd_state_dict_name(src, i));
-        if (d && !pd_copy_(d, pd_state_dict_tensor(src, i)))
-            st = pdi_errorf(pd_last_status(), "state dict load: tensor '%s': %s (tensors before it were loaded)",
-                            pd_state_dict_name(src, i), pd_last_error());
+        if (d && !pd_copy_(d, pd_state_dict_tensor(src, i))) {
+            char qb[PDI_QUOTE_BUF];
+            st = pdi_errorf(pd_last_status(), "state dict load: tensor %s: %s (tensors before it were loaded)",
+                            pdi_quote(pd_state_dict_name(src, i), qb, sizeof qb), pd_last_error());
+        }
     }
     pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);

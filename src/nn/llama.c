@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "io/file.h"
 #include "nn/nn_internal.h"
 #include "pd/autograd.h"
 #include "pd/nn.h"
@@ -118,6 +119,22 @@ static const struct field {
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
+/* x as a JSON number that reads back bit-identical: the shortest of 15, 16
+ * and 17 significant digits that does (17 always does). cJSON's own printer
+ * falls back to 17 digits only when 15 are off by more than a relative
+ * 2^-52, so 0.1 + 0.2 came back as 0.3. Non-finite: null (validation
+ * refuses it on the way back). */
+static cJSON *json_double(double x)
+{
+    if (!isfinite(x)) return cJSON_CreateNull();
+    char b[40];
+    for (int p = 15; p <= 17; p++) {
+        snprintf(b, sizeof b, "%.*g", p, x);
+        if (strtod(b, NULL) == x) break;
+    }
+    return cJSON_CreateRaw(b);
+}
+
 char *pd_llama_config_to_json(const struct pd_llama_config *cfg)
 {
     if (!cfg) return pdi_error(PD_ERR_NULL, "llama config: NULL");
@@ -125,7 +142,7 @@ char *pd_llama_config_to_json(const struct pd_llama_config *cfg)
     if (!o) return pdi_error(PD_ERR_NOMEM, "llama config: out of memory");
     for (size_t i = 0; i < N_FIELDS; i++) {
         const char *p = (const char *)cfg + fields[i].off;
-        cJSON *item = fields[i].kind == F_DOUBLE ? cJSON_CreateNumber(*(const double *)p)
+        cJSON *item = fields[i].kind == F_DOUBLE ? json_double(*(const double *)p)
                       : fields[i].kind == F_BOOL ? cJSON_CreateBool(*(const int *)p)
                                                  : cJSON_CreateNumber(*(const int *)p);
         if (!item || !cJSON_AddItemToObject(o, fields[i].name, item)) {
@@ -144,8 +161,16 @@ char *pd_llama_config_to_json(const struct pd_llama_config *cfg)
 int pd_llama_config_from_json(struct pd_llama_config *cfg, const char *json)
 {
     if (!cfg || !json) return pdi_errorf(PD_ERR_NULL, "llama config: NULL argument");
-    cJSON *o = cJSON_Parse(json);
-    if (!o) return pdi_errorf(PD_ERR_INVALID, "llama config: invalid JSON near '%.20s'", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    /* The parse's own end pointer, not cJSON_GetErrorPtr(): that one is
+     * process-wide and may point into another thread's freed text. */
+    const char *end = NULL;
+    cJSON *o = pdi_json_parse(json, strlen(json) + 1, &end);
+    if (!o) {
+        char qb[PDI_QUOTE_BUF];
+        size_t at = end && end >= json ? (size_t)(end - json) : 0;
+        return pdi_errorf(PD_ERR_INVALID, "llama config: invalid JSON at byte %zu near %s", at,
+                          pdi_quote_n(json + at, strnlen(json + at, 20), qb, sizeof qb));
+    }
     int st = PD_OK;
     struct pd_llama_config c;
     pd_llama_config_default(&c);
@@ -154,21 +179,23 @@ int pd_llama_config_from_json(struct pd_llama_config *cfg, const char *json)
         size_t i = 0;
         while (i < N_FIELDS && strcmp(fields[i].name, it->string)) i++;
         if (i == N_FIELDS) {
-            st = pdi_errorf(PD_ERR_INVALID, "llama config: unknown key \"%s\"", it->string);
+            char qb[PDI_QUOTE_BUF];
+            st = pdi_errorf(PD_ERR_INVALID, "llama config: unknown key %s", pdi_quote(it->string, qb, sizeof qb));
             break;
         }
         char *p = (char *)&c + fields[i].off;
         if (fields[i].kind == F_BOOL && cJSON_IsBool(it)) {
             *(int *)p = cJSON_IsTrue(it);
         } else if (!cJSON_IsNumber(it)) {
-            st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be a %s", it->string,
+            char qb[PDI_QUOTE_BUF];
+            st = pdi_errorf(PD_ERR_INVALID, "llama config: %s must be a %s", pdi_quote(it->string, qb, sizeof qb),
                             fields[i].kind == F_DOUBLE ? "number" : fields[i].kind == F_BOOL ? "boolean" : "integer");
         } else if (fields[i].kind == F_DOUBLE) {
             *(double *)p = it->valuedouble;
         } else {
             double v = it->valuedouble;
             if (v != floor(v) || fabs(v) > 2147483647.0)
-                st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be an integer, got %g", it->string, v);
+                st = pdi_errorf(PD_ERR_INVALID, "llama config: \"%s\" must be an integer, got %g", fields[i].name, v);
             else *(int *)p = (int)v;
         }
     }

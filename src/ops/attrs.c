@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 
 #define PDI_ADEF_I_I64(d) (d)
 #define PDI_ADEF_I_BOOL(d) (d)
@@ -260,7 +261,10 @@ int pdi_attrs_from_json(enum pd_op op, const void *json, struct pdi_attrs *a)
     for (const cJSON *it = o->child; it; it = it->next) {
         int k = 0;
         while (k < n && strcmp(d[k].name, it->string ? it->string : "")) k++;
-        if (k == n) return pdi_errorf(PD_ERR_INVALID, "%s: unknown attribute '%s'", opn, it->string ? it->string : "");
+        if (k == n) {
+            char qb[PDI_QUOTE_BUF]; /* attribute JSON is untrusted text */
+            return pdi_errorf(PD_ERR_INVALID, "%s: unknown attribute %s", opn, pdi_quote(it->string, qb, sizeof qb));
+        }
     }
     pdi_attrs_default(op, a);
     for (int i = 0; i < n; i++) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "io/file.h"
 #include "pd/state.h"
 
 struct entry {
@@ -18,6 +19,9 @@ struct pd_state_dict {
     int n_slots;        /* power of two, > 2 * n */
     char **meta_k, **meta_v;
     int n_meta, cap_meta;
+    int *meta_slot;     /* the same index for metadata keys (a linear search
+                         * made loading 100k keys quadratic) */
+    int n_meta_slots;
 };
 
 static uint64_t hash_str(const char *s)
@@ -70,16 +74,18 @@ void pd_state_dict_destroy(struct pd_state_dict *sd)
     free(sd->slot);
     free(sd->meta_k);
     free(sd->meta_v);
+    free(sd->meta_slot);
     free(sd);
 }
 
 int pd_state_dict_set(struct pd_state_dict *sd, const char *name, struct pd_tensor *t, int replace)
 {
     if (!sd || !name || !*name) return pdi_errorf(PD_ERR_INVALID, "state dict: NULL dict or empty name");
-    if (!t) return pdi_errorf(PD_ERR_NULL, "state dict: NULL tensor for '%s'", name);
+    char qb[PDI_QUOTE_BUF];
+    if (!t) return pdi_errorf(PD_ERR_NULL, "state dict: NULL tensor for %s", pdi_quote(name, qb, sizeof qb));
     int *s = find_slot(sd, name);
     if (s && *s) {
-        if (!replace) return pdi_errorf(PD_ERR_INVALID, "state dict: duplicate name '%s'", name);
+        if (!replace) return pdi_errorf(PD_ERR_INVALID, "state dict: duplicate name %s", pdi_quote(name, qb, sizeof qb));
         pd_tensor_retain(t);
         pd_tensor_release(sd->e[*s - 1].t);
         sd->e[*s - 1].t = t;
@@ -110,7 +116,8 @@ int pd_state_dict_add(struct pd_state_dict *sd, const char *name, struct pd_tens
 int pd_state_dict_remove(struct pd_state_dict *sd, const char *name)
 {
     int i = pd_state_dict_find(sd, name);
-    if (i < 0) return pdi_errorf(PD_ERR_INVALID, "state dict: no tensor named '%s'", name ? name : "(null)");
+    char qb[PDI_QUOTE_BUF];
+    if (i < 0) return pdi_errorf(PD_ERR_INVALID, "state dict: no tensor named %s", pdi_quote(name, qb, sizeof qb));
     free(sd->e[i].name);
     pd_tensor_release(sd->e[i].t);
     memmove(sd->e + i, sd->e + i + 1, (size_t)(sd->n - i - 1) * sizeof *sd->e);
@@ -149,17 +156,43 @@ int64_t pd_state_dict_numel(const struct pd_state_dict *sd)
     return n;
 }
 
+static int *find_meta_slot(const struct pd_state_dict *sd, const char *key)
+{
+    if (!sd->n_meta_slots) return NULL;
+    uint64_t m = (uint64_t)sd->n_meta_slots - 1;
+    for (uint64_t i = hash_str(key) & m;; i = (i + 1) & m) {
+        int *s = &sd->meta_slot[i];
+        if (!*s || !strcmp(sd->meta_k[*s - 1], key)) return s;
+    }
+}
+
+static int meta_rehash(struct pd_state_dict *sd, int n_slots)
+{
+    int *slot = pdi_calloc((size_t)n_slots, sizeof *slot);
+    if (!slot) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
+    free(sd->meta_slot);
+    sd->meta_slot = slot;
+    sd->n_meta_slots = n_slots;
+    for (int i = 0; i < sd->n_meta; i++) *find_meta_slot(sd, sd->meta_k[i]) = i + 1;
+    return PD_OK;
+}
+
 int pd_state_dict_set_meta(struct pd_state_dict *sd, const char *key, const char *value)
 {
     if (!sd || !key || !value) return pdi_errorf(PD_ERR_INVALID, "state dict: NULL metadata key or value");
     char *v = pdi_strdup(value);
     if (!v) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
-    for (int i = 0; i < sd->n_meta; i++)
-        if (!strcmp(sd->meta_k[i], key)) {
-            free(sd->meta_v[i]);
-            sd->meta_v[i] = v;
-            return PD_OK;
-        }
+    int *slot = find_meta_slot(sd, key);
+    if (slot && *slot) {
+        free(sd->meta_v[*slot - 1]);
+        sd->meta_v[*slot - 1] = v;
+        return PD_OK;
+    }
+    if (2 * (sd->n_meta + 1) >= sd->n_meta_slots &&
+        meta_rehash(sd, sd->n_meta_slots ? 2 * sd->n_meta_slots : 16)) {
+        free(v);
+        return PD_ERR_NOMEM;
+    }
     if (sd->n_meta == sd->cap_meta) {
         int cap = sd->cap_meta ? 2 * sd->cap_meta : 8;
         char **k = pdi_realloc(sd->meta_k, (size_t)cap * sizeof *k);
@@ -179,14 +212,15 @@ int pd_state_dict_set_meta(struct pd_state_dict *sd, const char *key, const char
     }
     sd->meta_k[sd->n_meta] = k;
     sd->meta_v[sd->n_meta++] = v;
+    *find_meta_slot(sd, k) = sd->n_meta;
     return PD_OK;
 }
 
 const char *pd_state_dict_get_meta(const struct pd_state_dict *sd, const char *key)
 {
-    for (int i = 0; sd && key && i < sd->n_meta; i++)
-        if (!strcmp(sd->meta_k[i], key)) return sd->meta_v[i];
-    return NULL;
+    if (!sd || !key) return NULL;
+    int *slot = find_meta_slot(sd, key);
+    return slot && *slot ? sd->meta_v[*slot - 1] : NULL;
 }
 
 int pd_state_dict_meta_size(const struct pd_state_dict *sd) { return sd ? sd->n_meta : 0; }

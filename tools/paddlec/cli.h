@@ -70,7 +70,12 @@ void cli_metrics_write(FILE *f, const char *json_object);   /* one line, flushed
 /* Text helpers for tokenizers: encode a C string to int64 ids (malloc'd). */
 int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n);
 char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n);   /* malloc'd */
-char *cli_read_file(const char *path, size_t *len);                            /* malloc'd, NUL-terminated */
+/* A regular file of at most max bytes, malloc'd and NUL-terminated. */
+char *cli_read_file(const char *path, size_t max, size_t *len);
+#define CLI_MAX_CONFIG (1 << 20)          /* --config files (JSON) */
+#define CLI_MAX_TEXT ((size_t)1 << 30)    /* tokenizer train --input */
+/* s quoted for a message (pd_quote); four results stay valid at a time. */
+const char *cli_q(const char *s);
 
 /* ---- checkpoints (train.c) ---------------------------------------------- */
 /* A loaded model with what serving needs (generate, eval). */

@@ -135,7 +135,7 @@ int cmd_eval(int argc, char **argv)
     struct cli_model cm;
     cli_model_load(&cm, ckpt);
     cJSON *rj = cm.train_json ? cJSON_Parse(cm.train_json) : cJSON_CreateObject();
-    if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: malformed paddlec.recipe metadata", ckpt);
+    if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: malformed paddlec.recipe metadata", cli_q(ckpt));
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(rj, "data");
     if (!data && cJSON_IsString(d)) data = d->valuestring;
     struct pd_arith_config ac;
@@ -209,7 +209,7 @@ int cmd_inspect(int argc, char **argv)
         printf("%-48s %-5s %-18s", e->name, pd_safetensors_dtype_name(e->dtype), shape);
         if (sd) {
             struct pd_tensor_stats st;
-            if (pd_tensor_stats(pd_state_dict_get(sd, e->name), &st)) cli_fail_pd("stats of %s", e->name);
+            if (pd_tensor_stats(pd_state_dict_get(sd, e->name), &st)) cli_fail_pd("stats of %s", cli_q(e->name));
             printf(" min %.6g max %.6g mean %.6g std %.6g", st.min, st.max, st.mean, st.std);
             if (st.n_nan || st.n_inf) printf(" nan %lld inf %lld", (long long)st.n_nan, (long long)st.n_inf);
         }
@@ -255,8 +255,8 @@ int cmd_bench(int argc, char **argv)
               "Prints one JSON line per measurement (medians).",
               pos, 0, &npos);
     if (config) {
-        char *text = cli_read_file(config, NULL);
-        if (pd_llama_config_from_json(&c, text)) cli_fail_pd("%s", config);
+        char *text = cli_read_file(config, CLI_MAX_CONFIG, NULL);
+        if (pd_llama_config_from_json(&c, text)) cli_fail_pd("%s", cli_q(config));
         free(text);
     }
     if (!seq) seq = c.max_seq_len;
@@ -334,8 +334,8 @@ int cmd_tokenizer(int argc, char **argv)
               pos, 0, &npos);
     if (!input || !out || !vocab) cli_fail(CLI_EXIT_USAGE, "--input, --vocab and --out are required (see --help)");
     size_t len;
-    char *text = cli_read_file(input, &len);
-    if (!len) cli_fail(CLI_EXIT_FAIL, "'%s' is empty", input);
+    char *text = cli_read_file(input, CLI_MAX_TEXT, &len);
+    if (!len) cli_fail(CLI_EXIT_FAIL, "%s is empty", cli_q(input));
     struct pd_bpe_options bo = {min_freq, special ? 1 : 0, special ? &special : NULL};
     double t0 = cli_now();
     struct pd_tokenizer *tok = pd_bpe_train(text, len, vocab, &bo);
@@ -344,7 +344,7 @@ int cmd_tokenizer(int argc, char **argv)
     int32_t *ids = NULL;
     int64_t n = pd_tokenizer_encode(tok, text, len, &ids);
     if (n < 0) cli_fail_pd("cannot encode the input");
-    if (pd_tokenizer_save(tok, out)) cli_fail_pd("cannot save '%s'", out);
+    if (pd_tokenizer_save(tok, out)) cli_fail_pd("cannot save %s", cli_q(out));
     printf("%s: vocab %d (%d merges) in %.2f s; %zu bytes -> %lld tokens (%.2f bytes/token)\n", out,
            pd_tokenizer_vocab_size(tok), pd_tokenizer_n_merges(tok), dt, len, (long long)n, n ? (double)len / n : 0.0);
     free(ids);

@@ -47,6 +47,7 @@ int main(int argc, char **argv)
             cli_cmd = cmds[i].name;
             return cmds[i].fn(argc - 2, argv + 2);
         }
-    fprintf(stderr, "paddlec: error: unknown command '%s' (see paddlec --help)\n", argv[1]);
+    char qb[PD_QUOTE_BUF];
+    fprintf(stderr, "paddlec: error: unknown command %s (see paddlec --help)\n", pd_quote(argv[1], qb, sizeof qb));
     return CLI_EXIT_USAGE;
 }

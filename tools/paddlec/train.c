@@ -39,8 +39,8 @@ static void finish_profile(const char *out)
     if (sum) fprintf(stderr, "%s", sum);
     free(sum);
     snprintf(path, sizeof path, "%s/trace.json", out);
-    if (pd_profiler_write_chrome_trace(path)) cli_fail_pd("--profile: cannot write %s", path);
-    fprintf(stderr, "paddlec train: profile trace written to %s\n", path);
+    if (pd_profiler_write_chrome_trace(path)) cli_fail_pd("--profile: cannot write %s", cli_q(path));
+    fprintf(stderr, "paddlec train: profile trace written to %s\n", cli_q(path));
 }
 
 struct recipe {
@@ -165,6 +165,20 @@ static void opt_text(const struct cli_opt *o, char *buf, size_t n)
     }
 }
 
+/* x as a JSON number that reads back bit-identical: the shortest of 15, 16
+ * and 17 significant digits that does (cJSON's printer can stop at 15 digits
+ * that are close but not equal, e.g. 0.1 + 0.2). Options are finite. */
+static cJSON *json_double(double x)
+{
+    char b[40];
+    if (!isfinite(x)) return cJSON_CreateNull();
+    for (int p = 15; p <= 17; p++) {
+        snprintf(b, sizeof b, "%.*g", p, x);
+        if (strtod(b, NULL) == x) break;
+    }
+    return cJSON_CreateRaw(b);
+}
+
 static char *recipe_to_json(struct cli_opt *opts)
 {
     cJSON *j = cJSON_CreateObject();
@@ -179,7 +193,7 @@ static char *recipe_to_json(struct cli_opt *opts)
             cJSON_AddStringToObject(j, o->name, b);
             break;
         }
-        case CLI_DOUBLE: cJSON_AddNumberToObject(j, o->name, *(double *)o->dst); break;
+        case CLI_DOUBLE: cJSON_AddItemToObject(j, o->name, json_double(*(double *)o->dst)); break;
         case CLI_STR:
             if (*(const char **)o->dst) cJSON_AddStringToObject(j, o->name, *(const char **)o->dst);
             break;
@@ -194,25 +208,25 @@ static char *recipe_to_json(struct cli_opt *opts)
 static void recipe_apply_json(struct cli_opt *opts, const char *json, const char *what, cJSON **keep)
 {
     cJSON *j = cJSON_Parse(json);
-    if (!j || !cJSON_IsObject(j)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", what);
+    if (!j || !cJSON_IsObject(j)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", cli_q(what));
     char err[256], num[64];
     for (cJSON *e = j->child; e; e = e->next) {
         struct cli_opt *o = cli_find(opts, e->string);
         if (!o || !strcmp(e->string, "config") || !strcmp(e->string, "resume"))
-            cli_fail(CLI_EXIT_USAGE, "%s: unknown key \"%s\"", what, e->string);
+            cli_fail(CLI_EXIT_USAGE, "%s: unknown key %s", cli_q(what), cli_q(e->string));
         const char *v = NULL;
         if (cJSON_IsString(e)) v = e->valuestring;
         else if (cJSON_IsBool(e)) v = cJSON_IsTrue(e) ? "1" : "0";
         else if (cJSON_IsNumber(e)) {
             if (o->kind == CLI_DOUBLE) snprintf(num, sizeof num, "%.17g", e->valuedouble);
             else if (e->valuedouble != floor(e->valuedouble))
-                cli_fail(CLI_EXIT_USAGE, "%s: \"%s\" must be an integer", what, e->string);
+                cli_fail(CLI_EXIT_USAGE, "%s: %s must be an integer", cli_q(what), cli_q(e->string));
             else snprintf(num, sizeof num, "%.0f", e->valuedouble);
             v = num;
         } else {
-            cli_fail(CLI_EXIT_USAGE, "%s: \"%s\" must be a number, a string or a boolean", what, e->string);
+            cli_fail(CLI_EXIT_USAGE, "%s: %s must be a number, a string or a boolean", cli_q(what), cli_q(e->string));
         }
-        if (cli_set(o, v, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s: %s", what, err);
+        if (cli_set(o, v, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s: %s", cli_q(what), err);
         o->seen = 0;   /* only command-line flags count as "seen" */
     }
     *keep = j;
@@ -233,7 +247,7 @@ static void get_meta_u64x2(const struct pd_state_dict *sd, const char *path, con
     unsigned long long x, y;
     char tail;
     if (!v || sscanf(v, "%llu %llu %c", &x, &y, &tail) != 2)
-        cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", path, key);
+        cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", cli_q(path), key);
     *a = x;
     *b = y;
 }
@@ -278,7 +292,7 @@ static void save_checkpoint(struct run *R, const char *path)
     free(mj);
     free(rj);
     free(tj);
-    if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint '%s'", path);
+    if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
     pd_state_dict_destroy(sd);
 }
 
@@ -298,7 +312,7 @@ static void load_model_weights(struct pd_llama *m, const struct pd_state_dict *c
     char report[512];
     struct pd_state_dict *part = model_part(ck);
     if (pd_state_dict_load(pd_llama_state_dict(m), part, 1, report, sizeof report))
-        cli_fail(CLI_EXIT_FAIL, "%s: checkpoint does not match its model config: %s", path, report);
+        cli_fail(CLI_EXIT_FAIL, "%s: checkpoint does not match its model config: %s", cli_q(path), report);
     pd_state_dict_destroy(part);
 }
 
@@ -308,16 +322,16 @@ void cli_model_load(struct cli_model *cm, const char *path)
     struct pd_state_dict *ck = pd_safetensors_load(path);
     if (!ck) cli_fail_pd("cannot load checkpoint");
     const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
-    if (!mj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", path);
-    if (pd_llama_config_from_json(&cm->cfg, mj)) cli_fail_pd("%s: bad model config in the checkpoint", path);
+    if (!mj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", cli_q(path));
+    if (pd_llama_config_from_json(&cm->cfg, mj)) cli_fail_pd("%s: bad model config in the checkpoint", cli_q(path));
     const char *tj = pd_state_dict_get_meta(ck, "paddlec.tokenizer");
     cm->tok = tj ? pd_tokenizer_from_json(tj) : pd_tokenizer_byte_create();
-    if (!cm->tok) cli_fail_pd("%s: bad tokenizer in the checkpoint", path);
+    if (!cm->tok) cli_fail_pd("%s: bad tokenizer in the checkpoint", cli_q(path));
     if (pd_tokenizer_vocab_size(cm->tok) > cm->cfg.vocab_size)
-        cli_fail(CLI_EXIT_FAIL, "%s: tokenizer vocabulary (%d) larger than the model's (%d)", path,
+        cli_fail(CLI_EXIT_FAIL, "%s: tokenizer vocabulary (%d) larger than the model's (%d)", cli_q(path),
                  pd_tokenizer_vocab_size(cm->tok), cm->cfg.vocab_size);
     cm->model = pd_llama_create(&cm->cfg, 0);
-    if (!cm->model) cli_fail_pd("%s: cannot build the model", path);
+    if (!cm->model) cli_fail_pd("%s: cannot build the model", cli_q(path));
     load_model_weights(cm->model, ck, path);
     const char *st = pd_state_dict_get_meta(ck, "paddlec.step"), *rj = pd_state_dict_get_meta(ck, "paddlec.recipe");
     cm->step = st ? atoll(st) : 0;
@@ -545,9 +559,9 @@ static const char *jnum(char *buf, double x)
 
 static void ensure_dir(const char *dir)
 {
-    if (mkdir(dir, 0777) && errno != EEXIST) cli_fail(CLI_EXIT_FAIL, "cannot create --out directory '%s': %s", dir, strerror(errno));
+    if (mkdir(dir, 0777) && errno != EEXIST) cli_fail(CLI_EXIT_FAIL, "cannot create --out directory %s: %s", cli_q(dir), strerror(errno));
     struct stat st;
-    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) cli_fail(CLI_EXIT_FAIL, "--out '%s' is not a directory", dir);
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) cli_fail(CLI_EXIT_FAIL, "--out %s is not a directory", cli_q(dir));
 }
 
 static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON **ck_json, struct pd_state_dict **ck)
@@ -572,12 +586,12 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
         *ck = pd_safetensors_load(resume);
         if (!*ck) cli_fail_pd("cannot resume");
         const char *rj = pd_state_dict_get_meta(*ck, "paddlec.recipe");
-        if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (no paddlec.recipe metadata)", resume);
+        if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (no paddlec.recipe metadata)", cli_q(resume));
         recipe_default(r);
         recipe_apply_json(R->opts, rj, resume, ck_json);
     } else if (r->config) {
         const char *cfg = r->config;
-        char *text = cli_read_file(cfg, NULL);
+        char *text = cli_read_file(cfg, CLI_MAX_CONFIG, NULL);
         recipe_default(r);
         recipe_apply_json(R->opts, text, cfg, cfg_json);
         free(text);
@@ -592,7 +606,7 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
         struct cli_opt *o = cli_find(R->opts, structural[i]);
         opt_text(o, now, sizeof now);
         if (strcmp(now, before[i]))
-            cli_fail(CLI_EXIT_USAGE, "--%s cannot change when resuming (the checkpoint has %s)", o->name, before[i]);
+            cli_fail(CLI_EXIT_USAGE, "--%s cannot change when resuming (the checkpoint has %s)", o->name, cli_q(before[i]));
     }
     if (r->min_lr > r->lr) cli_fail(CLI_EXIT_USAGE, "--min-lr (%g) is above --lr (%g)", r->min_lr, r->lr);
     if (r->warmup > r->steps) {
@@ -660,10 +674,10 @@ static void build(struct run *R, struct pd_state_dict *ck)
         const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
         char *now = pd_llama_config_to_json(&R->mc);
         if (!mj || !now || strcmp(mj, now))
-            cli_fail(CLI_EXIT_FAIL, "%s: the checkpoint's model config differs from its recipe", path);
+            cli_fail(CLI_EXIT_FAIL, "%s: the checkpoint's model config differs from its recipe", cli_q(path));
         free(now);
         load_model_weights(R->model, ck, path);
-        if (pd_optimizer_load_state_dict(R->opt, ck, "optim.")) cli_fail_pd("%s: bad optimizer state", path);
+        if (pd_optimizer_load_state_dict(R->opt, ck, "optim.")) cli_fail_pd("%s: bad optimizer state", cli_q(path));
         uint64_t s, o;
         get_meta_u64x2(ck, path, "paddlec.data_rng", &s, &o);
         pd_generator_set_state(R->data_gen, s, o);
@@ -672,9 +686,9 @@ static void build(struct run *R, struct pd_state_dict *ck)
         const char *st = pd_state_dict_get_meta(ck, "paddlec.step");
         char *end = NULL;
         R->step = st ? strtoll(st, &end, 10) : -1;
-        if (!st || *end || R->step < 0) cli_fail(CLI_EXIT_FAIL, "%s: bad paddlec.step metadata", path);
+        if (!st || *end || R->step < 0) cli_fail(CLI_EXIT_FAIL, "%s: bad paddlec.step metadata", cli_q(path));
         if (R->step > r->steps)
-            cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", path, (long long)R->step, r->steps);
+            cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
     }
 }
 

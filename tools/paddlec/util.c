@@ -17,13 +17,37 @@
 
 const char *cli_cmd = "";
 
+const char *cli_q(const char *s)
+{
+    static char buf[4][PD_QUOTE_BUF];
+    static int next;
+    next = (next + 1) % 4;
+    return pd_quote(s, buf[next], sizeof buf[next]);
+}
+
+/* The message goes out on one line whatever it holds: any control byte left
+ * (a value the caller did not quote) is written as \xNN. */
+static void put_line(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) fprintf(stderr, "\\x%02x", c);
+        else fputc(c, stderr);
+    }
+}
+
 static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
 static void vfail(int code, const char *fmt, va_list ap, const char *tail)
 {
+    char msg[2048];
     fflush(stdout);
     fprintf(stderr, "paddlec%s%s: error: ", *cli_cmd ? " " : "", cli_cmd);
-    vfprintf(stderr, fmt, ap);
-    if (tail) fprintf(stderr, ": %s", tail);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    put_line(msg);
+    if (tail) {
+        fputs(": ", stderr);
+        put_line(tail);
+    }
     fputc('\n', stderr);
     exit(code);
 }
@@ -58,7 +82,7 @@ int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
     case CLI_FLAG:
         if (!strcmp(v, "1") || !strcmp(v, "true")) *(int *)o->dst = 1;
         else if (!strcmp(v, "0") || !strcmp(v, "false")) *(int *)o->dst = 0;
-        else return snprintf(err, n, "--%s: expected true/false, got '%s'", o->name, v), -1;
+        else return snprintf(err, n, "--%s: expected true/false, got %s", o->name, cli_q(v)), -1;
         break;
     case CLI_STR:
         if (!*v) return snprintf(err, n, "--%s: empty value", o->name), -1;
@@ -67,7 +91,7 @@ int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
     case CLI_INT:
     case CLI_I64: {
         long long x = strtoll(v, &end, 10);
-        if (!*v || *end || errno) return snprintf(err, n, "--%s: '%s' is not an integer", o->name, v), -1;
+        if (!*v || *end || errno) return snprintf(err, n, "--%s: %s is not an integer", o->name, cli_q(v)), -1;
         if ((double)x < o->lo || (double)x > o->hi)
             return snprintf(err, n, "--%s: %lld is outside [%.17g, %.17g]", o->name, x, o->lo, o->hi), -1;
         if (o->kind == CLI_INT) *(int *)o->dst = (int)x;
@@ -77,7 +101,7 @@ int cli_set(struct cli_opt *o, const char *v, char *err, size_t n)
     case CLI_DOUBLE: {
         double x = strtod(v, &end);
         if (!*v || *end || errno || !isfinite(x))
-            return snprintf(err, n, "--%s: '%s' is not a finite number", o->name, v), -1;
+            return snprintf(err, n, "--%s: %s is not a finite number", o->name, cli_q(v)), -1;
         if (x < o->lo || x > o->hi) return snprintf(err, n, "--%s: %g is outside [%g, %g]", o->name, x, o->lo, o->hi), -1;
         *(double *)o->dst = x;
         break;
@@ -129,18 +153,18 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
             exit(0);
         }
         if (strncmp(a, "--", 2) || !a[2]) {
-            if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument '%s' (see --help)", a);
+            if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument %s (see --help)", cli_q(a));
             pos[(*n_pos)++] = a;
             continue;
         }
         char name[64];
         const char *eq = strchr(a + 2, '='), *val = NULL;
         size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (len >= sizeof name) cli_fail(CLI_EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        if (len >= sizeof name) cli_fail(CLI_EXIT_USAGE, "unknown option %s (see --help)", cli_q(a));
         memcpy(name, a + 2, len);
         name[len] = 0;
         struct cli_opt *o = cli_find(opts, name);
-        if (!o) cli_fail(CLI_EXIT_USAGE, "unknown option '--%s' (see --help)", name);
+        if (!o) cli_fail(CLI_EXIT_USAGE, "unknown option %s (see --help)", cli_q(a));
         if (eq) val = eq + 1;
         else if (o->kind == CLI_FLAG) val = "1";
         else if (i + 1 < argc) val = argv[++i];
@@ -219,8 +243,11 @@ void cli_progress_done(struct cli_progress *p)
 FILE *cli_metrics_open(const char *path)
 {
     if (!path) return NULL;
-    FILE *f = fopen(path, "a");
-    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open metrics file '%s': %s", path, strerror(errno));
+    /* An append log, not an atomic write: each line is flushed as it is
+     * written, so a killed run keeps the lines of the steps it did
+     * (docs/reliability.md). A FIFO or a device is refused, never waited on. */
+    FILE *f = pd_file_open(path, "a");
+    if (!f) cli_fail_pd("cannot open the --metrics file");
     return f;
 }
 
@@ -258,23 +285,10 @@ char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n)
     return s;
 }
 
-char *cli_read_file(const char *path, size_t *len)
+char *cli_read_file(const char *path, size_t max, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) cli_fail(CLI_EXIT_FAIL, "out of memory reading '%s'", path);
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        cap *= 2;
-        buf = realloc(buf, cap);
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) cli_fail(CLI_EXIT_FAIL, "cannot read '%s'", path);
-    buf[n] = 0;
-    if (len) *len = n;
+    /* regular files only, refused before any open that could block */
+    char *buf = pd_file_read(path, max, len);
+    if (!buf) cli_fail_pd("cannot read the input");
     return buf;
 }
