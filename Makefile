@@ -3,12 +3,13 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+SWEEP_BUILD ?= build-sweep
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 # CI (CI=true) builds with -Werror; a person's build only warns.
 WERROR ?= $(if $(CI),ON,OFF)
 
-.PHONY: all deps build run test test-asan test-tsan faultinject bench install clean
+.PHONY: all deps build run test test-asan test-tsan faultinject sweep bench install clean
 
 all: build
 
@@ -50,6 +51,13 @@ faultinject: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./test_fault 1 0
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./test_fault 1 1
 
+# The whole bad-input sweep (docs/reliability.md): clang, ASan + UBSan with
+# float-cast-overflow, every case crash-isolated. `make test` runs a sample.
+sweep: deps
+	CC=clang cmake -S . -B $(SWEEP_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON
+	cmake --build $(SWEEP_BUILD) -j $(JOBS) --target sweep
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive $(SWEEP_BUILD)/sweep --quiet
+
 bench: deps build
 	@bash bench/run.sh $(BUILD)
 
@@ -57,4 +65,5 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(SWEEP_BUILD)
+

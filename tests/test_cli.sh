@@ -3,14 +3,19 @@
 # a short train run writes metrics JSON lines and checkpoints; resume is
 # bit-exact (the resumed run's final checkpoint equals the straight run's,
 # byte for byte); generate/eval/inspect work on the result; bad input of every
-# kind exits non-zero with exactly one line on stderr and leaves an existing
-# checkpoint untouched.
+# kind exits non-zero with exactly one line on stderr, leaves an existing
+# checkpoint untouched and, in a sanitized build, leaks nothing (every error
+# exit frees what the command holds: LeakSanitizer is on for them).
+# Checks named "issue 12, bug N" are the regression tests of issue 12's bugs.
 #   test_cli.sh PATH/TO/paddlec
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"   # a run that wrongly used the default --out would write here, not in the tree
+# Every exit must free what the command holds: with this set, a tensor or scope of the
+# library left at exit fails the run with one more line on stderr (tools/paddlec/cli.h).
+export PADDLEC_LEAK_CHECK=1
 fails=0; checks=0
 # ok 'CONDITION': $? inside CONDITION is the exit status of the command just before ok.
 ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
@@ -36,6 +41,15 @@ ok 'grep -q "(resumed)" "$dir/r.err"'
 ok 'cmp -s "$dir/straight.safetensors" "$dir/a/final.safetensors"'
 # the resumed run's losses are the straight run's last three
 ok '[ "$(grep "\"loss\":" "$dir/a.jsonl" | sed -n 4,6p | sed "s/,\"tokens_per_s.*//")" = "$(grep "\"loss\":" "$dir/a.jsonl" | sed -n 7,9p | sed "s/,\"tokens_per_s.*//")" ]'
+
+# ---- issue 12, bug 13: --dropout resumes bit for bit too (the checkpoint holds the
+# dropout generator's state, paddlec.dropout_rng)
+"$bin" train $tiny --dropout 0.2 --steps 4 --ckpt-every 2 --eval-every 0 --task-n 0 --out "$dir/d" >/dev/null 2>"$dir/d.err"
+ok '[ $? -eq 0 ] && grep -aq "paddlec.dropout_rng" "$dir/d/ckpt-2.safetensors"'
+cp "$dir/d/final.safetensors" "$dir/d-straight.safetensors"
+"$bin" train --resume "$dir/d/ckpt-2.safetensors" >/dev/null 2>"$dir/dr.err"
+ok '[ $? -eq 0 ] && ! grep -q "note:" "$dir/dr.err" && cmp -s "$dir/d-straight.safetensors" "$dir/d/final.safetensors"'
+ok '! grep -aq "paddlec.dropout_rng" "$dir/a/final.safetensors"'   # no dropout, no key
 
 # ---- --config file, flags override it ------------------------------------------
 cat >"$dir/cfg.json" <<JSON
@@ -101,6 +115,14 @@ ok '[ $? -eq 0 ] && [ -s "$dir/tok.json" ] && grep -q "vocab 300" "$dir/t.out"'
     --seq-len 16 --batch 4 --steps 2 --warmup 1 --eval-batches 1 --val-fraction 0.1 --out "$dir/t" >"$dir/tt.out" 2>"$dir/tt.err"
 ok '[ $? -eq 0 ] && grep -q "vocab 300" "$dir/tt.err" && grep -q "^sample: " "$dir/tt.out"'
 
+# issue 12, bug 16: the sample prompt is fixed and checked before the first step. The
+# default one (the first 8 validation tokens) did not fit --seq-len 4 and failed the run
+# (exit 2) after it had trained and saved; it now shortens to fit. A --sample-prompt that
+# cannot fit fails at once, and nothing is written.
+small="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --batch 2 --steps 1 --warmup 0 --eval-batches 1 --val-fraction 0.1"
+"$bin" train --data "$dir/text.txt" $small --seq-len 4 --out "$dir/s16" >"$dir/s16.out" 2>"$dir/s16.err"
+ok '[ $? -eq 0 ] && grep -q "^sample: " "$dir/s16.out" && [ -f "$dir/s16/final.safetensors" ]'
+
 # --pack-documents on text: paragraphs (blank-line separated), a BPE tokenizer
 awk '{print} NR % 3 == 0 {print ""}' "$dir/text.txt" >"$dir/para.txt"
 "$bin" train --data "$dir/para.txt" --tokenizer "$dir/tok.json" --pack-documents --dim 32 --layers 1 --heads 2 \
@@ -116,8 +138,8 @@ printf 'not a checkpoint at all' >"$dir/junk.safetensors"
 cp "$dir/known.safetensors" "$dir/nometa.safetensors"
 err() {  # err EXPECTED_TEXT ARGS...: fails with one line naming the problem
     local want=$1; shift
-    # Error paths exit at once by design: leak reports there are noise (sanitizer builds).
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$bin" "$@" >"$dir/o" 2>"$dir/e"; local rc=$?
+    # Sanitized builds: a leak report adds lines to stderr and fails the check.
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" "$bin" "$@" >"$dir/o" 2>"$dir/e"; local rc=$?
     checks=$((checks+1))
     if [ $rc -eq 0 ] || [ "$(wc -l <"$dir/e")" -ne 1 ] || ! grep -q -- "$want" "$dir/e"; then
         fails=$((fails+1)); echo "FAIL: paddlec $* -> rc $rc, stderr: $(cat "$dir/e")"
@@ -159,6 +181,56 @@ err "cannot read" inspect "$dir/trunc.safetensors"
 err "expected one FILE" inspect
 err "required" tokenizer train --input "$dir/text.txt"
 err "cannot open" tokenizer train --input "$dir/missing.txt" --vocab 300 --out "$dir/x.json"
+err "sample-prompt has 33 tokens, more than --seq-len - 1 = 3" train --data "$dir/text.txt" $small --seq-len 4 \
+    --sample-prompt "a prompt much longer than 3 bytes" --out "$dir/s16b"     # issue 12, bug 16
+ok '[ ! -e "$dir/s16b" ]'
+err "could not find 100000 distinct held-out problems" train $tiny --digits 1 --task-n 100000 --steps 2 --out "$dir/s16c"
+ok '[ ! -e "$dir/s16c" ]'
+# issue 12, bug 20: eval range-checks the recipe of a checkpoint before any cast
+# (digits 1e300 was cast to int), as train --resume does
+recipe() {  # recipe IN OUT KEY JSON-VALUE: a copy of IN whose paddlec.recipe has KEY = VALUE
+    python3 - "$@" <<'PY'
+import json, struct, sys
+src, dst, key, val = sys.argv[1:5]
+b = open(src, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+if key.startswith("paddlec.") and val == "-":   # a metadata key removed
+    del h["__metadata__"][key]
+elif key.startswith("paddlec."):   # a metadata value itself
+    h["__metadata__"][key] = val
+else:
+    r = json.loads(h["__metadata__"]["paddlec.recipe"])
+    r[key] = json.loads(val)
+    h["__metadata__"]["paddlec.recipe"] = json.dumps(r)
+nh = json.dumps(h).encode()
+nh += b" " * (-len(nh) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(nh)) + nh + b[8 + n:])
+PY
+}
+if command -v python3 >/dev/null; then
+    recipe "$ck" "$dir/r20.safetensors" digits 1e300
+    err '"digits": 1e+300 is outside \[1, 9\]' eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    err '"digits": 1e+300 is outside' train --resume "$dir/r20.safetensors" --out "$dir/r20"
+    recipe "$ck" "$dir/r20.safetensors" seed -1e300
+    err '"seed": -1e+300 is outside' eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    recipe "$ck" "$dir/r20.safetensors" val-fraction 1e300
+    err "val-fraction: 1e+300 is outside" eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    recipe "$ck" "$dir/r20.safetensors" heldout 0
+    err '"heldout": 0 is outside\|heldout: 0 is outside' eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    # the CLI's other state: generator states below 2^64, a step count in [0, 2^53]
+    recipe "$ck" "$dir/r20.safetensors" paddlec.data_rng "1 99999999999999999999999"
+    err "paddlec.data_rng missing or malformed" train --resume "$dir/r20.safetensors" --steps 8
+    recipe "$ck" "$dir/r20.safetensors" paddlec.default_rng "-1 5"
+    err "paddlec.default_rng missing or malformed" train --resume "$dir/r20.safetensors" --steps 8
+    recipe "$ck" "$dir/r20.safetensors" paddlec.step 1e300
+    err "bad paddlec.step" train --resume "$dir/r20.safetensors" --steps 8
+    err "bad paddlec.step" eval --ckpt "$dir/r20.safetensors" --batches 1 --task-n 1
+    # a --dropout checkpoint from before paddlec.dropout_rng still resumes, with a note
+    recipe "$dir/d/ckpt-2.safetensors" "$dir/d-old.safetensors" paddlec.dropout_rng -
+    "$bin" train --resume "$dir/d-old.safetensors" --out "$dir/d-old" >/dev/null 2>"$dir/d-old.err"
+    ok '[ $? -eq 0 ] && [ $(grep -c "note: the checkpoint has no paddlec.dropout_rng" "$dir/d-old.err") -eq 1 ]'
+fi
 ok '[ "$(md5sum <"$ck")" = "$sum" ]'
 ok '[ ! -e "$dir/paddlec-out" ]'   # failed runs created no output directory
 # a failing save (output directory is a file) leaves nothing behind

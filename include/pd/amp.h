@@ -89,7 +89,11 @@ int pd_grad_scaler_update(struct pd_grad_scaler *s);
 double pd_grad_scaler_get_scale(const struct pd_grad_scaler *s);
 int pd_grad_scaler_found_inf(const struct pd_grad_scaler *s);   /* in the current step */
 int64_t pd_grad_scaler_skipped_steps(const struct pd_grad_scaler *s);
-/* Checkpoints: metadata <prefix>scale, <prefix>growth_tracker, <prefix>skipped. */
+/* Checkpoints: metadata <prefix>scale, <prefix>growth_tracker, <prefix>skipped.
+ * load accepts a scale that is a finite number > 0 and counts that are
+ * decimal integers in [0, PD_GRAD_SCALER_MAX_COUNT]; anything else is
+ * PD_ERR_INVALID and leaves the scaler unchanged (docs/reliability.md). */
+#define PD_GRAD_SCALER_MAX_COUNT ((int64_t)1 << 53)
 int pd_grad_scaler_state_dict(const struct pd_grad_scaler *s, struct pd_state_dict *sd, const char *prefix);
 int pd_grad_scaler_load_state_dict(struct pd_grad_scaler *s, const struct pd_state_dict *sd, const char *prefix);
 

@@ -206,6 +206,11 @@ const struct pd_llama_config *pd_llama_get_config(const struct pd_llama *m);
 struct pd_state_dict *pd_llama_state_dict(struct pd_llama *m);
 void pd_llama_train(struct pd_llama *m, int training);   /* training mode: dropout on */
 int pd_llama_is_training(const struct pd_llama *m);
+/* The generator the model's dropout draws from (borrowed; NULL when
+ * cfg.dropout is 0 or m is NULL). A checkpoint that is to resume bit for bit
+ * saves its state (pd_generator_get_state) and restores it
+ * (pd_generator_set_state), as `paddlec train` does. */
+struct pd_generator *pd_llama_dropout_generator(struct pd_llama *m);
 
 /* Key/value cache for generation: per layer [batch, n_kv_heads, max_len, head_dim]. */
 struct pd_kv_cache;

@@ -103,15 +103,20 @@ int64_t pd_optimizer_step_count(const struct pd_optimizer *opt);
  * entries of the same names are replaced. */
 int pd_optimizer_state_dict(const struct pd_optimizer *opt, struct pd_state_dict *sd, const char *prefix);
 /* Restores what state_dict wrote, exactly (bit-exact resume). Everything is
- * checked before anything is written: a missing or misshapen entry is an
- * error and leaves the optimizer unchanged. */
+ * checked before anything is written: a missing, misshapen or out-of-range
+ * entry is an error and leaves the optimizer unchanged. Accepted: step and
+ * step.<param> decimal integers in [0, PD_OPTIM_MAX_STEP]; accum a decimal
+ * integer in [0, INT_MAX - 1] (a counter below accumulate's k); lr.<group> a
+ * finite number >= 0 (docs/reliability.md). */
+#define PD_OPTIM_MAX_STEP ((int64_t)1 << 53) /* steps stay exact as the double of Adam's bias correction */
 int pd_optimizer_load_state_dict(struct pd_optimizer *opt, const struct pd_state_dict *sd, const char *prefix);
 
 /* Gradient accumulation over k micro-batches, in one line per micro-batch:
  *     pd_backward(pd_scale(loss, 1.0 / k), NULL, 0);
  *     pd_optimizer_accumulate(opt, k);
- * Counts calls; on every k-th it steps and zeroes the gradients. Returns 1
- * when it stepped, 0 when it only accumulated, negative on error. */
+ * Counts calls; on every k-th it steps and zeroes the gradients (a counter
+ * already at k - 1 or beyond, e.g. restored with a larger k, steps at once).
+ * Returns 1 when it stepped, 0 when it only accumulated, negative on error. */
 int pd_optimizer_accumulate(struct pd_optimizer *opt, int k);
 
 /* ---- gradient clipping -------------------------------------------------- */

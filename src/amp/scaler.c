@@ -12,6 +12,7 @@
  * The scaler owns nothing but its numbers; it reaches the gradients through
  * the optimizer's parameter list (src/optim/optim_internal.h).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -144,7 +145,7 @@ int pd_grad_scaler_update(struct pd_grad_scaler *s)
         s->scale *= s->cfg.backoff_factor;
         s->growth_tracker = 0;
         s->skipped++;
-    } else if (++s->growth_tracker == s->cfg.growth_interval) {
+    } else if (++s->growth_tracker >= s->cfg.growth_interval) { /* >=: a restored tracker may exceed it */
         s->scale *= s->cfg.growth_factor;
         s->growth_tracker = 0;
     }
@@ -179,22 +180,43 @@ int pd_grad_scaler_state_dict(const struct pd_grad_scaler *s, struct pd_state_di
     return rc;
 }
 
+/* A count in decimal digits, 0 <= value <= 2^53 (no sign, no spaces, no
+ * exponent: a double such as 1e300 is refused, never cast). */
+static int parse_count(const char *v, int64_t *out)
+{
+    if (!v || *v < '0' || *v > '9') return -1;
+    errno = 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < 0 || x > PD_GRAD_SCALER_MAX_COUNT) return -1;
+    *out = x;
+    return 0;
+}
+
 int pd_grad_scaler_load_state_dict(struct pd_grad_scaler *s, const struct pd_state_dict *sd, const char *prefix)
 {
     if (!s || !sd) return pdi_errorf(PD_ERR_NULL, "grad_scaler_load_state_dict: NULL argument");
     static const char *names[3] = {"scale", "growth_tracker", "skipped"};
-    double val[3];
+    double scale = NAN;
+    int64_t count[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
         char k[256], *end = NULL;
         if (meta_key(k, sizeof k, prefix, names[i])) return PD_ERR_INVALID;
         const char *v = pd_state_dict_get_meta(sd, k);
-        val[i] = v ? strtod(v, &end) : NAN;
-        if (!v || *end || !isfinite(val[i]) || val[i] < 0 || (i == 0 && val[i] == 0))
-            return pdi_errorf(PD_ERR_INVALID, "grad_scaler_load_state_dict: missing or bad '%s'", k);
+        int bad;
+        if (i == 0) {
+            scale = v && *v ? strtod(v, &end) : NAN;
+            bad = !v || !*v || *end || !isfinite(scale) || !(scale > 0);
+        } else {
+            bad = parse_count(v, &count[i]);
+        }
+        if (bad)
+            return pdi_errorf(PD_ERR_INVALID, "grad_scaler_load_state_dict: missing or bad '%s' (%s)", k,
+                              i == 0 ? "a finite number > 0" : "an integer in [0, 2^53]");
     }
-    s->scale = val[0];
-    s->growth_tracker = (int64_t)val[1];
-    s->skipped = (int64_t)val[2];
+    s->scale = scale;
+    s->growth_tracker = count[1];
+    s->skipped = count[2];
     s->unscaled = 0;
     s->found_inf = 0;
     return PD_OK;

@@ -35,7 +35,7 @@ enum pdi_attr_type { PDI_AT_I64, PDI_AT_F64, PDI_AT_BOOL, PDI_AT_DTYPE, PDI_AT_I
 struct pdi_attrs_none {
     char unused_;
 };
-#define PD_A(type, field, def, doc) PDI_ACT_##type field;
+#define PD_A(type, field, def, range, doc) PDI_ACT_##type field;
 #define PD_ATTRS(set, fields) struct pdi_attrs_##set { fields };
 #include "ops/ops.def"
 #undef PD_ATTRS
@@ -58,12 +58,36 @@ struct pdi_attrs {
     };
 };
 
+/* The valid values of an attribute: PD_A's range column (the R_* forms
+ * are listed in src/ops/ops.def). BOOL must be 0 or 1, DTYPE a dtype and an
+ * INTS list at most PDI_MAX_ATTR_INTS long whatever the range says. The
+ * dispatcher refuses a call with a value outside its range before the op's
+ * infer function runs (pdi_attrs_check), so every infer function may rely
+ * on it. */
+enum pdi_range_kind {
+    PDI_RK_ANY,  /* every value of the type */
+    PDI_RK_INT,  /* I64, or each INTS value, in [lo, hi] */
+    PDI_RK_REAL, /* F64 in [flo, fhi] (ends open per flags), never NaN */
+    PDI_RK_AXIS, /* I64: an axis of input 0, -ndim <= v < ndim (-1 or 0 for a 0-d input) */
+    PDI_RK_AXES  /* INTS: axes of input 0 as PDI_RK_AXIS, none repeated */
+};
+#define PDI_RF_FINITE 1u  /* PDI_RK_REAL: not infinite either */
+#define PDI_RF_LO_OPEN 2u /* PDI_RK_REAL: v > flo */
+#define PDI_RF_HI_OPEN 4u /* PDI_RK_REAL: v < fhi */
+struct pdi_attr_range {
+    enum pdi_range_kind kind;
+    unsigned flags;
+    int64_t lo, hi;
+    double flo, fhi;
+};
+
 struct pdi_attr_desc {
     const char *name;
     enum pdi_attr_type type;
     size_t offset; /* in struct pdi_attrs */
     int64_t def_i; /* I64, BOOL, DTYPE */
     double def_f;  /* F64 */
+    struct pdi_attr_range range;
     const char *doc;
 };
 

@@ -92,6 +92,16 @@ struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtyp
 /* The checks of pdi_tensor_new without the allocation: PD_OK, or the
  * status with its message ("tensor: negative dimension in shape [2, -1]"). */
 int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt);
+/* The shape checks alone, for every shape an op forms (outputs of infer
+ * functions, views, broadcasts): ndim in [0, PD_MAX_DIMS], dims >= 0 and
+ * within the element limit (pdi_shape_numel, core/checked.h). The message
+ * starts with `what`: "expand: shape [4294967296, ...] has too many
+ * elements (the limit is 2^46)". */
+int pdi_check_shape(const char *what, const int64_t *shape, int ndim);
+/* 1 when two indices of t may reach the same element (a stride-0 dim of
+ * size > 1, or overlapping strides): such a tensor cannot be written in
+ * place (the dispatcher refuses it as a written input). */
+int pdi_self_overlaps(const struct pd_tensor *t);
 /* A new handle viewing base's storage (refcount 1, not in a scope). */
 struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *shape, const int64_t *strides,
                                    int ndim, int64_t offset);
@@ -241,8 +251,12 @@ const struct pdi_attr_desc *pdi_op_attrs(enum pd_op op, int *n);
 int pdi_op_lookup(const char *name);
 /* Every field of op's set to its default. */
 void pdi_attrs_default(enum pd_op op, struct pdi_attrs *a);
-/* Type-level checks (bool 0/1, a valid dtype, list length); status. */
+/* Type and range checks (PD_A's range column; an axis only against
+ * PD_MAX_DIMS); status. */
 int pdi_attrs_validate(enum pd_op op, const struct pdi_attrs *a);
+/* The same against the call's inputs (axes of input 0): the dispatcher runs
+ * it before infer for every op that has attributes. */
+int pdi_attrs_check(const struct pdi_call *c);
 /* "rms_norm(n_norm_axes=1, eps=1e-06)" into buf; returns buf. */
 const char *pdi_attrs_format(enum pd_op op, const struct pdi_attrs *a, char *buf, size_t n);
 /* JSON object of op's attributes (cJSON *, owned by the caller) and back:

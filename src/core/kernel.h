@@ -39,9 +39,18 @@ const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
 #define PDI_SHAPE_BUF 96
 
 /* ---- shapes ----------------------------------------------------------- */
+/* Checked int64 arithmetic and the element limit (pdi_shape_numel). */
+#include "core/checked.h"
 void pdi_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides);
 int64_t pdi_numel(const int64_t *shape, int ndim);
 int pdi_norm_axis(int axis, int ndim); /* -1 when out of range */
+/* The same for an int64 attribute, range-checked before it is narrowed
+ * (a plain (int) cast would turn 2^32 into axis 0). */
+static inline int pdi_norm_axis64(int64_t axis, int ndim)
+{
+    int n = ndim ? ndim : 1;
+    return axis < -n || axis >= n ? -1 : pdi_norm_axis((int)axis, ndim);
+}
 
 /* ---- views passed to kernels ----------------------------------------- */
 struct pd_kview {

@@ -167,24 +167,24 @@ static struct pd_tensor *tensor_shell(void)
     return t;
 }
 
-static int check_shape(const int64_t *shape, int ndim)
+int pdi_check_shape(const char *what, const int64_t *shape, int ndim)
 {
     char b[PDI_SHAPE_BUF];
+    int64_t n;
     if (ndim < 0 || ndim > PD_MAX_DIMS)
-        return pdi_errorf(PD_ERR_INVALID, "tensor: ndim %d outside [0, %d]", ndim, PD_MAX_DIMS);
-    if (ndim > 0 && !shape) return pdi_errorf(PD_ERR_INVALID, "tensor: NULL shape with ndim %d", ndim);
-    double total = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0)
-            return pdi_errorf(PD_ERR_INVALID, "tensor: negative dimension in shape %s",
-                              pdi_shape_str(shape, ndim, b, sizeof b));
-        total *= (double)shape[i];
-    }
-    if (total > 0x1p46)
-        return pdi_errorf(PD_ERR_INVALID, "tensor: shape %s has too many elements",
+        return pdi_errorf(PD_ERR_INVALID, "%s: ndim %d outside [0, %d]", what, ndim, PD_MAX_DIMS);
+    if (ndim > 0 && !shape) return pdi_errorf(PD_ERR_INVALID, "%s: NULL shape with ndim %d", what, ndim);
+    int rc = pdi_shape_numel(shape, ndim, &n);
+    if (rc == -1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: negative dimension in shape %s", what,
+                          pdi_shape_str(shape, ndim, b, sizeof b));
+    if (rc)
+        return pdi_errorf(PD_ERR_INVALID, "%s: shape %s has too many elements", what,
                           pdi_shape_str(shape, ndim, b, sizeof b));
     return PD_OK;
 }
+
+static int check_shape(const int64_t *shape, int ndim) { return pdi_check_shape("tensor", shape, ndim); }
 
 int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
@@ -412,6 +412,38 @@ int pd_tensor_is_contiguous(const struct pd_tensor *t)
     return 1;
 }
 
+/* Whether two different indices of t may reach the same element: a dim of
+ * size > 1 with stride 0 (an expanded view), or, with the dims of size > 1
+ * sorted by stride, a stride not larger than the span of the dims below it.
+ * Sufficient, not exact: strides that interleave without meeting (2 and 3
+ * over sizes 3 and 3) are refused too; slices, permutes, reshapes and
+ * diagonals of a contiguous tensor never make such strides. */
+int pdi_self_overlaps(const struct pd_tensor *t)
+{
+    int64_t st[PD_MAX_DIMS], sz[PD_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0) return 0; /* no elements */
+        if (t->shape[i] == 1) continue;
+        int64_t s = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+        if (s == 0) return 1;
+        int k = n++; /* insertion sort by stride */
+        while (k > 0 && st[k - 1] > s) {
+            st[k] = st[k - 1];
+            sz[k] = sz[k - 1];
+            k--;
+        }
+        st[k] = s;
+        sz[k] = t->shape[i];
+    }
+    int64_t span = 0; /* largest offset reached by the dims below */
+    for (int k = 0; k < n; k++) {
+        if (st[k] <= span) return 1;
+        span += (sz[k] - 1) * st[k]; /* a valid view's offsets fit int64 */
+    }
+    return 0;
+}
+
 /* For kernels (through the dispatcher): no host event. A meta tensor's view
  * has data NULL. */
 void pdi_kview_of(const struct pd_tensor *t, struct pd_kview *v)
@@ -453,7 +485,9 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 {
     if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
+    if (!buf && pd_tensor_numel(t) > 0) return pdi_errorf(PD_ERR_INVALID, "to_buffer: NULL buffer");
     if (!pdi_host_read(t, "to_buffer")) return pd_last_status();
+    if (pd_tensor_numel(t) == 0) return PD_OK; /* nothing to write (buf may be NULL) */
     struct pd_kview v;
     pdi_kview_of(t, &v);
     int64_t n = pdi_kview_numel(&v);

@@ -244,8 +244,8 @@ static int check_shape(const struct pd_text_dataset *ds, enum pd_split split, in
     if (batch <= 0 || seq_len <= 0)
         return pdi_errorf(PD_ERR_INVALID, "dataset batch: batch (%d) and seq_len (%d) must be positive", batch, seq_len);
     if (*n < (int64_t)seq_len + 1)
-        return pdi_errorf(PD_ERR_INVALID, "dataset batch: the %s split has %lld tokens, fewer than seq_len + 1 = %d",
-                          split_name(split), (long long)*n, seq_len + 1);
+        return pdi_errorf(PD_ERR_INVALID, "dataset batch: the %s split has %lld tokens, fewer than seq_len + 1 = %lld",
+                          split_name(split), (long long)*n, (long long)seq_len + 1); /* in 64 bits: seq_len may be INT_MAX */
     return PD_OK;
 }
 

@@ -66,10 +66,10 @@ static int check_lens(const char *fn, const char *what, int64_t S, const int64_t
         if (lens[d] < 0)
             return pdi_errorf(PD_ERR_INVALID, "%s: %s length %d is %lld; lengths must be >= 0", fn, what, d,
                               (long long)lens[d]);
+        if (lens[d] > S - sum) /* sum <= S: no overflow */
+            return pdi_errorf(PD_ERR_INVALID, "%s: the %s lengths sum to more than S = %lld (after %d of them)", fn,
+                              what, (long long)S, d + 1);
         sum += lens[d];
-        if (sum > S)
-            return pdi_errorf(PD_ERR_INVALID, "%s: the %s lengths sum to more than S = %lld (%lld after %d of them)",
-                              fn, what, (long long)S, (long long)sum, d + 1);
     }
     if (!pad && sum != S)
         return pdi_errorf(PD_ERR_INVALID, "%s: the %s lengths sum to %lld; they must cover S = %lld exactly", fn,
@@ -156,6 +156,9 @@ struct pd_tensor *pd_flashmask_global_sliding_window(int64_t S, int64_t global, 
         return pdi_error(PD_ERR_INVALID, "%s: expected 0 <= global <= S = %lld and a window >= 0, got global %lld, "
                          "window (left %lld, right %lld)",
                          fn, (long long)S, (long long)global, (long long)left, (long long)right);
+    /* a side past S sees the whole sequence: clamped, j + left + 1 cannot overflow */
+    left = pdi_clamp64(left, 0, S);
+    right = pdi_clamp64(right, 0, S);
     int32_t *x;
     x = new_mask(S, 4);
     for (int64_t j = 0; x && j < S; j++) {
@@ -236,7 +239,7 @@ struct pd_tensor *pd_flashmask_qk_sparse(int64_t S, int64_t offset, int64_t len)
     const char *fn = "pd_flashmask_qk_sparse";
     if (check_len(fn, S)) return NULL;
     /* offset 0 would leave the rows [0, len) with no key at all */
-    if (offset < 1 || len < 0 || offset + len > S)
+    if (offset < 1 || len < 0 || offset > S || len > S - offset) /* offset + len <= S, without overflow */
         return pdi_error(PD_ERR_INVALID, "%s: expected offset >= 1, len >= 0 and offset + len <= S = %lld, got "
                          "offset %lld, len %lld",
                          fn, (long long)S, (long long)offset, (long long)len);

@@ -69,6 +69,19 @@ static inline double pdi_rand_u01_53(uint32_t a, uint32_t b) /* [0, 1) with 53 b
     return (double)(((uint64_t)a << 21) ^ (b >> 11)) * 0x1p-53;
 }
 
+/* randint's former formula: lo and hi rounded to double, the span their
+ * rounded difference. 1 (with the integer base lo rounds to and the span)
+ * when that is defined (a span in [1, 2^64), a base below 2^63) and keeps
+ * every draw inside [lo, hi); 0 otherwise. */
+static inline int pdi_randint_double_ok(int64_t lo, int64_t hi, int64_t *base, uint64_t *span)
+{
+    double lo_d = (double)lo, span_d = (double)hi - lo_d;
+    if (!(span_d >= 1 && span_d < 0x1p64 && lo_d < 0x1p63)) return 0;
+    *base = (int64_t)lo_d;
+    *span = (uint64_t)span_d;
+    return *base >= lo && (__int128)*base + (__int128)*span <= (__int128)hi;
+}
+
 /* One element of uniform, normal or randint from its two words, stored at
  * dst in dt. */
 static inline void pdi_rand_elem(enum pd_op op, const struct pdi_attrs *a, uint32_t w0, uint32_t w1, char *dst,
@@ -87,19 +100,49 @@ static inline void pdi_rand_elem(enum pd_op op, const struct pdi_attrs *a, uint3
         double u2 = (double)(w1 >> 6) * 0x1p-26;
         v = mean + std * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
     } else {
-        /* randint: the bounds go through double, as they always have */
-        double lo = (double)a->randint.low, hi = (double)a->randint.high;
-        uint64_t r = ((uint64_t)w0 << 32) | w1;
+        /* randint: r mod span added to lo. Wherever the former formula in
+         * double is defined and stays inside [lo, hi), it is kept bit for bit
+         * (its draws are pinned, tests/test_create_random.c): bounds rounded
+         * to double, their difference rounded. Elsewhere (a span that rounds
+         * to 0, as [INT64_MIN, INT64_MIN + 10) does; a span of 2^64; a lo
+         * that rounds to 2^63; bounds that round outside the range) the span
+         * is hi - lo exactly, in unsigned 64-bit. The sums are unsigned and
+         * wrap back into [lo, hi): no signed overflow either way. */
+        uint64_t r = ((uint64_t)w0 << 32) | w1, span;
+        int64_t lo = a->randint.low, hi = a->randint.high, base;
+        int via_double = pdi_randint_double_ok(lo, hi, &base, &span);
+        if (!via_double) {
+            base = lo;
+            span = (uint64_t)hi - (uint64_t)lo; /* infer checked lo < hi: in [1, 2^64 - 1] */
+        }
+        int64_t x = (int64_t)((uint64_t)base + r % span); /* two's complement */
         if (dt == PD_I64) {
-            *(int64_t *)dst = (int64_t)lo + (int64_t)(r % (uint64_t)(hi - lo));
+            *(int64_t *)dst = x;
             return;
         }
-        v = lo + (double)(r % (uint64_t)(hi - lo));
+        v = via_double ? (double)lo + (double)(r % span) : (double)x; /* other dtypes: stored saturated */
     }
     if (dt == PD_F32)
         *(float *)dst = (float)v;
     else
         pdi_store(dst, dt, v);
+}
+
+/* bernoulli's probabilities, checked by the kernel (only it sees values):
+ * each in [0, 1]. An expanded p (a scalar broadcast, as dropout's) is read
+ * once per distinct element: stride-0 dims are walked as size 1. */
+static inline int pdi_rand_check_p(const struct pd_kview *p)
+{
+    struct pd_kview u = *p;
+    for (int d = 0; d < u.ndim; d++)
+        if (u.strides[d] == 0) u.shape[d] = 1;
+    int64_t n = pdi_kview_numel(&u);
+    int f32 = u.dtype == PD_F32 && pdi_kview_contiguous(&u);
+    for (int64_t i = 0; i < n; i++) {
+        double v = f32 ? (double)((const float *)u.data)[i] : pdi_load(pdi_kview_ptr(&u, i), u.dtype);
+        if (!(v >= 0 && v <= 1)) return pdi_errorf(PD_ERR_INVALID, "bernoulli: p must be in [0, 1], got %g", v);
+    }
+    return PD_OK;
 }
 
 /* bernoulli: u = (w + 0.5) / 2^32 in (0, 1), 1 where u < p. */

@@ -314,6 +314,7 @@ void pd_llama_train(struct pd_llama *m, int training)
 }
 
 int pd_llama_is_training(const struct pd_llama *m) { return m ? m->training : 0; }
+struct pd_generator *pd_llama_dropout_generator(struct pd_llama *m) { return m && m->dropout ? m->dropout->gen : NULL; }
 
 int64_t pd_llama_num_params(const struct pd_llama *m) { return m ? pd_state_dict_numel(m->sd) : 0; }
 
@@ -363,9 +364,12 @@ struct pd_kv_cache *pd_kv_cache_create(const struct pd_llama_config *cfg, int ba
         c->k[i] = pdi_nn_zeros_owned(shape, 4);
         c->v[i] = pdi_nn_zeros_owned(shape, 4);
         if (!c->k[i] || !c->v[i]) {
+            int rc = pd_last_status(); /* the message reads only shape, never c, which is freed first */
             pd_kv_cache_destroy(c);
-            return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory for [%d, %d, %d, %d] x %d layers", batch,
-                             c->n_kv_heads, max_len, c->head_dim, c->n_layers);
+            if (rc >= 0) rc = PD_ERR_NOMEM;
+            return pdi_error(rc, "kv_cache: %s [%lld, %lld, %lld, %lld] x %d layers",
+                             rc == PD_ERR_NOMEM ? "out of memory for" : "cannot allocate", (long long)shape[0],
+                             (long long)shape[1], (long long)shape[2], (long long)shape[3], cfg->n_layers);
         }
     }
     return c;
@@ -480,6 +484,9 @@ static struct pd_tensor *forward(struct pd_llama *m, struct pd_tensor *ids, stru
             return pdi_error(PD_ERR_INVALID, "llama forward: %lld cached + %lld new positions exceed the KV cache's "
                              "max_len %d", (long long)past, (long long)t, cache->max_len);
     }
+    if (past + t > c->max_seq_len)
+        return pdi_error(PD_ERR_INVALID, "llama forward: %lld positions (%lld cached + %lld new) exceed max_seq_len %d",
+                         (long long)(past + t), (long long)past, (long long)t, c->max_seq_len);
     /* ids out of range: the embedding kernel reports them (before any cache write) */
     struct pd_tensor *pos = NULL, *mask = NULL, *idx = NULL;
     if (doc_ids ? packed_positions_and_mask(doc_ids, b, t, &pos, &idx)

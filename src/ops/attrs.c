@@ -8,6 +8,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <float.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <math.h>
@@ -28,8 +29,20 @@
 #define PDI_ADEF_F_F64(d) (d)
 #define PDI_ADEF_F_INTS(d) 0.0
 
-#define PD_A(type, field, def, doc) \
-    {#field, PDI_AT_##type, SET_OFF + offsetof(S, field), PDI_ADEF_I_##type(def), PDI_ADEF_F_##type(def), doc},
+/* The range column's forms (src/ops/ops.def). */
+#define R_ANY {PDI_RK_ANY, 0, 0, 0, 0.0, 0.0}
+#define R_INT(lo, hi) {PDI_RK_INT, 0, (lo), (hi), 0.0, 0.0}
+#define R_MIN(lo) R_INT(lo, INT64_MAX)
+#define R_REAL(lo, hi) {PDI_RK_REAL, 0, 0, 0, (lo), (hi)}
+#define R_FINITE {PDI_RK_REAL, PDI_RF_FINITE, 0, 0, -DBL_MAX, DBL_MAX}
+#define R_FINITE_MIN(lo) {PDI_RK_REAL, PDI_RF_FINITE, 0, 0, (lo), DBL_MAX}
+#define R_POS {PDI_RK_REAL, PDI_RF_FINITE | PDI_RF_LO_OPEN, 0, 0, 0.0, DBL_MAX}
+#define R_UNIT {PDI_RK_REAL, PDI_RF_HI_OPEN, 0, 0, 0.0, 1.0}
+#define R_AXIS {PDI_RK_AXIS, 0, 0, 0, 0.0, 0.0}
+#define R_AXES {PDI_RK_AXES, 0, 0, 0, 0.0, 0.0}
+#define PD_A(type, field, def, range, doc)                                                                    \
+    {#field, PDI_AT_##type, SET_OFF + offsetof(S, field), PDI_ADEF_I_##type(def), PDI_ADEF_F_##type(def), range, \
+     doc},
 #define PD_ATTRS(set, fields)                                                  \
     static const struct pdi_attr_desc *adesc_##set(int *n)                     \
     {                                                                          \
@@ -88,12 +101,42 @@ void pdi_attrs_default(enum pd_op op, struct pdi_attrs *a)
     }
 }
 
-int pdi_attrs_validate(enum pd_op op, const struct pdi_attrs *a)
+/* An axis of a tensor of ndim dims (ndim < 0: of some tensor). */
+static int axis_ok(int64_t v, int ndim)
+{
+    int nd = ndim < 0 ? PD_MAX_DIMS : ndim == 0 ? 1 : ndim;
+    return v >= -nd && v < nd;
+}
+
+static int64_t axis_norm(int64_t v, int ndim) { return ndim == 0 ? 0 : v < 0 ? v + ndim : v; }
+
+static int real_ok(double v, const struct pdi_attr_range *r)
+{
+    if (isnan(v) || ((r->flags & PDI_RF_FINITE) && !isfinite(v))) return 0;
+    if ((r->flags & PDI_RF_LO_OPEN) ? !(v > r->flo) : !(v >= r->flo)) return 0;
+    return (r->flags & PDI_RF_HI_OPEN) ? v < r->fhi : v <= r->fhi;
+}
+
+/* "pad: mode 7 out of range [0, 2]"; k >= 0: element k of a list. */
+static int int_range_error(const char *opn, const char *f, int64_t k, int64_t v, const struct pdi_attr_range *r)
+{
+    char name[64], range[64];
+    if (k >= 0) snprintf(name, sizeof name, "%s[%lld]", f, (long long)k);
+    else snprintf(name, sizeof name, "%s", f);
+    if (r->hi == INT64_MAX) snprintf(range, sizeof range, "(must be >= %lld)", (long long)r->lo);
+    else snprintf(range, sizeof range, "[%lld, %lld]", (long long)r->lo, (long long)r->hi);
+    return pdi_errorf(PD_ERR_INVALID, "%s: %s %lld out of range %s", opn, name, (long long)v, range);
+}
+
+/* The type and range of every attribute; ndim is input 0's (< 0: unknown,
+ * then an axis is only checked against PD_MAX_DIMS). */
+static int check(enum pd_op op, const struct pdi_attrs *a, int ndim)
 {
     int n;
     const struct pdi_attr_desc *d = pdi_op_attrs(op, &n);
     for (int i = 0; i < n; i++) {
         const char *opn = pdi_ops[op].name, *f = d[i].name;
+        const struct pdi_attr_range *r = &d[i].range;
         switch (d[i].type) {
         case PDI_AT_BOOL: {
             int64_t v = *CFIELD(a, &d[i], int64_t);
@@ -107,17 +150,58 @@ int pdi_attrs_validate(enum pd_op op, const struct pdi_attrs *a)
                 return pdi_errorf(PD_ERR_INVALID, "%s: attribute %s is not a dtype (%lld)", opn, f, (long long)v);
             break;
         }
-        case PDI_AT_INTS: {
-            int64_t len = CFIELD(a, &d[i], struct pdi_ints)->n;
-            if (len < 0 || len > PDI_MAX_ATTR_INTS)
-                return pdi_errorf(PD_ERR_INVALID, "%s: attribute %s has %lld values (at most %d)", opn, f,
-                                  (long long)len, PDI_MAX_ATTR_INTS);
+        case PDI_AT_I64: {
+            int64_t v = *CFIELD(a, &d[i], int64_t);
+            if (r->kind == PDI_RK_INT && (v < r->lo || v > r->hi)) return int_range_error(opn, f, -1, v, r);
+            if (r->kind == PDI_RK_AXIS && !axis_ok(v, ndim))
+                return pdi_errorf(PD_ERR_INVALID, "%s: %s %lld out of range for a %d-d tensor", opn, f,
+                                  (long long)v, ndim < 0 ? PD_MAX_DIMS : ndim);
             break;
         }
-        default: break;
+        case PDI_AT_F64: {
+            double v = *CFIELD(a, &d[i], double);
+            if (r->kind == PDI_RK_REAL && !real_ok(v, r))
+                return pdi_errorf(PD_ERR_INVALID, "%s: %s %g out of range %s%g, %g%s%s", opn, f, v,
+                                  (r->flags & PDI_RF_LO_OPEN) ? "(" : "[", r->flo, r->fhi,
+                                  (r->flags & PDI_RF_HI_OPEN) ? ")" : "]",
+                                  (r->flags & PDI_RF_FINITE) ? " (finite)" : "");
+            break;
+        }
+        case PDI_AT_INTS: {
+            const struct pdi_ints *l = CFIELD(a, &d[i], struct pdi_ints);
+            if (l->n < 0 || l->n > PDI_MAX_ATTR_INTS)
+                return pdi_errorf(PD_ERR_INVALID, "%s: attribute %s has %lld values (at most %d)", opn, f,
+                                  (long long)l->n, PDI_MAX_ATTR_INTS);
+            unsigned seen = 0;
+            for (int64_t k = 0; k < l->n; k++) {
+                int64_t v = l->v[k];
+                if (r->kind == PDI_RK_INT && (v < r->lo || v > r->hi)) return int_range_error(opn, f, k, v, r);
+                if (r->kind != PDI_RK_AXES) continue;
+                if (!axis_ok(v, ndim))
+                    return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor (%s[%lld])", opn,
+                                      (long long)v, ndim < 0 ? PD_MAX_DIMS : ndim, f, (long long)k);
+                if (ndim < 0) continue;
+                unsigned bit = 1u << axis_norm(v, ndim);
+                if (seen & bit)
+                    return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld repeated (%s)", opn, (long long)axis_norm(v, ndim), f);
+                seen |= bit;
+            }
+            break;
+        }
         }
     }
     return PD_OK;
+}
+
+int pdi_attrs_validate(enum pd_op op, const struct pdi_attrs *a)
+{
+    if ((unsigned)op >= PD_OP_COUNT) return pdi_errorf(PD_ERR_INVALID, "attrs_validate: invalid op %d", (int)op);
+    return check(op, a, -1);
+}
+
+int pdi_attrs_check(const struct pdi_call *c)
+{
+    return check(c->op, &c->a, c->n_in > 0 ? c->in[0]->ndim : -1);
 }
 
 /* Append with truncation; *pos never passes n - 1. */

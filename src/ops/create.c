@@ -20,6 +20,11 @@ static int arange_check(double start, double stop, double step)
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
         return pdi_errorf(PD_ERR_INVALID, "arange: need finite start/stop and step != 0 (got %g, %g, %g)", start, stop,
                           step);
+    /* the length in double first: (int64_t) of a value past int64 is undefined */
+    double nd = ceil((stop - start) / step);
+    if (!(nd <= (double)PDI_MAX_NUMEL))
+        return pdi_errorf(PD_ERR_INVALID, "arange: (%g, %g, %g) has too many elements (the limit is 2^46)", start, stop,
+                          step);
     return PD_OK;
 }
 

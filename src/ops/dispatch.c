@@ -162,6 +162,8 @@ int pdi_infer_broadcast(struct pdi_call *c)
         memcpy(shape, tmp, sizeof shape);
         nd = nt;
     }
+    int rc = pdi_check_shape(pdi_ops[c->op].name, shape, nd);
+    if (rc) return rc;
     struct pdi_meta *m = &c->meta[0];
     m->dtype = c->in[0]->dtype;
     m->ndim = nd;
@@ -181,11 +183,15 @@ int pdi_axes_mask(const struct pdi_call *c, const struct pd_tensor *x, unsigned 
         return PD_OK;
     }
     for (int i = 0; i < l->n; i++) {
-        int ax = pdi_norm_axis((int)l->v[i], x->ndim);
+        int ax = pdi_norm_axis64(l->v[i], x->ndim);
         if (ax < 0 || (x->ndim == 0 && l->v[i] != 0 && l->v[i] != -1))
             return pdi_errorf(PD_ERR_INVALID, "%s: axis %lld out of range for a %d-d tensor", pdi_ops[c->op].name,
                               (long long)l->v[i], x->ndim);
-        if (x->ndim == 0) continue;
+        if (x->ndim == 0) {
+            /* no bit to set: 0 and -1 name the one axis, given once */
+            if (i > 0) return pdi_errorf(PD_ERR_INVALID, "%s: axis %d repeated", pdi_ops[c->op].name, ax);
+            continue;
+        }
         if (*mask & (1u << ax))
             return pdi_errorf(PD_ERR_INVALID, "%s: axis %d repeated", pdi_ops[c->op].name, ax);
         *mask |= 1u << ax;
@@ -343,13 +349,38 @@ static int dispatch(struct pdi_call *c)
     memset(meta, 0, sizeof meta[0] * (size_t)c->n_out);
     c->meta = meta;
     c->n_writes = 0;
+    /* every attribute in its declared range (one branch for ops without) */
+    if (d->attrs != PDI_AS_none) {
+        int rc = pdi_attrs_check(c);
+        if (rc) return rc;
+    }
     int rc = d->infer(c);
     if (rc) return rc;
     if (__builtin_expect(c->n_writes != 0, 0) &&
         (c->n_writes < 0 || c->n_writes > c->n_in || !(d->flags & PDI_F_INPLACE)))
         return pdi_errorf(PD_ERR_STATE, "%s: infer declared %d written inputs of %d", d->name, c->n_writes, c->n_in);
+    if (d->kind == PDI_KIND_VIEW) {
+        /* a view has no allocation to check its shape: the same limit as a
+         * new tensor's (an expand of a scalar to [2^32]^3 would wrap numel) */
+        rc = pdi_check_shape(d->name, meta[0].shape, meta[0].ndim);
+        if (rc) return rc;
+    }
+    if (c->inplace && (d->kind == PDI_KIND_VIEW || c->n_out < 1))
+        return pdi_errorf(PD_ERR_INVALID, "%s: cannot run in place (a view, or no output)", d->name);
+    if (c->inplace && !c->n_writes) c->n_writes = 1;
+    for (int i = 0; i < c->n_writes; i++) {
+        /* threads would race on (and the op would apply twice to) an element
+         * two indices reach */
+        if (__builtin_expect(pdi_self_overlaps(c->in[i]), 0)) {
+            char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+            return pdi_errorf(PD_ERR_INVALID,
+                              "%s: cannot write in place into input %d of shape %s and strides %s: "
+                              "some of its elements overlap (an expanded view); write into a contiguous copy",
+                              d->name, i, pdi_shape_str(c->in[i]->shape, c->in[i]->ndim, b0, sizeof b0),
+                              pdi_shape_str(c->in[i]->strides, c->in[i]->ndim, b1, sizeof b1));
+        }
+    }
     if (c->inplace) {
-        if (!c->n_writes) c->n_writes = 1;
         const struct pd_tensor *x = c->in[0];
         if (meta[0].ndim != x->ndim || memcmp(meta[0].shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) ||
             meta[0].dtype != x->dtype) {

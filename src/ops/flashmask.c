@@ -266,6 +266,14 @@ struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_
                          "got B %lld, Sq %lld, Sk %lld, "
                          "window (%lld, %lld)",
                          (long long)B, (long long)Sq, (long long)Sk, (long long)left, (long long)right);
+    if (Sq > INT32_MAX || Sk > INT32_MAX)
+        return pdi_error(PD_ERR_INVALID,
+                         "flashmask: a window needs Sq, Sk <= 2^31 - 1 (int32 row indices), got %lld, %lld",
+                         (long long)Sq, (long long)Sk);
+    /* a side longer than both sequences sees them whole: clamped, the
+     * index arithmetic below stays in range (any int64 arrives here) */
+    left = pdi_clamp64(left, 0, Sq + Sk);
+    right = pdi_clamp64(right, 0, Sq + Sk);
     int64_t C = causal ? 1 : 2, shape[4] = {B, 1, Sk, C}, off = Sk - Sq;
     int32_t *x = pdi_malloc(sizeof *x * (size_t)(Sk * C + 1));
     if (!x) return pdi_error(PD_ERR_NOMEM, "flashmask: out of memory for window indices");

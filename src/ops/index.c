@@ -584,7 +584,7 @@ struct pd_tensor *pd_topk(struct pd_tensor *x, int64_t k, int axis, int largest,
 {
     if (indices) *indices = NULL;
     if (!x) return NULL;
-    struct pdi_attrs a = {.topk = {.k = k, .axis = axis, .largest = largest}};
+    struct pdi_attrs a = {.topk = {.k = k, .axis = axis, .largest = largest != 0}};
     struct pd_tensor *out[2];
     if (call_multi(PD_OP_topk, x, &a, out, 2)) return NULL;
     if (indices) *indices = out[1];
@@ -596,7 +596,7 @@ struct pd_tensor *pd_sort(struct pd_tensor *x, int axis, int descending, struct 
 {
     if (indices) *indices = NULL;
     if (!x) return NULL;
-    struct pdi_attrs a = {.sort = {.axis = axis, .descending = descending}};
+    struct pdi_attrs a = {.sort = {.axis = axis, .descending = descending != 0}};
     struct pd_tensor *out[2];
     if (call_multi(PD_OP_sort, x, &a, out, 2)) return NULL;
     if (indices) *indices = out[1];

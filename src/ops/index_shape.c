@@ -98,6 +98,11 @@ static int check_pads(const char *op, const int64_t *pads, int64_t np, int64_t m
             if (mode == PD_PAD_REPLICATE && n == 0 && (a || b))
                 return pdi_errorf(PD_ERR_INVALID, "%s: replicate padding of dim %d, which is empty", op, d);
         }
+        /* a pad may crop at most the whole dim and add at most the element
+         * limit: the kernels' index arithmetic (i - before) stays in range */
+        if (b < -n || a < -n || b > PDI_MAX_NUMEL || a > PDI_MAX_NUMEL)
+            return pdi_errorf(PD_ERR_INVALID, "%s: padding (%lld, %lld) of dim %d (size %lld) is outside [-%lld, 2^46]",
+                              op, (long long)b, (long long)a, d, (long long)n, (long long)n);
         out[d] = n + b + a;
         if (out[d] < 0)
             return pdi_errorf(PD_ERR_INVALID, "%s: padding (%lld, %lld) of dim %d (size %lld) leaves a negative size",
@@ -112,6 +117,8 @@ int pdi_infer_pad(struct pdi_call *c)
     struct pdi_meta *m = &c->meta[0];
     const struct pdi_attrs_pad *a = &c->a.pad;
     if (check_pads("pad", a->pads.v, a->pads.n, a->mode, x->shape, x->ndim, m->shape)) return PD_ERR_INVALID;
+    int rc = pdi_check_shape("pad", m->shape, x->ndim);
+    if (rc) return rc;
     m->dtype = x->dtype;
     m->ndim = x->ndim;
     return PD_OK;
@@ -149,6 +156,10 @@ int pdi_infer_tri(struct pdi_call *c)
     if (x->ndim < 2)
         return pdi_errorf(PD_ERR_INVALID, "%s: expected a tensor with at least 2 dims, got %s", pdi_ops[c->op].name,
                           pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    /* a diagonal past the matrix keeps all or nothing: clamped, the kernels'
+     * row + diagonal cannot overflow (and the VJP records the same) */
+    int64_t R = x->shape[x->ndim - 2], C = x->shape[x->ndim - 1];
+    c->a.tri.diagonal = pdi_clamp64(c->a.tri.diagonal, -R - 1, C + 1);
     pdi_meta_of(x, &c->meta[0]);
     return PD_OK;
 }
@@ -303,6 +314,11 @@ int pd_split(struct pd_tensor *x, const int64_t *sizes, int n_sections, int axis
         s[i] = sizes[i];
         if (s[i] == -1 && rest < 0) { rest = i; continue; }
         if (s[i] < 0) return pdi_errorf(PD_ERR_INVALID, "split: section %d has size %lld", i, (long long)s[i]);
+        if (s[i] > dim - sum) /* sum <= dim: no overflow */
+            return pdi_errorf(PD_ERR_INVALID,
+                              "split: section sizes add up to more than axis %d's size %lld (past "
+                              "section %d)",
+                              ax, (long long)dim, i);
         sum += s[i];
     }
     if (rest >= 0) s[rest] = dim - sum;
@@ -346,25 +362,34 @@ struct pd_tensor *pd_tile(struct pd_tensor *x, const int64_t *reps, int n_reps)
     if (n_reps < 0 || n_reps > PD_MAX_DIMS || (n_reps && !reps))
         return pdi_error(PD_ERR_INVALID, "tile: %d repetitions (at most %d)", n_reps, PD_MAX_DIMS);
     int nd = x->ndim > n_reps ? x->ndim : n_reps, extra = 0;
-    int64_t r[PD_MAX_DIMS] = {0}, s[PD_MAX_DIMS] = {0};
+    int64_t r[PD_MAX_DIMS] = {0}, s[PD_MAX_DIMS] = {0}, fs[PD_MAX_DIMS] = {0};
     for (int d = 0; d < nd; d++) {
         int dr = d - (nd - n_reps), dx = d - (nd - x->ndim);
         r[d] = dr < 0 ? 1 : reps[dr];
         s[d] = dx < 0 ? 1 : x->shape[dx];
         if (r[d] < 0) return pdi_error(PD_ERR_INVALID, "tile: negative repetition %lld", (long long)r[d]);
+        if (!pdi_mul_ok(r[d], s[d], &fs[d]))
+            fs[d] = -1; /* past any limit: refused below */
+        else if (fs[d] == 0 && r[d] > PDI_MAX_NUMEL)
+            fs[d] = -1;
         extra += r[d] != 1;
     }
+    /* the result's shape, checked before any expand or allocation */
+    for (int d = 0; d < nd; d++)
+        if (fs[d] < 0)
+            return pdi_error(PD_ERR_INVALID, "tile: %lld repetitions of a dim of size %lld are too many elements",
+                             (long long)r[d], (long long)s[d]);
+    if (pdi_check_shape("tile", fs, nd)) return NULL;
     struct pd_tensor *t = pd_reshape(x, s, nd);
     if (extra == 0) return pd_clone(t);
     if (nd + extra <= PD_MAX_DIMS) {
         /* [.., s_d, ..] -> [.., 1, s_d, ..] -> expand [.., r_d, s_d, ..] -> [.., r_d * s_d, ..] */
-        int64_t us[PD_MAX_DIMS], es[PD_MAX_DIMS], fs[PD_MAX_DIMS];
+        int64_t us[PD_MAX_DIMS], es[PD_MAX_DIMS];
         int k = 0;
         for (int d = 0; d < nd; d++) {
             if (r[d] != 1) { us[k] = 1; es[k++] = r[d]; }
             us[k] = s[d];
             es[k++] = s[d];
-            fs[d] = r[d] * s[d];
         }
         return pd_reshape(pd_expand(pd_reshape(t, us, k), es, k), fs, nd);
     }
@@ -372,6 +397,10 @@ struct pd_tensor *pd_tile(struct pd_tensor *x, const int64_t *reps, int n_reps)
     for (int d = 0; d < nd && t; d++) {
         if (r[d] == 1) continue;
         if (r[d] == 0) { s[d] = 0; t = pd_zeros(s, nd, x->dtype); continue; }
+        if (r[d] > 65536) /* one concat input per copy */
+            return pdi_error(PD_ERR_INVALID,
+                             "tile: %lld repetitions of a tensor of rank %d (at most 65536 at this rank)",
+                             (long long)r[d], nd);
         struct pd_tensor **xs = pdi_malloc(sizeof *xs * (size_t)r[d]);
         if (!xs) return pdi_error(PD_ERR_NOMEM, "tile: out of memory");
         for (int64_t i = 0; i < r[d]; i++) xs[i] = t;
@@ -398,14 +427,17 @@ struct pd_tensor *pd_repeat_interleave(struct pd_tensor *x, int64_t repeats, int
     int nd = x->ndim;
     int64_t fs[PD_MAX_DIMS];
     memcpy(fs, x->shape, sizeof(int64_t) * (size_t)nd);
-    fs[ax] *= repeats;
+    if (repeats > PDI_MAX_NUMEL || !pdi_mul_ok(fs[ax], repeats, &fs[ax]))
+        return pdi_error(PD_ERR_INVALID, "repeat_interleave: %lld repeats of a dim of size %lld are too many elements",
+                         (long long)repeats, (long long)x->shape[ax]);
+    if (pdi_check_shape("repeat_interleave", fs, nd)) return NULL;
     if (nd < PD_MAX_DIMS) {
         int64_t es[PD_MAX_DIMS];
         for (int d = 0, k = 0; d <= nd; d++) es[d] = d == ax + 1 ? repeats : x->shape[k++];
         return pd_reshape(pd_expand(pd_unsqueeze(x, ax + 1), es, nd + 1), fs, nd);
     }
     /* no room for the extra axis: index_select with [0 x r, 1 x r, ...] */
-    int64_t n = x->shape[ax] * repeats;
+    int64_t n = fs[ax];
     int64_t *ix = pdi_malloc(sizeof *ix * (size_t)(n + 1));
     if (!ix) return pdi_error(PD_ERR_NOMEM, "repeat_interleave: out of memory");
     for (int64_t i = 0; i < n; i++) ix[i] = i / repeats;

@@ -195,8 +195,14 @@ static int conv_geom(const char *op, const int64_t *xs, const int64_t *ws, const
                           "%s: input %s and weight %s with groups %lld; expected weight [O, C/groups, KH, KW] with O "
                           "and C divisible by groups and KH, KW >= 1", op, pdi_shape_str(xs, 4, b0, sizeof b0),
                           pdi_shape_str(ws, 4, b1, sizeof b1), (long long)g);
-    int64_t eh = p->dilation_h * (ws[2] - 1) + 1, ew = p->dilation_w * (ws[3] - 1) + 1;
-    int64_t hp = xs[2] + 2 * p->pad_h, wp = xs[3] + 2 * p->pad_w;
+    /* extreme attributes (replayed calls) must not overflow: checked */
+    int64_t eh, ew, hp, wp;
+    if (__builtin_mul_overflow(p->dilation_h, ws[2] - 1, &eh) || __builtin_add_overflow(eh, 1, &eh) ||
+        __builtin_mul_overflow(p->dilation_w, ws[3] - 1, &ew) || __builtin_add_overflow(ew, 1, &ew) ||
+        __builtin_mul_overflow(p->pad_h, 2, &hp) || __builtin_add_overflow(hp, xs[2], &hp) ||
+        __builtin_mul_overflow(p->pad_w, 2, &wp) || __builtin_add_overflow(wp, xs[3], &wp))
+        return pdi_errorf(PD_ERR_INVALID, "%s: padding (%lld, %lld) or dilation (%lld, %lld) too large", op,
+                          (long long)p->pad_h, (long long)p->pad_w, (long long)p->dilation_h, (long long)p->dilation_w);
     if (hp < eh || wp < ew)
         return pdi_errorf(PD_ERR_INVALID,
                           "%s: padded input %lldx%lld is smaller than the dilated kernel %lldx%lld (input %s, weight %s)",
@@ -451,7 +457,7 @@ static int pool_geom(enum pd_op opid, const int64_t *xs, const struct pdi_attrs 
     const struct pdi_attrs_pool2d *p = &a->pool2d;
     char b0[PDI_SHAPE_BUF];
     if (p->kernel_h < 1 || p->kernel_w < 1 || p->stride_h < 1 || p->stride_w < 1 || p->pad_h < 0 || p->pad_w < 0 ||
-        2 * p->pad_h > p->kernel_h || 2 * p->pad_w > p->kernel_w)
+        p->pad_h > p->kernel_h / 2 || p->pad_w > p->kernel_w / 2)
         return pdi_errorf(PD_ERR_INVALID,
                           "%s: kernel (%lld, %lld) and stride (%lld, %lld) must be >= 1 and padding (%lld, %lld) "
                           "between 0 and half the kernel", op, (long long)p->kernel_h, (long long)p->kernel_w,
@@ -460,7 +466,10 @@ static int pool_geom(enum pd_op opid, const int64_t *xs, const struct pdi_attrs 
     if (cip != 0 && cip != 1)
         return pdi_errorf(PD_ERR_INVALID, "%s: count_include_pad must be 0 or 1, got %lld", op, (long long)cip);
     /* H, W >= 1 with p <= k/2 guarantees no window is all padding */
-    int64_t hp = xs[2] + 2 * p->pad_h, wp = xs[3] + 2 * p->pad_w;
+    int64_t hp, wp; /* 2 pad <= kernel: no overflow there; the sums are checked */
+    if (__builtin_add_overflow(xs[2], 2 * p->pad_h, &hp) || __builtin_add_overflow(xs[3], 2 * p->pad_w, &wp))
+        return pdi_errorf(PD_ERR_INVALID, "%s: padding (%lld, %lld) too large", op, (long long)p->pad_h,
+                          (long long)p->pad_w);
     if (xs[2] < 1 || xs[3] < 1 || hp < p->kernel_h || wp < p->kernel_w)
         return pdi_errorf(PD_ERR_INVALID, "%s: padded input %lldx%lld (input %s) is smaller than the kernel %lldx%lld", op,
                           (long long)hp, (long long)wp, pdi_shape_str(xs, 4, b0, sizeof b0), (long long)p->kernel_h,

@@ -640,6 +640,8 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
             pdi_error_prefix("one_hot"); /* "one_hot: to_buffer: ... is meta" */
             return NULL;
         }
+        if (mx == INT64_MAX)
+            return pdi_error(PD_ERR_INVALID, "one_hot: class value %lld leaves no room for a count", (long long)mx);
         num_classes = mx + 1;
     }
     struct pdi_attrs a = {.one_hot = {.num_classes = num_classes}};

@@ -9,6 +9,7 @@
  * so that two calls never share a Philox block. Kernels:
  * src/kernels/{ref,cpu}/random.c.
  */
+#include <math.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -35,6 +36,29 @@ static int check_slice(const struct pdi_call *c, const struct pdi_ints *sl, cons
     return PD_OK;
 }
 
+/* The distribution's parameters, shared by the wrappers and infer: finite
+ * bounds with lo <= hi (and hi - lo finite) for uniform, a finite mean and
+ * a finite std >= 0 for normal, lo < hi for randint (values past a narrower
+ * dtype's range are stored saturated, as they always were). */
+static int check_params(enum pd_op op, const struct pdi_attrs *a)
+{
+    if (op == PD_OP_uniform) {
+        double lo = a->uniform.low, hi = a->uniform.high;
+        if (!(isfinite(lo) && isfinite(hi) && lo <= hi && isfinite(hi - lo)))
+            return pdi_errorf(PD_ERR_INVALID, "uniform: need finite bounds with lo <= hi, got [%g, %g)", lo, hi);
+    } else if (op == PD_OP_normal) {
+        double mean = a->normal.mean, std = a->normal.std;
+        if (!(std >= 0)) return pdi_errorf(PD_ERR_INVALID, "normal: std must be >= 0, got %g", std);
+        if (!(isfinite(std) && isfinite(mean)))
+            return pdi_errorf(PD_ERR_INVALID, "normal: need a finite mean and std, got mean %g, std %g", mean, std);
+    } else if (op == PD_OP_randint) {
+        int64_t lo = a->randint.low, hi = a->randint.high;
+        if (hi <= lo)
+            return pdi_errorf(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
+    }
+    return PD_OK;
+}
+
 /* uniform, normal, randint (their sets begin with uniform's fields) */
 int pdi_infer_random(struct pdi_call *c)
 {
@@ -46,12 +70,9 @@ int pdi_infer_random(struct pdi_call *c)
     if (a->dtype < 0 || a->dtype >= PD_DTYPE_COUNT || !(pdi_ops[c->op].dtypes & (1u << a->dtype)))
         return pdi_errorf(PD_ERR_INVALID, "%s: dtype %s is not supported", op,
                           a->dtype >= 0 && a->dtype < PD_DTYPE_COUNT ? pd_dtype_name((enum pd_dtype)a->dtype) : "?");
-    if (c->op == PD_OP_normal && !(c->a.normal.std >= 0))
-        return pdi_errorf(PD_ERR_INVALID, "normal: std must be >= 0, got %g", c->a.normal.std);
-    if (c->op == PD_OP_randint && c->a.randint.high <= c->a.randint.low)
-        return pdi_errorf(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)c->a.randint.low,
-                          (long long)c->a.randint.high);
-    int rc = pdi_check_new(a->shape.v, (int)a->shape.n, (enum pd_dtype)a->dtype);
+    int rc = check_params(c->op, &c->a);
+    if (rc) return rc;
+    rc = pdi_check_new(a->shape.v, (int)a->shape.n, (enum pd_dtype)a->dtype);
     if (rc) return rc;
     rc = check_slice(c, &a->slice, a->shape.v, (int)a->shape.n);
     if (rc) return rc;
@@ -104,6 +125,7 @@ struct pd_tensor *pd_uniform(const int64_t *shape, int ndim, double lo, double h
     if (!pd_dtype_is_float(dt))
         return pdi_error(PD_ERR_INVALID, "uniform: dtype must be floating, got %s", pd_dtype_name(dt));
     struct pdi_attrs a = {.uniform = {.low = lo, .high = hi}};
+    if (check_params(PD_OP_uniform, &a)) return NULL;
     return draw(PD_OP_uniform, shape, ndim, dt, g, &a);
 }
 
@@ -117,8 +139,8 @@ struct pd_tensor *pd_normal(const int64_t *shape, int ndim, double mean, double 
 {
     if (!pd_dtype_is_float(dt))
         return pdi_error(PD_ERR_INVALID, "normal: dtype must be floating, got %s", pd_dtype_name(dt));
-    if (!(std >= 0)) return pdi_error(PD_ERR_INVALID, "normal: std must be >= 0, got %g", std);
     struct pdi_attrs a = {.normal = {.mean = mean, .std = std}};
+    if (check_params(PD_OP_normal, &a)) return NULL;
     return draw(PD_OP_normal, shape, ndim, dt, g, &a);
 }
 
@@ -132,9 +154,11 @@ struct pd_tensor *pd_randint(const int64_t *shape, int ndim, int64_t lo, int64_t
 {
     if (hi <= lo)
         return pdi_error(PD_ERR_INVALID, "randint: need lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
-    if (pd_dtype_is_float(dt) || dt == PD_BOOL)
-        return pdi_error(PD_ERR_INVALID, "randint: dtype must be an integer type, got %s", pd_dtype_name(dt));
+    if ((unsigned)dt >= PD_DTYPE_COUNT || pd_dtype_is_float(dt) || dt == PD_BOOL)
+        return pdi_error(PD_ERR_INVALID, "randint: dtype must be an integer type, got %s",
+                         (unsigned)dt < PD_DTYPE_COUNT ? pd_dtype_name(dt) : "?");
     struct pdi_attrs a = {.randint = {.low = lo, .high = hi}};
+    if (check_params(PD_OP_randint, &a)) return NULL;
     return draw(PD_OP_randint, shape, ndim, dt, g, &a);
 }
 

@@ -56,8 +56,10 @@ static int resolve_shape(const char *op, const struct pd_tensor *x, const int64_
             neg = i;
         } else if (shape[i] < 0) {
             return pdi_errorf(PD_ERR_INVALID, "%s: invalid dimension %lld", op, (long long)shape[i]);
-        } else {
-            known *= shape[i];
+        } else if (!pdi_mul_ok(known, shape[i], &known) || known > PDI_MAX_NUMEL) {
+            return pdi_errorf(PD_ERR_INVALID, "%s: cannot reshape %s (%lld elements) into %s", op,
+                              pdi_shape_str(x->shape, x->ndim, b0, sizeof b0), (long long)pd_tensor_numel(x),
+                              pdi_shape_str(shape, nd, b1, sizeof b1));
         }
     }
     int64_t n = pd_tensor_numel(x);
@@ -89,7 +91,8 @@ int pdi_infer_view(struct pdi_call *c)
     m->dtype = x->dtype;
     m->ndim = (int)s->n;
     memcpy(m->shape, s->v, sizeof(int64_t) * (size_t)s->n);
-    if (pdi_numel(m->shape, m->ndim) != pd_tensor_numel(x)) {
+    int64_t n = 0;
+    if (pdi_shape_numel(m->shape, m->ndim, &n) || n != pd_tensor_numel(x)) {
         char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
         return pdi_errorf(PD_ERR_INVALID, "view: cannot view %s as %s", pdi_shape_str(x->shape, x->ndim, b0, sizeof b0),
                           pdi_shape_str(m->shape, m->ndim, b1, sizeof b1));
@@ -117,7 +120,7 @@ int pdi_infer_permute(struct pdi_call *c)
     m->ndim = x->ndim;
     m->offset = x->offset;
     for (int i = 0; i < x->ndim; i++) {
-        int a = pdi_norm_axis((int)p->v[i], x->ndim);
+        int a = pdi_norm_axis64(p->v[i], x->ndim);
         if (a < 0 || (seen & (1u << a)))
             return pdi_errorf(PD_ERR_INVALID, "permute: axis %lld is out of range or repeated", (long long)p->v[i]);
         seen |= 1u << a;
@@ -132,14 +135,17 @@ int pdi_infer_slice(struct pdi_call *c)
     const struct pd_tensor *x = c->in[0];
     struct pdi_meta *m = &c->meta[0];
     const struct pdi_attrs_slice *s = &c->a.slice;
-    int ax = (int)s->axis;
+    int ax = s->axis < 0 || s->axis >= x->ndim ? -1 : (int)s->axis;
     int64_t start = s->start, stop = s->stop, step = s->step;
-    if (ax < 0 || ax >= x->ndim || step <= 0 || start < 0 || stop < start || stop > x->shape[ax])
-        return pdi_errorf(PD_ERR_INVALID, "slice: bad normalised slice (axis %d, %lld:%lld:%lld)", ax, (long long)start,
-                          (long long)stop, (long long)step);
+    if (ax < 0 || step <= 0 || start < 0 || stop < start || stop > x->shape[ax])
+        return pdi_errorf(PD_ERR_INVALID, "slice: bad normalised slice (axis %lld, %lld:%lld:%lld)", (long long)s->axis,
+                          (long long)start, (long long)stop, (long long)step);
     pdi_meta_of(x, m);
-    m->shape[ax] = (stop - start + step - 1) / step;
-    m->strides[ax] = x->strides[ax] * step;
+    /* ceil((stop - start) / step) without overflow (step may be INT64_MAX) */
+    m->shape[ax] = stop > start ? (stop - start - 1) / step + 1 : 0;
+    /* a dim of one element never steps: its stride may stay x's when the
+     * product would overflow (with two or more it fits the storage) */
+    if (!pdi_mul_ok(x->strides[ax], step, &m->strides[ax])) m->strides[ax] = x->strides[ax];
     m->offset = x->offset + (m->shape[ax] ? start * x->strides[ax] : 0);
     return PD_OK;
 }
@@ -180,11 +186,14 @@ int pdi_infer_expand(struct pdi_call *c)
 static int diag_geometry(const struct pdi_attrs_diagonal *a, const int64_t *shape, int nd, int *ax1, int *ax2,
                          int64_t *len, int64_t *start1, int64_t *start2)
 {
-    *ax1 = pdi_norm_axis((int)a->axis1, nd);
-    *ax2 = pdi_norm_axis((int)a->axis2, nd);
+    /* int64 attributes: range-check before narrowing */
+    *ax1 = pdi_norm_axis64(a->axis1, nd);
+    *ax2 = pdi_norm_axis64(a->axis2, nd);
     if (nd < 2 || *ax1 < 0 || *ax2 < 0 || *ax1 == *ax2)
         return pdi_errorf(PD_ERR_INVALID, "diagonal: need two different axes of a tensor with at least 2 dims");
-    int64_t off = a->offset;
+    /* an offset past either dim gives an empty diagonal: clamping it keeps
+     * the result and the arithmetic below in range (any int64 arrives) */
+    int64_t off = pdi_clamp64(a->offset, -shape[*ax1], shape[*ax2]);
     *start1 = off >= 0 ? 0 : -off;
     *start2 = off >= 0 ? off : 0;
     int64_t l1 = shape[*ax1] - *start1, l2 = shape[*ax2] - *start2;
@@ -200,6 +209,7 @@ int pdi_infer_diagonal(struct pdi_call *c)
     int a1 = 0, a2 = 0;
     int64_t len = 0, s1 = 0, s2 = 0;
     if (diag_geometry(&c->a.diagonal, x->shape, x->ndim, &a1, &a2, &len, &s1, &s2)) return PD_ERR_INVALID;
+    c->a.diagonal.offset = s2 - s1; /* clamped: recorded for the VJP */
     m->dtype = x->dtype;
     m->ndim = 0;
     for (int i = 0; i < x->ndim; i++) {
@@ -282,8 +292,14 @@ int pdi_infer_slice_backward(struct pdi_call *c)
 
 int pdi_infer_diagonal_backward(struct pdi_call *c)
 {
-    struct pdi_attrs fa = diagonal_of(&c->a.diagonal_backward);
-    return infer_backward_of_view(c, &c->a.diagonal_backward.input_shape, PD_OP_diagonal, &fa, pdi_infer_diagonal);
+    struct pdi_attrs_diagonal_backward *b = &c->a.diagonal_backward;
+    struct pdi_attrs fa = diagonal_of(b);
+    int rc = infer_backward_of_view(c, &b->input_shape, PD_OP_diagonal, &fa, pdi_infer_diagonal);
+    if (rc) return rc;
+    /* the kernel steps by the offset: clamp it as the forward did */
+    int nd = (int)b->input_shape.n, a1 = pdi_norm_axis64(b->axis1, nd), a2 = pdi_norm_axis64(b->axis2, nd);
+    b->offset = pdi_clamp64(b->offset, -b->input_shape.v[a1], b->input_shape.v[a2]);
+    return PD_OK;
 }
 
 /* ---- VJP rules (public ops only) ------------------------------------- */
@@ -443,7 +459,13 @@ struct pd_tensor *pd_unsqueeze(struct pd_tensor *x, int axis)
 struct pd_tensor *pd_flatten(struct pd_tensor *x, int start_axis, int end_axis)
 {
     if (!x) return NULL;
-    if (x->ndim == 0) { int64_t one = 1; return pd_reshape(x, &one, 1); }
+    if (x->ndim == 0) {
+        /* a 0-d tensor has the one axis 0 (or -1), as everywhere */
+        if (pdi_norm_axis(start_axis, 0) < 0 || pdi_norm_axis(end_axis, 0) < 0)
+            return pdi_error(PD_ERR_INVALID, "flatten: bad axes %d..%d for a 0-d tensor", start_axis, end_axis);
+        int64_t one = 1;
+        return pd_reshape(x, &one, 1);
+    }
     int s = pdi_norm_axis(start_axis, x->ndim), e = pdi_norm_axis(end_axis, x->ndim);
     if (s < 0 || e < 0 || s > e)
         return pdi_error(PD_ERR_INVALID, "flatten: bad axes %d..%d for a %d-d tensor", start_axis, end_axis, x->ndim);
@@ -499,6 +521,8 @@ struct pd_tensor *pd_detach(struct pd_tensor *x)
 struct pd_tensor *pd_sum_to_shape(struct pd_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x) return NULL;
+    if (ndim < 0 || ndim > PD_MAX_DIMS || (ndim > 0 && !shape))
+        return pdi_error(PD_ERR_INVALID, "sum_to_shape: ndim %d outside [0, %d] (or a NULL shape)", ndim, PD_MAX_DIMS);
     int lead = x->ndim - ndim;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
     if (lead < 0)

@@ -14,6 +14,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,13 +88,14 @@ int pd_optimizer_state_dict(const struct pd_optimizer *o, struct pd_state_dict *
     return rc;
 }
 
-static int parse_i64(const char *s, int64_t *out)
+/* A count in decimal digits, 0 <= value <= max (no sign, no spaces). */
+static int parse_count(const char *s, int64_t max, int64_t *out)
 {
-    if (!s || !*s) return -1;
+    if (!s || *s < '0' || *s > '9') return -1;
     errno = 0;
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < 0) return -1;
+    if (errno || *end || v < 0 || v > max) return -1;
     *out = v;
     return 0;
 }
@@ -116,10 +119,12 @@ int pd_optimizer_load_state_dict(struct pd_optimizer *o, const struct pd_state_d
         return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: checkpoint is for %s, optimizer is %s", kind,
                           pdi_optim_kind_name(o->cfg.kind));
     int64_t step, accum;
-    if (parse_i64(get_meta(sd, prefix, "step", NULL), &step))
-        return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%sstep'", prefix);
-    if (parse_i64(get_meta(sd, prefix, "accum", NULL), &accum))
-        return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%saccum'", prefix);
+    if (parse_count(get_meta(sd, prefix, "step", NULL), PD_OPTIM_MAX_STEP, &step))
+        return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%sstep' (an integer in [0, 2^53])",
+                          prefix);
+    if (parse_count(get_meta(sd, prefix, "accum", NULL), INT_MAX - 1, &accum))
+        return pdi_errorf(PD_ERR_INVALID,
+                          "optimizer_load_state_dict: missing or bad '%saccum' (an integer in [0, 2^31 - 2])", prefix);
     double *lrs = pdi_calloc((size_t)o->ng + 1, sizeof *lrs);
     int64_t *steps = pdi_calloc((size_t)o->n + 1, sizeof *steps);
     struct pd_tensor **src = pdi_calloc((size_t)o->n * (N_SLOTS + 1) + 1, sizeof *src);
@@ -131,14 +136,16 @@ int pd_optimizer_load_state_dict(struct pd_optimizer *o, const struct pd_state_d
         const char *v = get_meta(sd, prefix, "lr", gs);
         char *end = NULL;
         lrs[g] = v ? strtod(v, &end) : -1;
-        if (!v || *end || !(lrs[g] >= 0))
-            rc = pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%slr.%d'", prefix, g);
+        if (!v || !*v || *end || !(lrs[g] >= 0) || !isfinite(lrs[g]))
+            rc = pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%slr.%d' (a finite number >= 0)",
+                            prefix, g);
     }
     /* check every entry before writing anything */
     for (int i = 0; i < o->n && !rc; i++) {
         const struct pdi_oparam *p = &o->params[i];
-        if (parse_i64(get_meta(sd, prefix, "step", p->name), &steps[i])) {
-            rc = pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%sstep.%s'", prefix, p->name);
+        if (parse_count(get_meta(sd, prefix, "step", p->name), PD_OPTIM_MAX_STEP, &steps[i])) {
+            rc = pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%sstep.%s' (an integer in [0, 2^53])",
+                            prefix, p->name);
             break;
         }
         for (int s = 0; s <= N_SLOTS && !rc; s++) {

@@ -447,7 +447,10 @@ int pd_optimizer_accumulate(struct pd_optimizer *o, int k)
 {
     if (!o) return pdi_errorf(PD_ERR_NULL, "optimizer_accumulate: NULL optimizer");
     if (k < 1) return pdi_errorf(PD_ERR_INVALID, "optimizer_accumulate: k must be >= 1, got %d", k);
-    if (++o->micro < k) return 0;
+    if (o->micro < k - 1) { /* never past INT_MAX - 1: no overflow */
+        o->micro++;
+        return 0;
+    }
     o->micro = 0;
     int rc = pd_optimizer_step(o);
     if (rc) return rc;

@@ -2,7 +2,8 @@
  * bench and tokenizer.
  *
  * Each reads its options, checks them, does its work and returns 0; any
- * problem exits through cli_fail with one line. These commands only read
+ * problem exits through cli_fail with one line. Everything a command owns is
+ * held (cli_hold) from its creation, so that every exit frees it. These commands only read
  * files given to them (tokenizer train writes its --out atomically through
  * a temporary file of the data library's saver).
  */
@@ -18,6 +19,7 @@
 static char *unescape(const char *s)
 {
     char *o = malloc(strlen(s) + 1), *p = o;
+    if (!o) cli_fail(CLI_EXIT_FAIL, "out of memory");
     for (; *s; s++) {
         if (s[0] == '\\' && (s[1] == 'n' || s[1] == 't' || s[1] == '\\')) {
             *p++ = s[1] == 'n' ? '\n' : s[1] == 't' ? '\t' : '\\';
@@ -56,24 +58,24 @@ int cmd_generate(int argc, char **argv)
               pos, 0, &npos);
     if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
     if (!prompt) cli_fail(CLI_EXIT_USAGE, "--prompt is required (see --help)");
-    char *text = unescape(prompt);
+    char *text = cli_hold(unescape(prompt), free);
     struct cli_model cm;
     cli_model_load(&cm, ckpt);
     int n;
-    int64_t *ids = cli_encode(cm.tok, text, &n);
+    int64_t *ids = cli_hold(cli_encode(cm.tok, text, &n), free);
     if (n < 1) cli_fail(CLI_EXIT_USAGE, "--prompt is empty");
     if (n >= cm.cfg.max_seq_len)
         cli_fail(CLI_EXIT_USAGE, "--prompt has %d tokens; the model's max_seq_len is %d", n, cm.cfg.max_seq_len);
     struct pd_generate_config gc;
     pd_generate_config_default(&gc);
     if (stop) {
-        char *st = unescape(stop);
+        char *st = cli_hold(unescape(stop), free);
         int k;
-        int64_t *sid = cli_encode(cm.tok, st, &k);
+        int64_t *sid = cli_hold(cli_encode(cm.tok, st, &k), free);
         if (k != 1) cli_fail(CLI_EXIT_USAGE, "--stop must encode to exactly one token (got %d)", k);
         gc.stop_tokens[gc.n_stop_tokens++] = sid[0];
-        free(sid);
-        free(st);
+        cli_free(sid);
+        cli_free(st);
     }
     gc.max_new_tokens = max_new;
     if (n + max_new > cm.cfg.max_seq_len) {
@@ -85,21 +87,18 @@ int cmd_generate(int argc, char **argv)
     gc.top_k = top_k;
     gc.top_p = top_p;
     gc.use_cache = !no_cache;
-    struct pd_generator *g = pd_generator_create((uint64_t)seed);
+    struct pd_generator *g = cli_hold(pd_generator_create((uint64_t)seed), cli_dtor_generator);
+    if (!g) cli_fail_pd("cannot create the generator");
     double t0 = cli_now();
-    struct pd_generation *out = pd_generate(cm.model, (const int64_t *const *)&ids, &n, 1, &gc, g);
+    struct pd_generation *out = cli_hold(pd_generate(cm.model, (const int64_t *const *)&ids, &n, 1, &gc, g),
+                                         cli_dtor_generation);
     if (!out) cli_fail_pd("generation failed");
     double dt = cli_now() - t0;
-    char *cont = cli_decode(cm.tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0));
+    char *cont = cli_hold(cli_decode(cm.tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0)), free);
     printf("%s%s\n", text, cont);
     fprintf(stderr, "paddlec generate: %d tokens in %.3f s (%.1f tokens/s)\n", pd_generation_len(out, 0), dt,
             pd_generation_len(out, 0) / (dt > 0 ? dt : 1e-9));
-    free(cont);
-    free(ids);
-    free(text);
-    pd_generation_destroy(out);
-    pd_generator_destroy(g);
-    cli_model_free(&cm);
+    cli_free_all();   /* cont, out, g, ids, the model, text */
     return 0;
 }
 
@@ -134,7 +133,10 @@ int cmd_eval(int argc, char **argv)
     if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
     struct cli_model cm;
     cli_model_load(&cm, ckpt);
-    cJSON *rj = cm.train_json ? cJSON_Parse(cm.train_json) : cJSON_CreateObject();
+    /* every recipe value of its option's type and range, as `train --resume`
+     * checks it, before any is cast (digits 1e300; docs/reliability.md) */
+    if (cm.train_json) cli_recipe_check(cm.train_json, ckpt);
+    cJSON *rj = cli_hold(cm.train_json ? cJSON_Parse(cm.train_json) : cJSON_CreateObject(), cli_dtor_json);
     if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: malformed paddlec.recipe metadata", cli_q(ckpt));
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(rj, "data");
     if (!data && cJSON_IsString(d)) data = d->valuestring;
@@ -147,8 +149,9 @@ int cmd_eval(int argc, char **argv)
     int seq = cm.cfg.max_seq_len;
     if (!batch) batch = (int)recipe_num(rj, "batch", 16);
     struct pd_text_dataset *ds =
-        data ? pd_text_dataset_open(data, cm.tok, vf)
-             : pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf);
+        cli_hold(data ? pd_text_dataset_open(data, cm.tok, vf)
+                      : pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf),
+                 cli_dtor_dataset);
     if (!ds) cli_fail_pd("cannot load the evaluation data");
     int answer_only = !data && recipe_num(rj, "answer-loss", 0) != 0;
     /* a model trained on packed documents is validated the same way */
@@ -164,11 +167,9 @@ int cmd_eval(int argc, char **argv)
         char *sample = NULL;
         double acc = cli_task_accuracy(cm.model, cm.tok, &ac, task_n, seed + 2, 128, &sample);
         printf("held-out accuracy %.2f%% (%d problems)\nsample: %s\n", 100 * acc, task_n, sample);
-        free(sample);
+        cli_free(sample);
     }
-    pd_text_dataset_destroy(ds);
-    cJSON_Delete(rj);
-    cli_model_free(&cm);
+    cli_free_all();   /* ds, rj, the model */
     return 0;
 }
 
@@ -187,9 +188,9 @@ int cmd_inspect(int argc, char **argv)
               "values; NaN/Inf counted), then the metadata.",
               pos, 1, &npos);
     if (npos != 1) cli_fail(CLI_EXIT_USAGE, "expected one FILE (see --help)");
-    struct pd_safetensors_info *info = pd_safetensors_info(pos[0]);
+    struct pd_safetensors_info *info = cli_hold(pd_safetensors_info(pos[0]), cli_dtor_st_info);
     if (!info) cli_fail_pd("cannot read");
-    struct pd_state_dict *sd = no_stats ? NULL : pd_safetensors_load(pos[0]);
+    struct pd_state_dict *sd = cli_hold(no_stats ? NULL : pd_safetensors_load(pos[0]), cli_dtor_state_dict);
     if (!no_stats && !sd) cli_fail_pd("cannot read");
     int64_t total = 0;
     printf("%s: %d tensors, header %llu bytes, file %llu bytes\n", pos[0], info->n_tensors,
@@ -222,8 +223,7 @@ int cmd_inspect(int argc, char **argv)
         int n = (int)strlen(v), cut = !full && n > 120;
         printf("  %s = %.*s%s\n", info->meta_keys[i], cut ? 120 : n, v, cut ? "..." : "");
     }
-    pd_state_dict_destroy(sd);
-    pd_safetensors_info_destroy(info);
+    cli_free_all();   /* sd, info */
     return 0;
 }
 
@@ -255,20 +255,21 @@ int cmd_bench(int argc, char **argv)
               "Prints one JSON line per measurement (medians).",
               pos, 0, &npos);
     if (config) {
-        char *text = cli_read_file(config, CLI_MAX_CONFIG, NULL);
+        char *text = cli_hold(cli_read_file(config, CLI_MAX_CONFIG, NULL), free);
         if (pd_llama_config_from_json(&c, text)) cli_fail_pd("%s", cli_q(config));
-        free(text);
+        cli_free(text);
     }
     if (!seq) seq = c.max_seq_len;
     if (seq > c.max_seq_len) cli_fail(CLI_EXIT_USAGE, "--seq-len %d exceeds the config's max_seq_len %d", seq, c.max_seq_len);
     if (pd_llama_config_validate(&c)) cli_fail_pd("bad model config");
-    struct pd_llama *m = pd_llama_create(&c, 1);
+    struct pd_llama *m = cli_hold(pd_llama_create(&c, 1), cli_dtor_llama);
     if (!m) cli_fail_pd("cannot build the model");
-    struct pd_generator *g = pd_generator_create(3);
-    double *t = malloc(sizeof *t * (size_t)(steps + 1));
+    struct pd_generator *g = cli_hold(pd_generator_create(3), cli_dtor_generator);
+    double *t = cli_hold(malloc(sizeof *t * (size_t)(steps + 1)), free);
+    if (!g || !t) cli_fail(CLI_EXIT_FAIL, "out of memory");
     pd_llama_train(m, 1);
     for (int s = 0; s <= steps; s++) {
-        int scope_tok = pd_scope_begin();
+        int scope_tok = cli_scope_begin();
         struct pd_tensor *x = pd_randint((int64_t[]){batch, seq}, 2, 0, c.vocab_size, PD_I64, g);
         struct pd_tensor *y = pd_randint((int64_t[]){batch, seq}, 2, 0, c.vocab_size, PD_I64, g);
         double t0 = cli_now();
@@ -277,7 +278,7 @@ int cmd_bench(int argc, char **argv)
         t[s] = cli_now() - t0;
         struct pd_state_dict *p = pd_llama_state_dict(m);
         for (int i = 0; i < pd_state_dict_size(p); i++) pd_tensor_zero_grad(pd_state_dict_tensor(p, i));
-        pd_scope_end(scope_tok);
+        cli_scope_end(scope_tok);
     }
     qsort(t + 1, (size_t)steps, sizeof *t, cmp_double);
     double med = t[1 + steps / 2];
@@ -293,15 +294,12 @@ int cmd_bench(int argc, char **argv)
     const int64_t *pp = &p0;
     int one = 1;
     double t0 = cli_now();
-    struct pd_generation *out = pd_generate(m, &pp, &one, 1, &gc, NULL);
+    struct pd_generation *out = cli_hold(pd_generate(m, &pp, &one, 1, &gc, NULL), cli_dtor_generation);
     double dt = cli_now() - t0;
     if (!out) cli_fail_pd("decoding failed");
     printf("{\"bench\":\"decode\",\"batch\":1,\"tokens\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f}\n",
            pd_generation_len(out, 0), dt, pd_generation_len(out, 0) / dt);
-    pd_generation_destroy(out);
-    free(t);
-    pd_generator_destroy(g);
-    pd_llama_destroy(m);
+    cli_free_all();   /* out, t, g, m */
     return 0;
 }
 
@@ -334,21 +332,20 @@ int cmd_tokenizer(int argc, char **argv)
               pos, 0, &npos);
     if (!input || !out || !vocab) cli_fail(CLI_EXIT_USAGE, "--input, --vocab and --out are required (see --help)");
     size_t len;
-    char *text = cli_read_file(input, CLI_MAX_TEXT, &len);
+    char *text = cli_hold(cli_read_file(input, CLI_MAX_TEXT, &len), free);
     if (!len) cli_fail(CLI_EXIT_FAIL, "%s is empty", cli_q(input));
     struct pd_bpe_options bo = {min_freq, special ? 1 : 0, special ? &special : NULL};
     double t0 = cli_now();
-    struct pd_tokenizer *tok = pd_bpe_train(text, len, vocab, &bo);
+    struct pd_tokenizer *tok = cli_hold(pd_bpe_train(text, len, vocab, &bo), cli_dtor_tokenizer);
     if (!tok) cli_fail_pd("BPE training failed");
     double dt = cli_now() - t0;
     int32_t *ids = NULL;
     int64_t n = pd_tokenizer_encode(tok, text, len, &ids);
+    cli_hold(ids, free);
     if (n < 0) cli_fail_pd("cannot encode the input");
     if (pd_tokenizer_save(tok, out)) cli_fail_pd("cannot save %s", cli_q(out));
     printf("%s: vocab %d (%d merges) in %.2f s; %zu bytes -> %lld tokens (%.2f bytes/token)\n", out,
            pd_tokenizer_vocab_size(tok), pd_tokenizer_n_merges(tok), dt, len, (long long)n, n ? (double)len / n : 0.0);
-    free(ids);
-    free(text);
-    pd_tokenizer_destroy(tok);
+    cli_free_all();   /* ids, tok, text */
     return 0;
 }

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         if (!strcmp(argv[1], cmds[i].name)) {
             cli_cmd = cmds[i].name;
-            return cmds[i].fn(argc - 2, argv + 2);
+            cli_exit(cmds[i].fn(argc - 2, argv + 2));   /* frees anything left held; PADDLEC_LEAK_CHECK */
         }
     char qb[PD_QUOTE_BUF];
     fprintf(stderr, "paddlec: error: unknown command %s (see paddlec --help)\n", pd_quote(argv[1], qb, sizeof qb));

@@ -6,15 +6,19 @@
  *   metadata  paddlec.format "1", paddlec.step (steps done),
  *             paddlec.data_rng / paddlec.default_rng ("seed offset" of the
  *             batch generator and of the default generator),
+ *             paddlec.dropout_rng (of the model's dropout, when it has one),
  *             paddlec.model_config (nn's JSON), paddlec.recipe (every train
  *             option as JSON, the --config format), paddlec.tokenizer (JSON),
  *             and the optimizer's optim.* keys.
  * Resume restores all of it, so N steps + save + resume + M steps is
  * bit-identical to N + M steps: the schedule depends on the step only, the
- * batches on the generator state only.
- * Ownership: main-style code; everything is freed before returning, and the
- * process exits through cli_fail on any error (no checkpoint is written after
- * an error: saves happen only at the end of a successful step).
+ * batches and the dropout masks on the generator states only.
+ * Every option is checked before the first step (the sample prompt and the
+ * held-out task included), so a run never fails at its end for a bad option.
+ * Ownership: everything the command owns is held (cli_hold) as soon as it
+ * exists and freed before returning; any error exits through cli_fail, which
+ * frees what is held (no checkpoint is written after an error: saves happen
+ * only at the end of a successful step).
  */
 #include <errno.h>
 #include <math.h>
@@ -207,7 +211,7 @@ static char *recipe_to_json(struct cli_opt *opts)
 /* Applies a JSON object of options; the strings stay owned by *keep. */
 static void recipe_apply_json(struct cli_opt *opts, const char *json, const char *what, cJSON **keep)
 {
-    cJSON *j = cJSON_Parse(json);
+    cJSON *j = cli_hold(cJSON_Parse(json), cli_dtor_json);
     if (!j || !cJSON_IsObject(j)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", cli_q(what));
     char err[256], num[64];
     for (cJSON *e = j->child; e; e = e->next) {
@@ -221,7 +225,10 @@ static void recipe_apply_json(struct cli_opt *opts, const char *json, const char
             if (o->kind == CLI_DOUBLE) snprintf(num, sizeof num, "%.17g", e->valuedouble);
             else if (e->valuedouble != floor(e->valuedouble))
                 cli_fail(CLI_EXIT_USAGE, "%s: %s must be an integer", cli_q(what), cli_q(e->string));
-            else snprintf(num, sizeof num, "%.0f", e->valuedouble);
+            else if ((o->kind == CLI_INT || o->kind == CLI_I64) && (e->valuedouble < o->lo || e->valuedouble > o->hi))
+                cli_fail(CLI_EXIT_USAGE, "%s: %s: %g is outside [%.17g, %.17g]", cli_q(what), cli_q(e->string), e->valuedouble,
+                         o->lo, o->hi);
+            else snprintf(num, sizeof num, "%.0f", e->valuedouble);   /* in range: no cast of 1e300 */
             v = num;
         } else {
             cli_fail(CLI_EXIT_USAGE, "%s: %s must be a number, a string or a boolean", cli_q(what), cli_q(e->string));
@@ -229,7 +236,16 @@ static void recipe_apply_json(struct cli_opt *opts, const char *json, const char
         if (cli_set(o, v, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s: %s", cli_q(what), err);
         o->seen = 0;   /* only command-line flags count as "seen" */
     }
-    *keep = j;
+    *keep = j;   /* still held: freed with the command's other objects */
+}
+
+void cli_recipe_check(const char *json, const char *what)
+{
+    struct recipe r;
+    recipe_default(&r);
+    cJSON *keep = NULL;
+    recipe_apply_json(recipe_opts(&r), json, what, &keep);
+    cli_free(keep);
 }
 
 /* ---- checkpoints ---------------------------------------------------------- */
@@ -241,15 +257,24 @@ static void set_meta_u64x2(struct pd_state_dict *sd, const char *key, uint64_t a
     pd_state_dict_set_meta(sd, key, v);
 }
 
+/* "seed offset": two decimal integers below 2^64 (strtoull, not sscanf:
+ * an out-of-range conversion is then an error, not undefined). */
 static void get_meta_u64x2(const struct pd_state_dict *sd, const char *path, const char *key, uint64_t *a, uint64_t *b)
 {
     const char *v = pd_state_dict_get_meta(sd, key);
-    unsigned long long x, y;
-    char tail;
-    if (!v || sscanf(v, "%llu %llu %c", &x, &y, &tail) != 2)
-        cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", cli_q(path), key);
-    *a = x;
-    *b = y;
+    uint64_t x[2];
+    int ok = v != NULL;
+    for (int i = 0; i < 2 && ok; i++) {
+        char *end = NULL;
+        errno = 0;
+        ok = *v >= '0' && *v <= '9';
+        x[i] = ok ? strtoull(v, &end, 10) : 0;
+        ok = ok && !errno && *end == (i ? '\0' : ' ');
+        v = ok ? end + 1 : v;
+    }
+    if (!ok) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (metadata %s missing or malformed)", cli_q(path), key);
+    *a = x[0];
+    *b = x[1];
 }
 
 struct run {
@@ -264,12 +289,14 @@ struct run {
     struct pd_generator *data_gen;
     struct pd_arith_config ac;
     struct cli_packer pack;   /* --pack-documents (tok_text NULL without) */
+    char *sample_prompt;      /* prompt of the final text sample (held), NULL: the arithmetic sample */
     int64_t step;
 };
 
 static void save_checkpoint(struct run *R, const char *path)
 {
-    struct pd_state_dict *sd = pd_state_dict_create();
+    struct pd_state_dict *sd = cli_hold(pd_state_dict_create(), cli_dtor_state_dict);
+    if (!sd) cli_fail_pd("checkpoint");
     int n = pd_state_dict_size(R->params);
     for (int i = 0; i < n; i++)
         if (pd_state_dict_add(sd, pd_state_dict_name(R->params, i), pd_state_dict_tensor(R->params, i)))
@@ -284,22 +311,29 @@ static void save_checkpoint(struct run *R, const char *path)
     set_meta_u64x2(sd, "paddlec.data_rng", s, o);
     pd_generator_get_state(pd_default_generator(), &s, &o);
     set_meta_u64x2(sd, "paddlec.default_rng", s, o);
-    char *mj = pd_llama_config_to_json(&R->mc), *rj = recipe_to_json(R->opts), *tj = pd_tokenizer_to_json(R->tok);
+    struct pd_generator *dg = pd_llama_dropout_generator(R->model);
+    if (dg) {   /* --dropout > 0: its masks continue where they stopped */
+        pd_generator_get_state(dg, &s, &o);
+        set_meta_u64x2(sd, "paddlec.dropout_rng", s, o);
+    }
+    char *mj = cli_hold(pd_llama_config_to_json(&R->mc), free), *rj = cli_hold(recipe_to_json(R->opts), free),
+         *tj = cli_hold(pd_tokenizer_to_json(R->tok), free);
     if (!mj || !rj || !tj) cli_fail_pd("checkpoint: cannot serialise the configuration");
     pd_state_dict_set_meta(sd, "paddlec.model_config", mj);
     pd_state_dict_set_meta(sd, "paddlec.recipe", rj);
     pd_state_dict_set_meta(sd, "paddlec.tokenizer", tj);
-    free(mj);
-    free(rj);
-    free(tj);
+    cli_free(tj);
+    cli_free(rj);
+    cli_free(mj);
     if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
-    pd_state_dict_destroy(sd);
+    cli_free(sd);
 }
 
-/* The model tensors of a loaded checkpoint (everything but optim.*). */
+/* The model tensors of a loaded checkpoint (everything but optim.*); held. */
 static struct pd_state_dict *model_part(const struct pd_state_dict *ck)
 {
-    struct pd_state_dict *m = pd_state_dict_create();
+    struct pd_state_dict *m = cli_hold(pd_state_dict_create(), cli_dtor_state_dict);
+    if (!m) cli_fail_pd("checkpoint");
     for (int i = 0; i < pd_state_dict_size(ck); i++) {
         const char *name = pd_state_dict_name(ck, i);
         if (strncmp(name, "optim.", 6)) pd_state_dict_add(m, name, pd_state_dict_tensor(ck, i));
@@ -313,37 +347,48 @@ static void load_model_weights(struct pd_llama *m, const struct pd_state_dict *c
     struct pd_state_dict *part = model_part(ck);
     if (pd_state_dict_load(pd_llama_state_dict(m), part, 1, report, sizeof report))
         cli_fail(CLI_EXIT_FAIL, "%s: checkpoint does not match its model config: %s", cli_q(path), report);
-    pd_state_dict_destroy(part);
+    cli_free(part);
+}
+
+/* paddlec.step: a decimal count of steps, at most 2^53 (optim.step's range). */
+static int64_t ckpt_step(const char *st, const char *path)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = st && *st >= '0' && *st <= '9' ? strtoll(st, &end, 10) : -1;
+    if (v < 0 || errno || *end || v > PD_OPTIM_MAX_STEP) cli_fail(CLI_EXIT_FAIL, "%s: bad paddlec.step metadata", cli_q(path));
+    return v;
 }
 
 void cli_model_load(struct cli_model *cm, const char *path)
 {
     memset(cm, 0, sizeof *cm);
-    struct pd_state_dict *ck = pd_safetensors_load(path);
+    struct pd_state_dict *ck = cli_hold(pd_safetensors_load(path), cli_dtor_state_dict);
     if (!ck) cli_fail_pd("cannot load checkpoint");
     const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
     if (!mj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", cli_q(path));
     if (pd_llama_config_from_json(&cm->cfg, mj)) cli_fail_pd("%s: bad model config in the checkpoint", cli_q(path));
     const char *tj = pd_state_dict_get_meta(ck, "paddlec.tokenizer");
-    cm->tok = tj ? pd_tokenizer_from_json(tj) : pd_tokenizer_byte_create();
+    cm->tok = cli_hold(tj ? pd_tokenizer_from_json(tj) : pd_tokenizer_byte_create(), cli_dtor_tokenizer);
     if (!cm->tok) cli_fail_pd("%s: bad tokenizer in the checkpoint", cli_q(path));
     if (pd_tokenizer_vocab_size(cm->tok) > cm->cfg.vocab_size)
         cli_fail(CLI_EXIT_FAIL, "%s: tokenizer vocabulary (%d) larger than the model's (%d)", cli_q(path),
                  pd_tokenizer_vocab_size(cm->tok), cm->cfg.vocab_size);
-    cm->model = pd_llama_create(&cm->cfg, 0);
+    cm->model = cli_hold(pd_llama_create(&cm->cfg, 0), cli_dtor_llama);
     if (!cm->model) cli_fail_pd("%s: cannot build the model", cli_q(path));
     load_model_weights(cm->model, ck, path);
     const char *st = pd_state_dict_get_meta(ck, "paddlec.step"), *rj = pd_state_dict_get_meta(ck, "paddlec.recipe");
-    cm->step = st ? atoll(st) : 0;
-    cm->train_json = rj ? strdup(rj) : NULL;
-    pd_state_dict_destroy(ck);
+    cm->step = st ? ckpt_step(st, path) : 0;
+    cm->train_json = cli_hold(rj ? strdup(rj) : NULL, free);
+    if (rj && !cm->train_json) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    cli_free(ck);
 }
 
 void cli_model_free(struct cli_model *cm)
 {
-    pd_llama_destroy(cm->model);
-    pd_tokenizer_destroy(cm->tok);
-    free(cm->train_json);
+    cli_free(cm->train_json);
+    cli_free(cm->model);
+    cli_free(cm->tok);
     memset(cm, 0, sizeof *cm);
 }
 
@@ -354,7 +399,7 @@ void cli_model_free(struct cli_model *cm)
 struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y)
 {
     int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1), n = b * t;
-    int64_t *xs = malloc(sizeof *xs * (size_t)n), *ys = malloc(sizeof *ys * (size_t)n);
+    int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)n), free), *ys = cli_hold(malloc(sizeof *ys * (size_t)n), free);
     if (!xs || !ys || pd_to_buffer(x, xs, PD_I64) || pd_to_buffer(y, ys, PD_I64)) cli_fail_pd("answer targets");
     for (int64_t i = 0; i < b; i++) {
         int in_answer = 0;
@@ -367,8 +412,8 @@ struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y)
         }
     }
     struct pd_tensor *out = pd_from_buffer(ys, (int64_t[]){b, t}, 2, PD_I64);
-    free(xs);
-    free(ys);
+    cli_free(ys);
+    cli_free(xs);
     return out;
 }
 
@@ -387,12 +432,21 @@ struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y)
  * is usually the tail of one the window cut. Found on the decoded text, so
  * any tokenizer works: the document opens at the token holding that newline,
  * or at the next one when the newline is not the token's first byte. */
+static void packer_release(void *v)
+{
+    struct cli_packer *p = v;
+    for (int i = 0; p->tok_text && i < p->n_tokens; i++) free(p->tok_text[i]);
+    free(p->tok_text);
+    memset(p, 0, sizeof *p);
+}
+
 void cli_packer_init(struct cli_packer *p, const struct pd_tokenizer *tok, int paragraphs)
 {
     p->n_tokens = pd_tokenizer_vocab_size(tok);
     p->sep = paragraphs ? 2 : 1;
     p->tok_text = calloc((size_t)p->n_tokens, sizeof *p->tok_text);
     if (!p->tok_text) cli_fail(CLI_EXIT_FAIL, "--pack-documents: out of memory");
+    cli_hold(p, packer_release);
     for (int32_t i = 0; i < p->n_tokens; i++) {
         p->tok_text[i] = pd_tokenizer_decode(tok, &i, 1, NULL);
         if (!p->tok_text[i]) cli_fail_pd("--pack-documents: cannot decode token %d", (int)i);
@@ -401,15 +455,14 @@ void cli_packer_init(struct cli_packer *p, const struct pd_tokenizer *tok, int p
 
 void cli_packer_free(struct cli_packer *p)
 {
-    for (int i = 0; p->tok_text && i < p->n_tokens; i++) free(p->tok_text[i]);
-    free(p->tok_text);
-    memset(p, 0, sizeof *p);
+    cli_drop(p);
+    packer_release(p);
 }
 
 struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tensor *x)
 {
     int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1), n = b * t;
-    int64_t *ids = malloc(sizeof *ids * (size_t)n), *doc = malloc(sizeof *doc * (size_t)n);
+    int64_t *ids = cli_hold(malloc(sizeof *ids * (size_t)n), free), *doc = cli_hold(malloc(sizeof *doc * (size_t)n), free);
     if (!ids || !doc || pd_to_buffer(x, ids, PD_I64)) cli_fail_pd("--pack-documents");
     for (int64_t i = 0; i < b; i++) {
         int64_t d = 0;
@@ -428,8 +481,8 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
     }
     struct pd_tensor *out = pd_from_buffer(doc, (int64_t[]){b, t}, 2, PD_I64);
     if (!out) cli_fail_pd("--pack-documents");
-    free(ids);
-    free(doc);
+    cli_free(doc);
+    cli_free(ids);
     return out;
 }
 
@@ -446,20 +499,20 @@ static struct pd_tensor *cli_loss(struct pd_llama *m, struct pd_tensor *x, struc
 double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches,
                     int answer_only, const struct cli_packer *pack)
 {
-    struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len);
+    struct pd_dataset_iter *it = cli_hold(pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len), cli_dtor_dataset_iter);
     if (!it) return NAN;
     int was = pd_llama_is_training(m), ng = pd_no_grad_begin();
     pd_llama_train(m, 0);
     double sum = 0;
     int64_t n = 0;
     for (int k = 0; k < max_batches; k++) {
-        int scope_tok = pd_scope_begin();
+        int scope_tok = cli_scope_begin();
         struct pd_tensor *x = NULL, *y = NULL;
         int b = pd_dataset_iter_next(it, &x, &y);
         if (b > 0 && answer_only) y = cli_answer_targets(x, y);
         struct pd_tensor *l = b <= 0 ? NULL : cli_loss(m, x, y, pack);
         double lv = l ? pd_item(l) : NAN;
-        pd_scope_end(scope_tok);
+        cli_scope_end(scope_tok);
         if (b <= 0) {
             if (b < 0) n = 0;
             break;
@@ -469,18 +522,25 @@ double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int ba
     }
     pd_llama_train(m, was);
     pd_grad_mode_end(ng);
-    pd_dataset_iter_destroy(it);
+    cli_free(it);
     return n ? sum / (double)n : NAN;
+}
+
+static void free_prompts(void *v)
+{
+    int64_t **pr = v;
+    for (int i = 0; pr[i]; i++) free(pr[i]);
+    free(pr);
 }
 
 double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, const struct pd_arith_config *ac, int n,
                          uint64_t seed, int batch, char **sample)
 {
-    struct pd_arith_task *task = pd_arith_task_create(ac, seed, n);
+    struct pd_arith_task *task = cli_hold(pd_arith_task_create(ac, seed, n), cli_dtor_arith_task);
     if (!task) cli_fail_pd("cannot build the held-out task");
     n = pd_arith_task_size(task);
     int nl_n = 0;
-    int64_t *nl = cli_encode(tok, "\n", &nl_n);
+    int64_t *nl = cli_encode(tok, "\n", &nl_n);   /* no exit before its free */
     struct pd_generate_config gc;
     pd_generate_config_default(&gc);
     gc.max_new_tokens = ac->max_digits + 3;   /* answer digits + newline, with a margin */
@@ -489,8 +549,9 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
     int correct = 0;
     for (int s = 0; s < n; s += batch) {
         int rows = n - s < batch ? n - s : batch;
-        int64_t **pr = calloc((size_t)rows, sizeof *pr);
-        int *lens = calloc((size_t)rows, sizeof *lens);
+        int64_t **pr = cli_hold(calloc((size_t)rows + 1, sizeof *pr), free_prompts);   /* NULL-terminated */
+        int *lens = cli_hold(calloc((size_t)rows, sizeof *lens), free);
+        if (!pr || !lens) cli_fail(CLI_EXIT_FAIL, "out of memory");
         /* Each prompt starts a line, as every problem does in the training
          * text (after the previous line's newline). */
         char text[64];
@@ -498,54 +559,89 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
             snprintf(text, sizeof text, "\n%s", pd_arith_task_prompt(task, s + i));
             pr[i] = cli_encode(tok, text, &lens[i]);
         }
-        struct pd_generation *g = pd_generate(m, (const int64_t *const *)pr, lens, rows, &gc, NULL);
+        struct pd_generation *g = cli_hold(pd_generate(m, (const int64_t *const *)pr, lens, rows, &gc, NULL),
+                                           cli_dtor_generation);
         if (!g) cli_fail_pd("generation failed");
         for (int i = 0; i < rows; i++) {
             char *text = cli_decode(tok, pd_generation_tokens(g, i), pd_generation_len(g, i));
             correct += pd_arith_task_score(task, s + i, text, strlen(text));
-            if (sample && s + i == 0) {
+            if (sample && s + i == 0 && !*sample) {
                 const char *p = pd_arith_task_prompt(task, 0);
                 size_t k = strcspn(text, "\n");
-                *sample = malloc(strlen(p) + k + 1);
-                sprintf(*sample, "%s%.*s", p, (int)k, text);
+                *sample = cli_hold(malloc(strlen(p) + k + 1), free);   /* the caller cli_frees it */
+                if (*sample) sprintf(*sample, "%s%.*s", p, (int)k, text);
             }
             free(text);
-            free(pr[i]);
         }
-        pd_generation_destroy(g);
-        free(pr);
-        free(lens);
+        cli_free(g);
+        cli_free(lens);
+        cli_free(pr);
     }
-    pd_arith_task_destroy(task);
+    cli_free(task);
     return n ? (double)correct / n : NAN;
 }
 
-/* Sampled continuation of a prompt for text data (temperature 0.8, top-k 40). */
+/* Sampled continuation of a prompt for text data (temperature 0.8, top-k 40);
+ * held. The prompt fits the model (prepare_sample checked it). */
 static char *text_sample(struct run *R, const char *prompt)
 {
     int n;
-    int64_t *ids = cli_encode(R->tok, prompt, &n);
-    if (n < 1) {
-        free(ids);
-        return strdup(prompt);
+    int64_t *ids = cli_hold(cli_encode(R->tok, prompt, &n), free);
+    if (n < 1 || n > R->mc.max_seq_len - 1) {
+        cli_free(ids);
+        return cli_hold(strdup(prompt), free);
     }
-    if (n > R->mc.max_seq_len - 1) cli_fail(CLI_EXIT_USAGE, "--sample-prompt is longer than --seq-len");
     struct pd_generate_config gc;
     pd_generate_config_default(&gc);
     gc.max_new_tokens = R->mc.max_seq_len - n < 64 ? R->mc.max_seq_len - n : 64;
     gc.temperature = 0.8;
     gc.top_k = 40;
-    struct pd_generator *g = pd_generator_create((uint64_t)R->r.seed + 7);
-    struct pd_generation *out = pd_generate(R->model, (const int64_t *const *)&ids, &n, 1, &gc, g);
+    struct pd_generator *g = cli_hold(pd_generator_create((uint64_t)R->r.seed + 7), cli_dtor_generator);
+    struct pd_generation *out = cli_hold(pd_generate(R->model, (const int64_t *const *)&ids, &n, 1, &gc, g),
+                                         cli_dtor_generation);
     if (!out) cli_fail_pd("sample generation failed");
-    char *cont = cli_decode(R->tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0));
+    char *cont = cli_hold(cli_decode(R->tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0)), free);
     char *s = malloc(strlen(prompt) + strlen(cont) + 1);
-    sprintf(s, "%s%s", prompt, cont);
-    free(cont);
-    free(ids);
-    pd_generation_destroy(out);
-    pd_generator_destroy(g);
-    return s;
+    if (s) sprintf(s, "%s%s", prompt, cont);
+    cli_free(cont);
+    cli_free(out);
+    cli_free(g);
+    cli_free(ids);
+    if (!s) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    return cli_hold(s, free);
+}
+
+/* The prompt of the text sample printed at the end, fixed and checked before
+ * the first step (a defaulted prompt that did not fit --seq-len used to
+ * fail the run after it had trained and saved; docs/reliability.md): --sample-prompt,
+ * which must fit --seq-len - 1 tokens, or, for --data, the decoded first
+ * tokens of the validation split, as many of the first 8 as fit. */
+static void prepare_sample(struct run *R)
+{
+    struct recipe *r = &R->r;
+    int n, room = R->mc.max_seq_len - 1;
+    if (r->sample_prompt) {
+        free(cli_encode(R->tok, r->sample_prompt, &n));
+        if (n > room)
+            cli_fail(CLI_EXIT_USAGE, "--sample-prompt has %d tokens, more than --seq-len - 1 = %d", n, room);
+        R->sample_prompt = cli_hold(strdup(r->sample_prompt), free);
+    } else if (r->data) {
+        int64_t nv = pd_text_dataset_num_tokens(R->ds, PD_SPLIT_VAL);
+        char seed_text[64] = {0};
+        for (int k = nv < 8 ? (int)nv : 8; k > 0; k--) {
+            int32_t ids[8];
+            char *t = pd_text_dataset_ids(R->ds, PD_SPLIT_VAL, 0, k, ids) ? NULL : pd_tokenizer_decode(R->tok, ids, k, NULL);
+            snprintf(seed_text, sizeof seed_text, "%s", t ? t : "");
+            free(t);
+            free(cli_encode(R->tok, seed_text, &n));
+            if (n <= room) break;
+            seed_text[0] = 0;
+        }
+        R->sample_prompt = cli_hold(strdup(seed_text), free);
+    } else {
+        return;
+    }
+    if (!R->sample_prompt) cli_fail(CLI_EXIT_FAIL, "out of memory");
 }
 
 /* ---- the command ---------------------------------------------------------------- */
@@ -583,7 +679,7 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
         cli_fail(CLI_EXIT_USAGE, "--config and --resume exclude each other (a checkpoint carries its recipe)");
     if (r->resume) {
         const char *resume = r->resume;
-        *ck = pd_safetensors_load(resume);
+        *ck = cli_hold(pd_safetensors_load(resume), cli_dtor_state_dict);
         if (!*ck) cli_fail_pd("cannot resume");
         const char *rj = pd_state_dict_get_meta(*ck, "paddlec.recipe");
         if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (no paddlec.recipe metadata)", cli_q(resume));
@@ -591,10 +687,10 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
         recipe_apply_json(R->opts, rj, resume, ck_json);
     } else if (r->config) {
         const char *cfg = r->config;
-        char *text = cli_read_file(cfg, CLI_MAX_CONFIG, NULL);
+        char *text = cli_hold(cli_read_file(cfg, CLI_MAX_CONFIG, NULL), free);
         recipe_default(r);
         recipe_apply_json(R->opts, text, cfg, cfg_json);
-        free(text);
+        cli_free(text);
     }
     /* Flags win over the file / the checkpoint's recipe, except the ones a
      * checkpoint fixes. */
@@ -627,17 +723,14 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
 static void build(struct run *R, struct pd_state_dict *ck)
 {
     struct recipe *r = &R->r;
-    if (r->tokenizer) {
-        R->tok = pd_tokenizer_load(r->tokenizer);
-        if (!R->tok) cli_fail_pd("cannot load --tokenizer");
-    } else {
-        R->tok = pd_tokenizer_byte_create();
-    }
+    R->tok = cli_hold(r->tokenizer ? pd_tokenizer_load(r->tokenizer) : pd_tokenizer_byte_create(), cli_dtor_tokenizer);
+    if (!R->tok) cli_fail_pd(r->tokenizer ? "cannot load --tokenizer" : "cannot build the byte tokenizer");
     pd_arith_config_default(&R->ac);
     R->ac.max_digits = r->digits;
     R->ac.heldout_per_mille = r->heldout;
-    if (r->data) R->ds = pd_text_dataset_open(r->data, R->tok, r->val_fraction);
-    else R->ds = pd_text_dataset_builtin((uint64_t)r->seed, r->lines, &R->ac, R->tok, r->val_fraction);
+    R->ds = cli_hold(r->data ? pd_text_dataset_open(r->data, R->tok, r->val_fraction)
+                             : pd_text_dataset_builtin((uint64_t)r->seed, r->lines, &R->ac, R->tok, r->val_fraction),
+                     cli_dtor_dataset);
     if (!R->ds) cli_fail_pd("cannot load the data");
     if (pd_text_dataset_num_tokens(R->ds, PD_SPLIT_TRAIN) < r->seq_len + 1)
         cli_fail(CLI_EXIT_FAIL, "the training split has %lld tokens, fewer than --seq-len + 1 = %d",
@@ -656,7 +749,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
     R->mc.tie_embeddings = r->tie;
     R->mc.dropout = r->dropout;
     if (pd_llama_config_validate(&R->mc)) cli_fail_pd("bad model configuration");
-    R->model = pd_llama_create(&R->mc, (uint64_t)r->seed);
+    R->model = cli_hold(pd_llama_create(&R->mc, (uint64_t)r->seed), cli_dtor_llama);
     if (!R->model) cli_fail_pd("cannot build the model");
     R->params = pd_llama_state_dict(R->model);
     struct pd_optim_config oc;
@@ -665,17 +758,18 @@ static void build(struct run *R, struct pd_state_dict *ck)
     oc.weight_decay = r->wd;
     oc.beta1 = r->beta1;
     oc.beta2 = r->beta2;
-    R->opt = pd_optimizer_create_for(&oc, R->params);
+    R->opt = cli_hold(pd_optimizer_create_for(&oc, R->params), cli_dtor_optimizer);
     if (!R->opt) cli_fail_pd("cannot build the optimizer");
-    R->data_gen = pd_generator_create((uint64_t)r->seed + 1);
+    R->data_gen = cli_hold(pd_generator_create((uint64_t)r->seed + 1), cli_dtor_generator);
+    if (!R->data_gen) cli_fail_pd("cannot build the batch generator");
     R->step = 0;
     if (ck) {
         const char *path = r->resume;
         const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
-        char *now = pd_llama_config_to_json(&R->mc);
+        char *now = cli_hold(pd_llama_config_to_json(&R->mc), free);
         if (!mj || !now || strcmp(mj, now))
             cli_fail(CLI_EXIT_FAIL, "%s: the checkpoint's model config differs from its recipe", cli_q(path));
-        free(now);
+        cli_free(now);
         load_model_weights(R->model, ck, path);
         if (pd_optimizer_load_state_dict(R->opt, ck, "optim.")) cli_fail_pd("%s: bad optimizer state", cli_q(path));
         uint64_t s, o;
@@ -683,12 +777,25 @@ static void build(struct run *R, struct pd_state_dict *ck)
         pd_generator_set_state(R->data_gen, s, o);
         get_meta_u64x2(ck, path, "paddlec.default_rng", &s, &o);
         pd_generator_set_state(pd_default_generator(), s, o);
-        const char *st = pd_state_dict_get_meta(ck, "paddlec.step");
-        char *end = NULL;
-        R->step = st ? strtoll(st, &end, 10) : -1;
-        if (!st || *end || R->step < 0) cli_fail(CLI_EXIT_FAIL, "%s: bad paddlec.step metadata", cli_q(path));
+        struct pd_generator *dg = pd_llama_dropout_generator(R->model);
+        if (dg && pd_state_dict_get_meta(ck, "paddlec.dropout_rng")) {
+            get_meta_u64x2(ck, path, "paddlec.dropout_rng", &s, &o);
+            pd_generator_set_state(dg, s, o);
+        } else if (dg) {
+            fprintf(stderr, "paddlec train: note: the checkpoint has no paddlec.dropout_rng (written before it was "
+                            "saved): the dropout masks differ from an uninterrupted run's\n");
+        }
+        R->step = ckpt_step(pd_state_dict_get_meta(ck, "paddlec.step"), path);
         if (R->step > r->steps)
             cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
+    }
+    /* What runs after the last step is checked now. The held-out task draws
+     * no numbers from pd generators: building it here changes nothing. */
+    prepare_sample(R);
+    if (!r->data && r->task_n > 0) {
+        struct pd_arith_task *t = pd_arith_task_create(&R->ac, (uint64_t)r->seed + 2, r->task_n);
+        if (!t) cli_fail_pd("--task-n %d with --digits %d and --heldout %d", r->task_n, r->digits, r->heldout);
+        pd_arith_task_destroy(t);
     }
 }
 
@@ -701,17 +808,17 @@ int cmd_train(int argc, char **argv)
     setup(&R, argc, argv, &cfg_json, &ck_json, &ck);
     struct recipe *r = &R.r;
     build(&R, ck);
-    pd_state_dict_destroy(ck);
+    cli_free(ck);
     if (r->pack_documents) cli_packer_init(&R.pack, R.tok, r->data != NULL);
+    struct pd_lr_schedule sched = {PD_LR_WARMUP_COSINE, r->lr, r->min_lr, r->warmup, r->steps, 1, 1};
+    if (pd_lr_schedule_validate(&sched)) cli_fail_pd("bad learning-rate schedule");
     ensure_dir(r->out);   /* only once the inputs are known to be good */
-    FILE *mf = cli_metrics_open(r->metrics);
+    FILE *mf = cli_hold(cli_metrics_open(r->metrics), cli_dtor_file);
     fprintf(stderr, "paddlec train: %lld parameters (dim %d, %d layers, %d heads, hidden %d, vocab %d), %s data, "
             "%lld training tokens, batch %d x %d x %d, %d steps%s\n",
             (long long)pd_llama_num_params(R.model), r->dim, r->layers, r->heads, r->hidden, R.mc.vocab_size,
             r->data ? r->data : "built-in arithmetic", (long long)pd_text_dataset_num_tokens(R.ds, PD_SPLIT_TRAIN),
             r->batch, r->seq_len, r->accum, r->steps, R.step ? " (resumed)" : "");
-    struct pd_lr_schedule sched = {PD_LR_WARMUP_COSINE, r->lr, r->min_lr, r->warmup, r->steps, 1, 1};
-    if (pd_lr_schedule_validate(&sched)) cli_fail_pd("bad learning-rate schedule");
     struct cli_progress prog;
     cli_progress_init(&prog, r->steps, r->log_every);
     double t_start = cli_now(), loss = NAN;
@@ -722,7 +829,7 @@ int cmd_train(int argc, char **argv)
     if (r->profile && pd_profiler_begin()) cli_fail_pd("--profile");
     while (R.step < r->steps) {
         double lr = pd_lr_schedule_at(&sched, R.step), sum = 0;
-        int scope_tok = pd_scope_begin();
+        int scope_tok = cli_scope_begin();
         for (int k = 0; k < r->accum; k++) {
             struct pd_tensor *x, *y;
             if (pd_dataset_batch(R.ds, PD_SPLIT_TRAIN, r->batch, r->seq_len, R.data_gen, &x, &y))
@@ -745,7 +852,7 @@ int cmd_train(int argc, char **argv)
                      (long long)R.step + 1, loss, gnorm);
         if (pd_optimizer_set_lr(R.opt, -1, lr) || pd_optimizer_step(R.opt)) cli_fail_pd("optimizer step failed");
         pd_optimizer_zero_grad(R.opt);
-        pd_scope_end(scope_tok);
+        cli_scope_end(scope_tok);
         R.step++;
         if (r->profile && R.step - first == r->profile) finish_profile(r->out);
         double el = cli_now() - t_start, per = el / (double)(R.step - first);
@@ -791,34 +898,15 @@ int cmd_train(int argc, char **argv)
         acc = cli_task_accuracy(R.model, R.tok, &R.ac, r->task_n, (uint64_t)r->seed + 2, 128, &sample);
         printf("held-out accuracy: %.2f%% (%d problems)\n", 100 * acc, r->task_n);
     }
-    if (r->sample_prompt || r->data) {
-        char seed_text[64] = {0};
-        if (!r->sample_prompt) {
-            int32_t ids[8];
-            int64_t nv = pd_text_dataset_num_tokens(R.ds, PD_SPLIT_VAL);
-            int k = nv < 8 ? (int)nv : 8;
-            pd_text_dataset_ids(R.ds, PD_SPLIT_VAL, 0, k, ids);
-            char *t = pd_tokenizer_decode(R.tok, ids, k, NULL);
-            snprintf(seed_text, sizeof seed_text, "%s", t ? t : "");
-            free(t);
-        }
-        free(sample);
-        sample = text_sample(&R, r->sample_prompt ? r->sample_prompt : seed_text);
+    if (R.sample_prompt) {
+        cli_free(sample);
+        sample = text_sample(&R, R.sample_prompt);
     }
     if (sample) printf("sample: %s\n", sample);
     snprintf(line, sizeof line, "{\"step\":%lld,\"event\":\"done\",\"train_seconds\":%.3f,\"final_loss\":%s,\"task_accuracy\":%s}",
              (long long)R.step, train_s, jnum(b1, loss), jnum(b2, acc));
     cli_metrics_write(mf, line);
     printf("checkpoint: %s/final.safetensors\n", r->out);
-    free(sample);
-    if (mf) fclose(mf);
-    cli_packer_free(&R.pack);
-    pd_generator_destroy(R.data_gen);
-    pd_optimizer_destroy(R.opt);
-    pd_llama_destroy(R.model);
-    pd_text_dataset_destroy(R.ds);
-    pd_tokenizer_destroy(R.tok);
-    cJSON_Delete(cfg_json);
-    cJSON_Delete(ck_json);
+    cli_free_all();   /* the model, optimizer, data, tokenizer, recipes, metrics file, sample */
     return 0;
 }

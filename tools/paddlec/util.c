@@ -13,7 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "pd/optim.h"
 
 const char *cli_cmd = "";
 
@@ -36,6 +39,115 @@ static void put_line(const char *s)
     }
 }
 
+/* ---- what an exit frees ----------------------------------------------------
+ * One stack of everything the running command owns: objects with their
+ * destructor, and open pd scopes (fn NULL, tok their token). */
+#define MAX_HELD 64
+static struct held {
+    void *p;
+    void (*fn)(void *);
+    int tok;
+} held[MAX_HELD];
+static int n_held;
+
+static void push_held(struct held h)
+{
+    if (n_held == MAX_HELD) {   /* a bug in this program, not in its input */
+        if (h.fn) h.fn(h.p);
+        else pd_scope_end(h.tok);
+        cli_fail(CLI_EXIT_FAIL, "internal error: more than %d objects held", MAX_HELD);
+    }
+    held[n_held++] = h;
+}
+
+void *cli_hold(void *p, void (*fn)(void *))
+{
+    if (p) push_held((struct held){p, fn, 0});
+    return p;
+}
+
+/* Forgets p (newest entry first); returns its destructor, NULL when not held. */
+static void (*unhold(const void *p))(void *)
+{
+    for (int i = n_held - 1; i >= 0; i--)
+        if (held[i].fn && held[i].p == p) {
+            void (*fn)(void *) = held[i].fn;
+            memmove(&held[i], &held[i + 1], sizeof *held * (size_t)(n_held - i - 1));
+            n_held--;
+            return fn;
+        }
+    return NULL;
+}
+
+void cli_drop(const void *p)
+{
+    if (p) unhold(p);
+}
+
+void cli_free(void *p)
+{
+    void (*fn)(void *) = p ? unhold(p) : NULL;
+    if (fn) fn(p);
+}
+
+int cli_scope_begin(void)
+{
+    int tok = pd_scope_begin();
+    if (tok < 0) cli_fail_pd("cannot open a scope");
+    push_held((struct held){NULL, NULL, tok});
+    return tok;
+}
+
+void cli_scope_end(int tok)
+{
+    for (int i = n_held - 1; i >= 0; i--)
+        if (!held[i].fn && held[i].tok == tok) {
+            memmove(&held[i], &held[i + 1], sizeof *held * (size_t)(n_held - i - 1));
+            n_held--;
+            break;
+        }
+    pd_scope_end(tok);
+}
+
+void cli_free_all(void)
+{
+    while (n_held > 0) {
+        struct held h = held[--n_held];   /* popped first: a destructor never runs twice */
+        if (h.fn) h.fn(h.p);
+        else pd_scope_end(h.tok);
+    }
+}
+
+void cli_exit(int code)
+{
+    cli_free_all();
+    /* PADDLEC_LEAK_CHECK=1 (tests/test_cli.sh): no tensor and no scope of the
+     * library may outlive the command, whatever the exit; a failure is one
+     * more line on stderr, which the tests count. */
+    const char *check = getenv("PADDLEC_LEAK_CHECK");
+    if (check && !strcmp(check, "1") && (pd_live_tensors() || pd_scope_depth())) {
+        fprintf(stderr, "paddlec: internal error: %lld tensors and %d scopes left at exit\n",
+                (long long)pd_live_tensors(), pd_scope_depth());
+        if (!code) code = CLI_EXIT_FAIL;
+    }
+    exit(code);
+}
+
+#define CLI_DTOR(name, type, fn) \
+    void name(void *p) { fn((type *)p); }
+CLI_DTOR(cli_dtor_state_dict, struct pd_state_dict, pd_state_dict_destroy)
+CLI_DTOR(cli_dtor_llama, struct pd_llama, pd_llama_destroy)
+CLI_DTOR(cli_dtor_tokenizer, struct pd_tokenizer, pd_tokenizer_destroy)
+CLI_DTOR(cli_dtor_dataset, struct pd_text_dataset, pd_text_dataset_destroy)
+CLI_DTOR(cli_dtor_generator, struct pd_generator, pd_generator_destroy)
+CLI_DTOR(cli_dtor_generation, struct pd_generation, pd_generation_destroy)
+CLI_DTOR(cli_dtor_json, cJSON, cJSON_Delete)
+CLI_DTOR(cli_dtor_st_info, struct pd_safetensors_info, pd_safetensors_info_destroy)
+CLI_DTOR(cli_dtor_optimizer, struct pd_optimizer, pd_optimizer_destroy)
+CLI_DTOR(cli_dtor_arith_task, struct pd_arith_task, pd_arith_task_destroy)
+CLI_DTOR(cli_dtor_dataset_iter, struct pd_dataset_iter, pd_dataset_iter_destroy)
+void cli_dtor_file(void *p) { fclose((FILE *)p); }
+
 static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
 static void vfail(int code, const char *fmt, va_list ap, const char *tail)
 {
@@ -49,7 +161,7 @@ static void vfail(int code, const char *fmt, va_list ap, const char *tail)
         put_line(tail);
     }
     fputc('\n', stderr);
-    exit(code);
+    cli_exit(code);
 }
 
 void cli_fail(int code, const char *fmt, ...)
@@ -150,7 +262,7 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(opts, synopsis, description);
-            exit(0);
+            cli_exit(0);
         }
         if (strncmp(a, "--", 2) || !a[2]) {
             if (*n_pos >= max_pos) cli_fail(CLI_EXIT_USAGE, "unexpected argument %s (see --help)", cli_q(a));
@@ -267,7 +379,10 @@ int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n)
     int64_t k = pd_tokenizer_encode(tok, text, strlen(text), &ids32);
     if (k < 0) cli_fail_pd("cannot encode the text");
     int64_t *ids = malloc(sizeof *ids * (size_t)(k > 0 ? k : 1));
-    if (!ids) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    if (!ids) {
+        free(ids32);
+        cli_fail(CLI_EXIT_FAIL, "out of memory");
+    }
     for (int64_t i = 0; i < k; i++) ids[i] = ids32[i];
     free(ids32);
     *n = (int)k;

@@ -35,6 +35,8 @@ static int cpu_bernoulli(const struct pdi_kcall *k)
 {
     const struct pd_kview *p = &k->in[0], *y = &k->out[0];
     const struct pdi_attrs_bernoulli *a = &k->a->bernoulli;
+    int rc = pdi_rand_check_p(p);
+    if (rc) return rc;
     struct pdi_rand_map m;
     pdi_rand_map_init(&m, y->shape, y->ndim, &a->slice);
     int64_t nb = (m.len + BLOCK - 1) / BLOCK, tasks = m.rows * nb;

@@ -26,7 +26,8 @@ static int ref_slice_backward(const struct pdi_kcall *k)
     int64_t start = a->start, step = a->step;
     dst.shape[ax] = g->shape[ax];
     dst.data += start * y->strides[ax] * (int64_t)es;
-    dst.strides[ax] *= step;
+    /* overflows only when the slice has one element (infer checked it): then it never steps */
+    if (!pdi_mul_ok(y->strides[ax], step, &dst.strides[ax])) dst.strides[ax] = y->strides[ax];
     int64_t m = pdi_kview_numel(g);
     for (int64_t i = 0; i < m; i++) memcpy(pdi_kview_ptr(&dst, i), pdi_kview_ptr(g, i), es);
     return PD_OK;
