@@ -4,13 +4,14 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+TSAN_BUILD ?= build-tsan
 SWEEP_BUILD ?= build-sweep
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 # CI (CI=true) builds with -Werror; a person's build only warns.
 WERROR ?= $(if $(CI),ON,OFF)
 
-.PHONY: all deps build run test test-asan sweep fuzz bench install clean
+.PHONY: all deps build run test test-asan test-tsan faultinject sweep fuzz bench install clean
 
 all: build
 
@@ -36,6 +37,22 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2
 
+# ThreadSanitizer: two threads train independent models and parse configs
+# and tokenizers at once (tests/test_threads.c; docs/reliability.md).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPD_TSAN=ON
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_threads
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^test_threads$$'
+
+# Fault injection, the full sweep: every allocation of a training step and a
+# checkpoint round trip fails in turn, once and then persistently, in the
+# sanitized build (LeakSanitizer on). `make test` runs a sample of it.
+faultinject: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target test_fault
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./test_fault 1 0
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./test_fault 1 1
+
 # The whole bad-input sweep (docs/reliability.md): clang, ASan + UBSan with
 # float-cast-overflow, every case crash-isolated. `make test` runs a sample.
 sweep: deps
@@ -58,4 +75,5 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(SWEEP_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(SWEEP_BUILD) $(FUZZ_BUILD)
+

@@ -5,7 +5,10 @@
 #      core/ includes nothing from ops/ (but the op table, ops/*.def),
 #      autograd/ or above, and calls no autograd function;
 #   2. line budget: no source file is longer than 1,500 lines;
-#   3. comments cite only documents that are in the repository.
+#   3. comments cite only documents that are in the repository;
+#   4. the library allocates through pdi_malloc & co. (src/alloc/fault.c), so
+#      fault injection sees every allocation: no plain malloc, calloc,
+#      realloc, strdup or strndup in src/ outside src/alloc/.
 # Prints one line per violation; exits non-zero when there is one.
 set -u
 cd "$(dirname "$0")/.."
@@ -51,6 +54,12 @@ while IFS= read -r hit; do
     fail "citation: ${hit%%:*} cites a document outside the repository: $(cut -d: -f3- <<<"$hit" | head -c 120)"
 done < <(grep -rnE '\bDESIGN\b|DESIGN\.md|specs/[a-z_]+\.md|STYLE\.md|shared/' src include tools tests bench examples scripts \
     --include='*.c' --include='*.h' --include='*.def' --include='*.py' | grep -v 'check_tree.sh')
+
+# 4. allocations go through the fault-injection wrappers
+while IFS= read -r hit; do
+    fail "allocation: ${hit%%:*} calls the C allocator directly (use pdi_malloc & co.): $(cut -d: -f3- <<<"$hit" | head -c 120)"
+done < <(grep -rnE '(^|[^A-Za-z0-9_.>])(malloc|calloc|realloc|strdup|strndup)[[:space:]]*\(' src --include='*.c' --include='*.h' |
+    grep -v '^src/alloc/' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//)')
 
 echo "check_tree: $bad problems"
 [ "$bad" -eq 0 ]

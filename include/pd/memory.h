@@ -116,6 +116,21 @@ int pd_allocator_stats(const struct pd_allocator *a, struct pd_memory_stats *out
 /* The allocator that made t's storage; NULL for a NULL tensor or a storage
  * whose bytes the library does not own. */
 const struct pd_allocator *pd_tensor_allocator(const struct pd_tensor *t);
+/* ---- fault injection (tests; sqlite's OOM testing) ------------------ */
+/* Make the nth allocation from now fail (1: the next one), as if out of
+ * memory; with persist, that one and every later one fail. nth = 0 turns
+ * injection off (the default); nth = INT64_MAX only counts. Every allocation
+ * the library makes counts: storages from any allocator, kernel scratch, and
+ * its own structures (tensors, grad nodes, state dicts, tokenizer tables,
+ * cJSON trees, file headers). The failing call returns NULL or a negative
+ * status with its one-line error, as for a real out-of-memory. The counter
+ * is process-wide (allocations on every thread count) and is reset by each
+ * call; docs/reliability.md shows the sweep built on it. */
+void pd_fault_inject(int64_t nth, int persist);
+/* Allocations counted since the last pd_fault_inject (0 while off). */
+int64_t pd_fault_count(void);
+/* Failures injected since the last pd_fault_inject. */
+int64_t pd_fault_hits(void);
 #ifdef __cplusplus
 }
 #endif

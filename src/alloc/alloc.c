@@ -115,6 +115,7 @@ static void *os_alloc(size_t r)
 
 void *pdi_alloc(size_t nbytes)
 {
+    if (pdi_fault_now()) return pdi_error(PD_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
     size_t r;
     int c = size_class(nbytes, &r);
     void *p = NULL;

@@ -59,7 +59,7 @@ const struct pd_allocator *pd_tensor_allocator(const struct pd_tensor *t)
 
 void *pdi_allocator_alloc_plugged(const struct pd_allocator *a, size_t nbytes)
 {
-    void *p = a->alloc(a->ctx, nbytes);
+    void *p = pdi_fault_now() ? NULL : a->alloc(a->ctx, nbytes);
     if (!p) /* the host allocator says why itself; a plugged one may not */
         pdi_error(PD_ERR_NOMEM, "out of memory: allocator '%s' failed to allocate %zu bytes",
                   a->name ? a->name : "(unnamed)", nbytes);

@@ -70,7 +70,7 @@ int pdi_autocast_stage(struct pdi_call *c)
     for (int i = 0; i < c->n_in; i++) need |= eligible(c->in[i]->dtype, target);
     if (!need) return 0;
 
-    struct pd_tensor *small[8], **in = c->n_in <= 8 ? small : malloc(sizeof *in * (size_t)c->n_in);
+    struct pd_tensor *small[8], **in = c->n_in <= 8 ? small : pdi_malloc(sizeof *in * (size_t)c->n_in);
     if (!in) return pdi_errorf(PD_ERR_NOMEM, "autocast: out of memory");
     /* the casts and the nested call are not autocast again */
     int off = pdi_mode_begin(PDI_MODE_AUTOCAST, -1, NULL, NULL);

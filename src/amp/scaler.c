@@ -54,7 +54,7 @@ struct pd_grad_scaler *pd_grad_scaler_create(const struct pd_grad_scaler_config 
         return pdi_error(PD_ERR_INVALID, "grad_scaler: backoff_factor must be in (0, 1), got %g", cfg->backoff_factor);
     if (cfg->growth_interval < 1)
         return pdi_error(PD_ERR_INVALID, "grad_scaler: growth_interval must be >= 1, got %d", cfg->growth_interval);
-    struct pd_grad_scaler *s = calloc(1, sizeof *s);
+    struct pd_grad_scaler *s = pdi_calloc(1, sizeof *s);
     if (!s) return pdi_error(PD_ERR_NOMEM, "grad_scaler: out of memory");
     s->cfg = *cfg;
     s->scale = cfg->init_scale;
@@ -74,7 +74,7 @@ struct pd_tensor *pd_grad_scaler_scale(struct pd_grad_scaler *s, struct pd_tenso
  * by the op and, when all are finite, replaced by scaled copies here. */
 static int unscale_grads(struct pd_optimizer *o, double inv, int *found)
 {
-    struct pd_tensor **in = malloc(sizeof *in * (size_t)(2 * o->n + 1));
+    struct pd_tensor **in = pdi_malloc(sizeof *in * (size_t)(2 * o->n + 1));
     if (!in) return pdi_errorf(PD_ERR_NOMEM, "grad_scaler_unscale: out of memory");
     struct pd_tensor **copy = in + o->n; /* leaves of the checked-only gradients */
     int n_own = 0, n_copy = 0, rc = PD_OK;

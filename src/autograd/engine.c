@@ -50,7 +50,7 @@ static int add_node(struct run *r, struct pdi_node *n)
     if (!n || n->epoch == r->epoch) return 0;
     if (r->n == r->cap) {
         int nc = r->cap ? r->cap * 2 : 64;
-        struct pdi_node **nn = realloc(r->nodes, sizeof *nn * (size_t)nc);
+        struct pdi_node **nn = pdi_realloc(r->nodes, sizeof *nn * (size_t)nc);
         if (!nn) return -1;
         r->nodes = nn;
         r->cap = nc;
@@ -116,7 +116,7 @@ static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor 
         if (r->leaves[i].leaf == leaf) return accumulate(&r->leaves[i].grad, g, r->create_graph);
     if (r->n_leaves == r->cap_leaves) {
         int nc = r->cap_leaves ? r->cap_leaves * 2 : 16;
-        struct leaf_grad *nl = realloc(r->leaves, sizeof *nl * (size_t)nc);
+        struct leaf_grad *nl = pdi_realloc(r->leaves, sizeof *nl * (size_t)nc);
         if (!nl) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
         r->leaves = nl;
         r->cap_leaves = nc;
@@ -155,8 +155,8 @@ static int check_grad(struct pdi_node *n, int i, struct pd_tensor *g)
 static int run_node(struct run *r, int k)
 {
     struct pdi_node *n = r->nodes[k];
-    struct pd_tensor *gout_small[4], **gout = n->n_out <= 4 ? gout_small : calloc((size_t)n->n_out, sizeof *gout);
-    struct pd_tensor *gin_small[8], **gin = n->n_in <= 8 ? gin_small : calloc((size_t)n->n_in, sizeof *gin);
+    struct pd_tensor *gout_small[4], **gout = n->n_out <= 4 ? gout_small : pdi_calloc((size_t)n->n_out, sizeof *gout);
+    struct pd_tensor *gin_small[8], **gin = n->n_in <= 8 ? gin_small : pdi_calloc((size_t)n->n_in, sizeof *gin);
     if (!gout || !gin) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
     memset(gin, 0, sizeof *gin * (size_t)n->n_in);
     int rc = PD_OK;
@@ -240,11 +240,11 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
     }
     qsort(r->nodes, (size_t)r->n, sizeof *r->nodes, by_seq_desc);
     for (int k = 0; k < r->n; k++) r->nodes[k]->idx = k;
-    r->buf = calloc((size_t)r->n + 1, sizeof *r->buf);
-    r->needed = calloc((size_t)r->n + 1, 1);
+    r->buf = pdi_calloc((size_t)r->n + 1, sizeof *r->buf);
+    r->needed = pdi_calloc((size_t)r->n + 1, 1);
     if (!r->buf || !r->needed) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
     for (int k = 0; k < r->n; k++) {
-        r->buf[k] = calloc((size_t)r->nodes[k]->n_out, sizeof **r->buf);
+        r->buf[k] = pdi_calloc((size_t)r->nodes[k]->n_out, sizeof **r->buf);
         if (!r->buf[k]) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
     }
     /* 2. which nodes lead somewhere useful (increasing seq = reverse order) */
@@ -350,8 +350,8 @@ int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const
         int rc = check_root(outputs[i], "grad");
         if (rc) return rc;
     }
-    struct target *tg = calloc((size_t)n_in, sizeof *tg);
-    struct pd_tensor **seeds = calloc((size_t)n_out, sizeof *seeds);
+    struct target *tg = pdi_calloc((size_t)n_in, sizeof *tg);
+    struct pd_tensor **seeds = pdi_calloc((size_t)n_out, sizeof *seeds);
     if (!tg || !seeds) { free(tg); free(seeds); return pdi_errorf(PD_ERR_NOMEM, "out of memory (grad)"); }
     int rc = PD_OK;
     for (int i = 0; i < n_in && rc == PD_OK; i++) {

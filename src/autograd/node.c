@@ -51,7 +51,7 @@ void pdi_node_release(struct pdi_node *n)
             if (x->edges[i].fn) {
                 if (sp == cap) {
                     int nc = cap * 2;
-                    struct pdi_node **ns = malloc(sizeof *ns * (size_t)nc);
+                    struct pdi_node **ns = pdi_malloc(sizeof *ns * (size_t)nc);
                     if (!ns) { pdi_node_release(x->edges[i].fn); continue; } /* recursive fallback */
                     memcpy(ns, stack, sizeof *ns * (size_t)sp);
                     if (stack != stack_small) free(stack);
@@ -133,8 +133,8 @@ int pdi_autograd_record(struct pdi_call *c)
      * call up into autograd/. Every node is made here, so it is set before
      * any tensor holds one. */
     __atomic_store_n(&pdi_tensor_grad_fn_release, pdi_node_release, __ATOMIC_RELAXED);
-    struct pdi_node *n = calloc(1, sizeof *n);
-    char *mem = calloc(1, sz);
+    struct pdi_node *n = pdi_calloc(1, sizeof *n);
+    char *mem = pdi_calloc(1, sz);
     if (!n || !mem) { free(n); free(mem); return pdi_errorf(PD_ERR_NOMEM, "out of memory (grad node)"); }
     char *p = mem;
     n->edges = (struct pdi_edge *)p; p += sizeof(struct pdi_edge) * (size_t)ni;
@@ -176,13 +176,16 @@ int pdi_autograd_record(struct pdi_call *c)
         }
         pdi_meta_of(t, &n->in_meta[i]);
     }
+    /* Every saved output first: a failure must free the node before any
+     * output points to it. */
+    for (int j = 0; j < no && (d->flags & PDI_F_SAVE_OUT); j++) {
+        struct pd_tensor *o = c->out[j];
+        n->saved_out[j] = pdi_tensor_alias(o, o->shape, o->strides, o->ndim, o->offset);
+        if (!n->saved_out[j]) { n->refcount = 1; pdi_node_release(n); return PD_ERR_NOMEM; }
+    }
     for (int j = 0; j < no; j++) {
         struct pd_tensor *o = c->out[j];
         n->out_meta[j] = c->meta[j];
-        if ((d->flags & PDI_F_SAVE_OUT)) {
-            n->saved_out[j] = pdi_tensor_alias(o, o->shape, o->strides, o->ndim, o->offset);
-            if (!n->saved_out[j]) { n->refcount = 1; pdi_node_release(n); return PD_ERR_NOMEM; }
-        }
         if (!pd_dtype_is_float(o->dtype)) continue; /* indices carry no gradient */
         o->grad_fn = n;
         n->refcount++;
@@ -235,7 +238,7 @@ int pd_tensor_register_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx)
 {
     if (!t) return PD_ERR_NULL;
     if (!t->requires_grad) return pdi_errorf(PD_ERR_INVALID, "register_hook: tensor does not require grad");
-    struct pdi_hook *h = calloc(1, sizeof *h);
+    struct pdi_hook *h = pdi_calloc(1, sizeof *h);
     if (!h) return pdi_errorf(PD_ERR_NOMEM, "out of memory (hook)");
     h->fn = fn;
     h->ctx = ctx;

@@ -333,6 +333,17 @@ int pdi_num_threads(void);
  * counted in pd_memory_stats. Kernels take scratch with pdi_kscratch. */
 void *pdi_alloc(size_t nbytes);
 void pdi_free(void *p, size_t nbytes);
+/* The library's own structures are allocated through these (never plain
+ * malloc): malloc/calloc/realloc/strdup/strndup that fail when
+ * pd_fault_inject says so (src/alloc/fault.c). Free with free(). cJSON
+ * allocates through pdi_malloc too (hooks installed at load). */
+void *pdi_malloc(size_t n);
+void *pdi_calloc(size_t n, size_t size);
+void *pdi_realloc(void *p, size_t n);
+char *pdi_strdup(const char *s);
+char *pdi_strndup(const char *s, size_t max);
+/* 1 when this allocation must fail (pd_fault_inject); every allocator asks. */
+int pdi_fault_now(void);
 PDI_HIDDEN extern const struct pd_allocator pdi_host_allocator;
 PDI_HIDDEN extern const struct pd_allocator *pdi_default_alloc; /* never NULL */
 static inline const struct pd_allocator *pdi_allocator_default(void)

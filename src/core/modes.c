@@ -65,7 +65,7 @@ int pdi_mode_begin(enum pdi_mode_kind kind, int value, const struct pdi_executor
     if (depth == cap) {
         pthread_once(&key_once, key_init);
         int nc = cap ? cap * 2 : 16;
-        struct entry *ns = realloc(stack, sizeof *ns * (size_t)nc);
+        struct entry *ns = pdi_realloc(stack, sizeof *ns * (size_t)nc);
         if (!ns) return pdi_errorf(PD_ERR_NOMEM, "%s begin: out of memory (mode stack)", kind_name(kind));
         stack = ns;
         cap = nc;

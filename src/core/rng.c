@@ -52,7 +52,7 @@ void pd_philox_fill(uint64_t seed, uint64_t offset, uint32_t *out, int64_t n)
 
 struct pd_generator *pd_generator_create(uint64_t seed)
 {
-    struct pd_generator *g = calloc(1, sizeof *g);
+    struct pd_generator *g = pdi_calloc(1, sizeof *g);
     if (!g) return pdi_error(PD_ERR_NOMEM, "out of memory (generator)");
     g->seed = seed;
     return g;

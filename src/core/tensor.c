@@ -62,16 +62,43 @@ static PDI_TLS struct freelist free_tensors, free_storages;
 static void *fl_get(struct freelist *fl, size_t size)
 {
     void *p = fl->head;
-    if (!p) return calloc(1, size);
+    if (!p) return pdi_calloc(1, size);
     fl->head = *(void **)p;
     fl->n--;
     memset(p, 0, size);
     return p;
 }
 
+/* A thread's lists are freed when it exits (a key's destructor), so a
+ * program that starts and ends threads does not leak them. */
+static pthread_key_t fl_key;
+static pthread_once_t fl_once = PTHREAD_ONCE_INIT;
+static PDI_TLS int fl_keyed;
+
+static void fl_drain(void *unused)
+{
+    struct freelist *lists[2] = {&free_tensors, &free_storages};
+    for (int i = 0; i < 2; i++) {
+        while (lists[i]->head) {
+            void *p = lists[i]->head;
+            lists[i]->head = *(void **)p;
+            free(p);
+        }
+        lists[i]->n = 0;
+    }
+    fl_keyed = 0; /* a later put (another key's destructor) keys the thread again */
+}
+
+static void fl_key_make(void) { pthread_key_create(&fl_key, fl_drain); }
+
 static void fl_put(struct freelist *fl, void *p)
 {
     if (fl->n >= FREELIST_MAX) { free(p); return; }
+    if (!fl_keyed) {
+        pthread_once(&fl_once, fl_key_make);
+        pthread_setspecific(fl_key, &fl_keyed); /* any non-NULL value: the destructor runs */
+        fl_keyed = 1;
+    }
     *(void **)p = fl->head;
     fl->head = p;
     fl->n++;
@@ -254,7 +281,7 @@ void pd_tensor_release(struct pd_tensor *t)
     if (t->retains_grad && t->grad_fn && t->grad_fn->retained) t->grad_fn->retained[t->out_nr] = NULL;
     storage_release(t->st);
     pd_tensor_release(t->grad);
-    if (t->grad_fn) pdi_tensor_grad_fn_release(t->grad_fn);
+    if (t->grad_fn) __atomic_load_n(&pdi_tensor_grad_fn_release, __ATOMIC_RELAXED)(t->grad_fn); /* set by any thread */
     for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
     __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
     fl_put(&free_tensors, t);
@@ -277,7 +304,7 @@ int pd_scope_begin(void)
 {
     if (n_scopes == cap_scopes) {
         int nc = cap_scopes ? cap_scopes * 2 : 8;
-        struct scope *ns = realloc(scopes, sizeof *ns * (size_t)nc);
+        struct scope *ns = pdi_realloc(scopes, sizeof *ns * (size_t)nc);
         if (!ns) return pdi_errorf(PD_ERR_NOMEM, "scope_begin: out of memory (%d scopes open)", n_scopes);
         scopes = ns;
         cap_scopes = nc;
@@ -315,7 +342,7 @@ static int scope_push(struct scope *s, struct pd_tensor *t)
 {
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 64;
-        struct pd_tensor **ni = realloc(s->items, sizeof *ni * (size_t)nc);
+        struct pd_tensor **ni = pdi_realloc(s->items, sizeof *ni * (size_t)nc);
         if (!ni) return -1;
         s->items = ni;
         s->cap = nc;
@@ -508,7 +535,7 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
         if (k < 0) return;
         if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
         size_t nc = (b->cap + (size_t)k + 1) * 2;
-        char *ns = realloc(b->s, nc);
+        char *ns = pdi_realloc(b->s, nc);
         if (!ns) return;
         b->s = ns;
         b->cap = nc;

@@ -147,7 +147,7 @@ char *pd_builtin_text(uint64_t seed, int64_t n_lines, const struct pd_arith_conf
     if (n_lines <= 0 || n_lines > ((int64_t)1 << 30))
         return pdi_error(PD_ERR_INVALID, "builtin text: n_lines must be in [1, 2^30], got %lld", (long long)n_lines);
     size_t cap = (size_t)n_lines * (size_t)(3 * cfg->max_digits + 6) + 1; /* a, b, c (c <= max+1 digits), "+=\n" */
-    char *text = malloc(cap);
+    char *text = pdi_malloc(cap);
     if (!text) return pdi_error(PD_ERR_NOMEM, "builtin text: out of memory for %zu bytes", cap);
     struct stream s = {seed, 0, {0}, 0};
     size_t k = 0;
@@ -189,11 +189,11 @@ struct pd_arith_task *pd_arith_task_create(const struct pd_arith_config *cfg, ui
     struct pd_arith_config tmp;
     if (!(cfg = config_or_default(cfg, &tmp))) return NULL;
     if (n <= 0 || n > 1000000) return pdi_error(PD_ERR_INVALID, "arith task: n must be in [1, 1000000], got %d", n);
-    struct pd_arith_task *t = calloc(1, sizeof *t);
+    struct pd_arith_task *t = pdi_calloc(1, sizeof *t);
     struct pdi_u64map *seen = pdi_u64map_create((size_t)n);
     if (t) {
-        t->prompt = malloc((size_t)n * sizeof *t->prompt);
-        t->answer = malloc((size_t)n * sizeof *t->answer);
+        t->prompt = pdi_malloc((size_t)n * sizeof *t->prompt);
+        t->answer = pdi_malloc((size_t)n * sizeof *t->answer);
     }
     if (!t || !seen || !t->prompt || !t->answer) {
         pdi_u64map_destroy(seen);

@@ -74,7 +74,7 @@ static int grow(void **p, int64_t *cap, int64_t need, size_t elem)
     if (need <= *cap) return 0;
     int64_t c = *cap ? *cap : 256;
     while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)c * elem);
+    void *q = pdi_realloc(*p, (size_t)c * elem);
     if (!q) return -1;
     *p = q;
     *cap = c;
@@ -233,7 +233,7 @@ struct pd_tokenizer *pd_bpe_train(const char *text, size_t len, int vocab_size, 
         t.w[i].sym = n_sym;
         n_sym += t.w[i].len;
     }
-    t.sym = malloc((size_t)(n_sym ? n_sym : 1) * sizeof *t.sym);
+    t.sym = pdi_malloc((size_t)(n_sym ? n_sym : 1) * sizeof *t.sym);
     if (!t.sym) goto nomem;
     for (int32_t i = 0; i < t.n_w; i++) {
         struct word *w = &t.w[i];

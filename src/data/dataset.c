@@ -51,7 +51,7 @@ static struct pd_text_dataset *finish(struct pdi_ids *ids, int vocab, double val
         free(ids->v);
         return pdi_error(PD_ERR_INVALID, "text dataset: %s is empty", what);
     }
-    struct pd_text_dataset *ds = calloc(1, sizeof *ds);
+    struct pd_text_dataset *ds = pdi_calloc(1, sizeof *ds);
     if (!ds) {
         free(ids->v);
         return pdi_error(PD_ERR_NOMEM, "text dataset: out of memory");
@@ -60,7 +60,7 @@ static struct pd_text_dataset *finish(struct pdi_ids *ids, int vocab, double val
     ds->n = ids->n;
     ds->n_train = ids->n - (int64_t)floor((double)ids->n * val_fraction);
     if (vocab <= 65536) {
-        ds->u16 = malloc((size_t)ids->n * sizeof *ds->u16);
+        ds->u16 = pdi_malloc((size_t)ids->n * sizeof *ds->u16);
         if (!ds->u16) {
             free(ids->v);
             free(ds);
@@ -119,11 +119,11 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
     }
     struct pdi_ids ids = {0};
     size_t cap = 2 * CHUNK, have = 0;
-    unsigned char *buf = malloc(cap);
+    unsigned char *buf = pdi_malloc(cap);
     int rc = buf ? PD_OK : pdi_errorf(PD_ERR_NOMEM, "text dataset: out of memory");
     while (rc == PD_OK) {
         if (cap - have < CHUNK) { /* a carried piece is at most PDI_PIECE_MAX bytes, but stay general */
-            unsigned char *b = realloc(buf, cap * 2);
+            unsigned char *b = pdi_realloc(buf, cap * 2);
             if (!b) {
                 rc = pdi_errorf(PD_ERR_NOMEM, "text dataset: out of memory");
                 break;
@@ -210,7 +210,7 @@ static int fill_windows(const struct pd_text_dataset *ds, const int64_t *starts,
                         struct pd_tensor **ids, struct pd_tensor **targets)
 {
     int64_t shape[2] = {batch, seq_len}, n = (int64_t)batch * seq_len;
-    int64_t *xd = malloc(sizeof *xd * (size_t)n), *yd = malloc(sizeof *yd * (size_t)n);
+    int64_t *xd = pdi_malloc(sizeof *xd * (size_t)n), *yd = pdi_malloc(sizeof *yd * (size_t)n);
     if (!xd || !yd) {
         free(xd);
         free(yd);
@@ -262,8 +262,8 @@ int pd_dataset_batch(const struct pd_text_dataset *ds, enum pd_split split, int 
     pd_generator_get_state(gen, &seed, &off);
     /* two 32-bit words per start: a 64-bit uniform, mapped to [0, range)
      * by a multiply-high (bias below 2^-40 for any dataset that fits) */
-    uint32_t *w = malloc((size_t)batch * 2 * sizeof *w);
-    int64_t *starts = malloc((size_t)batch * sizeof *starts);
+    uint32_t *w = pdi_malloc((size_t)batch * 2 * sizeof *w);
+    int64_t *starts = pdi_malloc((size_t)batch * sizeof *starts);
     if (!w || !starts) {
         free(w);
         free(starts);
@@ -295,7 +295,7 @@ struct pd_dataset_iter *pd_dataset_iter_create(const struct pd_text_dataset *ds,
 {
     int64_t s0, n;
     if (check_shape(ds, split, batch, seq_len, &s0, &n)) return NULL;
-    struct pd_dataset_iter *it = calloc(1, sizeof *it);
+    struct pd_dataset_iter *it = pdi_calloc(1, sizeof *it);
     if (!it) return pdi_error(PD_ERR_NOMEM, "dataset iter: out of memory");
     it->ds = ds;
     it->s0 = s0;
@@ -320,7 +320,7 @@ int pd_dataset_iter_next(struct pd_dataset_iter *it, struct pd_tensor **ids, str
     int64_t left = it->n_windows - it->next;
     if (left <= 0) return 0;
     int b = left < it->batch ? (int)left : it->batch;
-    int64_t *starts = malloc((size_t)b * sizeof *starts);
+    int64_t *starts = pdi_malloc((size_t)b * sizeof *starts);
     if (!starts) return pdi_errorf(PD_ERR_NOMEM, "dataset iter: out of memory");
     for (int i = 0; i < b; i++) starts[i] = it->s0 + (it->next + i) * it->seq_len;
     int rc = fill_windows(it->ds, starts, b, it->seq_len, ids, targets);

@@ -23,8 +23,8 @@
 /* ---- u64 map ------------------------------------------------------------ */
 static int map_alloc(struct pdi_u64map *m, size_t cap)
 {
-    m->keys = malloc(cap * sizeof *m->keys);
-    m->vals = malloc(cap * sizeof *m->vals);
+    m->keys = pdi_malloc(cap * sizeof *m->keys);
+    m->vals = pdi_malloc(cap * sizeof *m->vals);
     if (!m->keys || !m->vals) {
         free(m->keys);
         free(m->vals);
@@ -38,7 +38,7 @@ static int map_alloc(struct pdi_u64map *m, size_t cap)
 
 struct pdi_u64map *pdi_u64map_create(size_t expect)
 {
-    struct pdi_u64map *m = calloc(1, sizeof *m);
+    struct pdi_u64map *m = pdi_calloc(1, sizeof *m);
     if (!m) return NULL;
     size_t cap = 16;
     while (cap < 2 * expect + 2) cap *= 2;
@@ -143,15 +143,15 @@ static int push_token(struct pd_tokenizer *tok, const unsigned char *bytes, size
         return pdi_errorf(PD_ERR_INVALID, "tokenizer: more than the limit of %d ids", PD_TOKENIZER_MAX_VOCAB);
     if (tok->n_tok == tok->cap_tok) {
         int cap = tok->cap_tok ? tok->cap_tok * 2 : 512;
-        unsigned char **t = realloc(tok->tok, (size_t)cap * sizeof *t);
+        unsigned char **t = pdi_realloc(tok->tok, (size_t)cap * sizeof *t);
         if (!t) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
         tok->tok = t;
-        size_t *l = realloc(tok->tok_len, (size_t)cap * sizeof *l);
+        size_t *l = pdi_realloc(tok->tok_len, (size_t)cap * sizeof *l);
         if (!l) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
         tok->tok_len = l;
         tok->cap_tok = cap;
     }
-    unsigned char *b = malloc(len ? len : 1);
+    unsigned char *b = pdi_malloc(len ? len : 1);
     if (!b) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
     if (len) memcpy(b, bytes, len);
     tok->tok[tok->n_tok] = b;
@@ -162,7 +162,7 @@ static int push_token(struct pd_tokenizer *tok, const unsigned char *bytes, size
 
 struct pd_tokenizer *pdi_tokenizer_new(enum pd_tokenizer_kind kind)
 {
-    struct pd_tokenizer *tok = calloc(1, sizeof *tok);
+    struct pd_tokenizer *tok = pdi_calloc(1, sizeof *tok);
     if (!tok) return pdi_error(PD_ERR_NOMEM, "tokenizer: out of memory");
     tok->kind = kind;
     tok->rank = pdi_u64map_create(64);
@@ -213,11 +213,11 @@ int pdi_tokenizer_push_merge(struct pd_tokenizer *tok, int32_t a, int32_t b)
                           "tokenizer: merge %d (%d, %d) makes a token of %zu bytes, more than the limit of %d (encode "
                           "never produces one)", tok->n_merges, a, b, la + lb, PD_TOKENIZER_MAX_TOKEN_LEN);
     if ((tok->n_merges & (tok->n_merges - 1)) == 0) { /* grow at powers of two */
-        int32_t *m = realloc(tok->merges, (size_t)(tok->n_merges ? 2 * tok->n_merges : 1) * 2 * sizeof *m);
+        int32_t *m = pdi_realloc(tok->merges, (size_t)(tok->n_merges ? 2 * tok->n_merges : 1) * 2 * sizeof *m);
         if (!m) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
         tok->merges = m;
     }
-    unsigned char *buf = malloc(la + lb);
+    unsigned char *buf = pdi_malloc(la + lb);
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
     memcpy(buf, tok->tok[a], la);
     memcpy(buf + la, tok->tok[b], lb);
@@ -260,7 +260,7 @@ static int spec_reserve(struct pd_tokenizer *tok)
 {
     if (2 * (tok->n_special + 1) < tok->n_spec_slots) return PD_OK;
     int n_slots = tok->n_spec_slots ? 2 * tok->n_spec_slots : 16;
-    int32_t *slot = calloc((size_t)n_slots, sizeof *slot);
+    int32_t *slot = pdi_calloc((size_t)n_slots, sizeof *slot);
     if (!slot) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory");
     free(tok->spec_slot);
     tok->spec_slot = slot;
@@ -326,7 +326,7 @@ int pdi_ids_reserve(struct pdi_ids *ids, int64_t extra)
     if (ids->n + extra <= ids->cap) return PD_OK;
     int64_t cap = ids->cap ? ids->cap : 1024;
     while (cap < ids->n + extra) cap *= 2;
-    int32_t *v = realloc(ids->v, (size_t)cap * sizeof *v);
+    int32_t *v = pdi_realloc(ids->v, (size_t)cap * sizeof *v);
     if (!v) return pdi_errorf(PD_ERR_NOMEM, "tokenizer: out of memory for %lld ids", (long long)cap);
     ids->v = v;
     ids->cap = cap;
@@ -457,7 +457,7 @@ char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, in
                              ids[i], (long long)i, tok->n_tok);
         total += tok->tok_len[ids[i]];
     }
-    char *out = malloc(total + 1);
+    char *out = pdi_malloc(total + 1);
     if (!out) return pdi_error(PD_ERR_NOMEM, "tokenizer_decode: out of memory for %zu bytes", total);
     size_t k = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -503,7 +503,7 @@ char *pd_tokenizer_to_json(const struct pd_tokenizer *tok)
     }
     for (int id = tok->n_tok - tok->n_special; ok && id < tok->n_tok; id++) {
         cJSON *sp = cJSON_CreateObject();
-        char *text = malloc(tok->tok_len[id] + 1);
+        char *text = pdi_malloc(tok->tok_len[id] + 1);
         ok = sp && text;
         if (ok) {
             memcpy(text, tok->tok[id], tok->tok_len[id]);
@@ -521,7 +521,7 @@ char *pd_tokenizer_to_json(const struct pd_tokenizer *tok)
     if (!s) return pdi_error(PD_ERR_NOMEM, "tokenizer_to_json: out of memory");
     /* cJSON allocates with malloc unless hooks were installed; copy to be sure
      * the caller's free() matches. */
-    char *out = strdup(s);
+    char *out = pdi_strdup(s);
     cJSON_free(s);
     if (!out) return pdi_error(PD_ERR_NOMEM, "tokenizer_to_json: out of memory");
     return out;

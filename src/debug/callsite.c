@@ -145,7 +145,7 @@ const char *pdi_site_str(void *addr)
     pthread_mutex_unlock(&site_mu);
     const char *str = resolve(addr); /* slow (a process): outside the lock */
     if (!str) return NULL;
-    struct site *s = malloc(sizeof *s);
+    struct site *s = pdi_malloc(sizeof *s);
     if (!s) return str;
     s->addr = addr;
     s->str = str;

@@ -47,7 +47,7 @@ struct pd_graph {
 
 static char *dup_or_null(const char *s)
 {
-    return s ? strdup(s) : NULL;
+    return s ? pdi_strdup(s) : NULL;
 }
 
 static int add_node(struct pd_graph *g, int kind, const char *name, const char *op, const char *scope, const char *ins,
@@ -55,18 +55,18 @@ static int add_node(struct pd_graph *g, int kind, const char *name, const char *
 {
     if (g->n == g->cap) {
         int nc = g->cap ? g->cap * 2 : 64;
-        struct gnode *nn = realloc(g->nodes, sizeof *nn * (size_t)nc);
+        struct gnode *nn = pdi_realloc(g->nodes, sizeof *nn * (size_t)nc);
         if (!nn) { g->oom = 1; return -1; }
         g->nodes = nn;
         g->cap = nc;
     }
     struct gnode *x = &g->nodes[g->n];
     x->kind = kind;
-    x->name = strdup(name);
-    x->op = strdup(op);
-    x->scope = scope && *scope ? strdup(scope) : NULL;
-    x->ins = strdup(ins ? ins : "");
-    x->outs = strdup(outs ? outs : "");
+    x->name = pdi_strdup(name);
+    x->op = pdi_strdup(op);
+    x->scope = scope && *scope ? pdi_strdup(scope) : NULL;
+    x->ins = pdi_strdup(ins ? ins : "");
+    x->outs = pdi_strdup(outs ? outs : "");
     x->site = dup_or_null(site);
     x->bw = dup_or_null(bw);
     if (!x->name || !x->op || !x->ins || !x->outs) g->oom = 1;
@@ -78,14 +78,14 @@ static void add_edge(struct pd_graph *g, int from, int to, const char *label)
     if (from < 0 || to < 0) return;
     if (g->ne == g->cape) {
         int nc = g->cape ? g->cape * 2 : 64;
-        struct gedge *ne = realloc(g->edges, sizeof *ne * (size_t)nc);
+        struct gedge *ne = pdi_realloc(g->edges, sizeof *ne * (size_t)nc);
         if (!ne) { g->oom = 1; return; }
         g->edges = ne;
         g->cape = nc;
     }
     g->edges[g->ne].from = from;
     g->edges[g->ne].to = to;
-    g->edges[g->ne].label = strdup(label ? label : "");
+    g->edges[g->ne].label = pdi_strdup(label ? label : "");
     g->ne++;
 }
 
@@ -123,8 +123,8 @@ static void map_put(struct pd_graph *g, uint64_t id, int v)
     id += 1; /* ids start at 0; 0 marks an empty slot */
     if ((g->nmap + 1) * 2 > g->capmap) {
         size_t nc = g->capmap ? g->capmap * 2 : 256;
-        uint64_t *nk = calloc(nc, sizeof *nk);
-        int *nv = calloc(nc, sizeof *nv);
+        uint64_t *nk = pdi_calloc(nc, sizeof *nk);
+        int *nv = pdi_calloc(nc, sizeof *nv);
         if (!nk || !nv) { free(nk); free(nv); g->oom = 1; return; }
         for (size_t i = 0; i < g->capmap; i++) {
             if (!g->keys[i]) continue;
@@ -162,7 +162,7 @@ int pd_graph_capture_begin(void)
         pthread_mutex_unlock(&capture_mu);
         return pdi_errorf(PD_ERR_STATE, "graph_capture_begin: a capture is already running (end it first)");
     }
-    struct pd_graph *g = calloc(1, sizeof *g);
+    struct pd_graph *g = pdi_calloc(1, sizeof *g);
     if (!g) { pthread_mutex_unlock(&capture_mu); return pdi_errorf(PD_ERR_NOMEM, "out of memory (graph)"); }
     capture_thread = pthread_self();
     __atomic_store_n(&capturing, g, __ATOMIC_RELEASE);
@@ -242,8 +242,8 @@ static int pm_put(struct ptrmap *m, const void *p, int v)
 {
     if ((m->n + 1) * 2 > m->cap) {
         size_t nc = m->cap ? m->cap * 2 : 256;
-        const void **nk = calloc(nc, sizeof *nk);
-        int *nv = calloc(nc, sizeof *nv);
+        const void **nk = pdi_calloc(nc, sizeof *nk);
+        int *nv = pdi_calloc(nc, sizeof *nv);
         if (!nk || !nv) { free(nk); free(nv); return -1; }
         for (size_t i = 0; i < m->cap; i++) {
             if (!m->keys[i]) continue;
@@ -292,7 +292,7 @@ struct pd_graph *pd_graph_export_backward(const struct pd_tensor *loss)
     if (!loss->grad_fn)
         return pdi_error(PD_ERR_INVALID, "graph_export_backward: the loss has no GradNode (it does not require grad "
                          "or is a leaf)");
-    struct pd_graph *g = calloc(1, sizeof *g);
+    struct pd_graph *g = pdi_calloc(1, sizeof *g);
     if (!g) return pdi_error(PD_ERR_NOMEM, "out of memory (graph)");
     g->backward = 1;
     struct ptrmap pm = {0};
@@ -305,7 +305,7 @@ struct pd_graph *pd_graph_export_backward(const struct pd_tensor *loss)
      * so every edge can be drawn at once. */
     struct pdi_node *first = loss->grad_fn;
     int fi = add_grad_node(g, first);
-    queue = malloc(sizeof *queue * 64);
+    queue = pdi_malloc(sizeof *queue * 64);
     capq = 64;
     if (!queue || pm_put(&pm, first, fi)) rc = -1;
     else queue[nq++] = first;
@@ -322,7 +322,7 @@ struct pd_graph *pd_graph_export_backward(const struct pd_tensor *loss)
             if (!pm_find(&pm, key, &v)) {
                 if (e->fn) {
                     if (nq == capq) {
-                        struct pdi_node **nn = realloc(queue, sizeof *nn * (size_t)capq * 2);
+                        struct pdi_node **nn = pdi_realloc(queue, sizeof *nn * (size_t)capq * 2);
                         if (!nn) { rc = -1; break; }
                         queue = nn;
                         capq *= 2;
@@ -382,8 +382,8 @@ static int collapse(const struct pd_graph *g, int max_nodes, int *group, char **
     for (int i = 0; i < g->n; i++)
         if (g->nodes[i].scope && scope_depth_of(g->nodes[i].scope) > maxd) maxd = scope_depth_of(g->nodes[i].scope);
     if (maxd == 0) return 0; /* nothing to collapse by */
-    char **names = calloc((size_t)g->n, sizeof *names);
-    int *counts = calloc((size_t)g->n, sizeof *counts);
+    char **names = pdi_calloc((size_t)g->n, sizeof *names);
+    int *counts = pdi_calloc((size_t)g->n, sizeof *counts);
     if (!names || !counts) { free(names); free(counts); return 0; }
     int ng = 0;
     /* deepest scopes first; stop at the first depth that fits the budget */
@@ -397,7 +397,7 @@ static int collapse(const struct pd_graph *g, int max_nodes, int *group, char **
             scope_prefix(g->nodes[i].scope, d, buf, sizeof buf);
             int k = 0;
             while (k < ng && strcmp(names[k], buf)) k++;
-            if (k == ng) { names[ng] = strdup(buf); counts[ng] = 0; ng++; items++; }
+            if (k == ng) { names[ng] = pdi_strdup(buf); counts[ng] = 0; ng++; items++; }
             counts[k]++;
             group[i] = k;
         }
@@ -422,7 +422,7 @@ static void dot_str(FILE *f, const char *s)
 
 static void write_dot(const struct pd_graph *g, FILE *f, int max_nodes)
 {
-    int *group = malloc(sizeof *group * (size_t)(g->n ? g->n : 1));
+    int *group = pdi_malloc(sizeof *group * (size_t)(g->n ? g->n : 1));
     char **gnames;
     int *gcounts;
     int ng = group ? collapse(g, max_nodes, group, &gnames, &gcounts) : 0;
@@ -545,7 +545,7 @@ static char *render_svg(const struct pd_graph *g, int max_nodes)
         while ((r = fread(chunk, 1, sizeof chunk, p)) > 0) {
             if (n + r + 1 > cap) {
                 size_t nc = (n + r + 1) * 2;
-                char *nb = realloc(buf, nc);
+                char *nb = pdi_realloc(buf, nc);
                 if (!nb) { free(buf); buf = NULL; break; }
                 buf = nb;
                 cap = nc;

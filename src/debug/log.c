@@ -199,7 +199,7 @@ int pd_log_guard_begin(const char *module, int level)
     struct pdi_log_guards *g = all_guards;
     while (g && !(g->parent == cur_guards && g->module == m && g->level == level)) g = g->next;
     if (!g) {
-        g = malloc(sizeof *g);
+        g = pdi_malloc(sizeof *g);
         if (!g) { pthread_mutex_unlock(&log_mu); return pdi_errorf(PD_ERR_NOMEM, "out of memory (log guard)"); }
         g->parent = cur_guards;
         g->module = m;

@@ -31,7 +31,7 @@ static int bprintf(struct buf *b, const char *fmt, ...)
         if (k < 0) return -1;
         if (b->n + (size_t)k < b->cap) { b->n += (size_t)k; return 0; }
         size_t cap = (b->cap + (size_t)k) * 2;
-        char *s = realloc(b->s, cap);
+        char *s = pdi_realloc(b->s, cap);
         if (!s) return -1;
         b->s = s;
         b->cap = cap;
@@ -96,7 +96,7 @@ char *pd_memory_summary(void)
 {
     struct pd_memory_stats s;
     pd_memory_stats(&s);
-    struct buf b = {malloc(4096), 0, 4096};
+    struct buf b = {pdi_malloc(4096), 0, 4096};
     if (!b.s) return pdi_error(PD_ERR_NOMEM, "pd_memory_summary: out of memory");
     char line[128], frag[64];
     double fr = s.peak_reserved_bytes > 0 ? 1.0 - (double)s.peak_allocated_bytes / (double)s.peak_reserved_bytes : 0.0;

@@ -33,7 +33,7 @@ const char *pdi_intern(const char *s)
     for (struct istr *e = *b; e; e = e->next)
         if (!strcmp(e->s, s)) { pthread_mutex_unlock(&intern_mu); return e->s; }
     size_t n = strlen(s);
-    struct istr *e = malloc(sizeof *e + n + 1);
+    struct istr *e = pdi_malloc(sizeof *e + n + 1);
     if (!e) { pthread_mutex_unlock(&intern_mu); return pdi_error(PD_ERR_NOMEM, "out of memory (name)"); }
     memcpy(e->s, s, n + 1);
     e->next = *b;
@@ -68,7 +68,7 @@ int pd_name_scope_begin(const char *name)
                           MAX_SCOPE_DEPTH);
     const char *parent = scope_stack[scope_depth];
     size_t pn = parent ? strlen(parent) : 0;
-    char small[512], *buf = pn + n + 2 <= sizeof small ? small : malloc(pn + n + 2);
+    char small[512], *buf = pn + n + 2 <= sizeof small ? small : pdi_malloc(pn + n + 2);
     if (!buf) return pdi_errorf(PD_ERR_NOMEM, "out of memory (name scope)");
     if (parent) { memcpy(buf, parent, pn); buf[pn] = '.'; memcpy(buf + pn + 1, name, n + 1); }
     else memcpy(buf, name, n + 1);

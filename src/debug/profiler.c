@@ -99,7 +99,7 @@ static int64_t now_ns(void)
 static struct tstate *tstate(void)
 {
     if (!ts) {
-        ts = calloc(1, sizeof *ts);
+        ts = pdi_calloc(1, sizeof *ts);
         if (!ts) return NULL;
         ts->epoch = (uint64_t)-1;
     }
@@ -118,7 +118,7 @@ static void append(const struct event *e)
     pthread_mutex_lock(&mu);
     if (n_events >= max_events) { n_dropped++; pthread_mutex_unlock(&mu); return; }
     if (!tail || tail->n == CHUNK) {
-        struct chunk *c = malloc(sizeof *c);
+        struct chunk *c = pdi_malloc(sizeof *c);
         if (!c) { n_dropped++; pthread_mutex_unlock(&mu); return; }
         c->next = NULL;
         c->n = 0;
@@ -377,7 +377,7 @@ int pd_profiler_rows(struct pd_profiler_row **rows, int *n_rows)
     if (!rows || !n_rows) return pdi_errorf(PD_ERR_NULL, "pd_profiler_rows: NULL output");
     if (!epoch) return pdi_errorf(PD_ERR_STATE, "pd_profiler_rows: nothing was profiled");
     int cap = 64, n = 0;
-    struct pd_profiler_row *r = calloc((size_t)cap, sizeof *r);
+    struct pd_profiler_row *r = pdi_calloc((size_t)cap, sizeof *r);
     if (!r) return pdi_errorf(PD_ERR_NOMEM, "pd_profiler_rows: out of memory");
     pthread_mutex_lock(&mu);
     for (struct chunk *c = head; c; c = c->next)
@@ -389,7 +389,7 @@ int pd_profiler_rows(struct pd_profiler_row **rows, int *n_rows)
             while (j < n && strcmp(r[j].name, key)) j++; /* a few hundred keys at most */
             if (j == n) {
                 if (n == cap) {
-                    struct pd_profiler_row *g = realloc(r, sizeof *r * (size_t)cap * 2);
+                    struct pd_profiler_row *g = pdi_realloc(r, sizeof *r * (size_t)cap * 2);
                     if (!g) { pthread_mutex_unlock(&mu); free(r); return pdi_errorf(PD_ERR_NOMEM, "pd_profiler_rows: out of memory"); }
                     memset(g + cap, 0, sizeof *r * (size_t)cap);
                     r = g;
@@ -424,7 +424,7 @@ char *pd_profiler_summary(int max_rows)
     if (pd_profiler_rows(&r, &n) || pd_profiler_totals(&t)) return NULL;
     int shown = max_rows > 0 && max_rows < n ? max_rows : n;
     size_t cap = (size_t)(shown + 8) * 120;
-    char *s = malloc(cap);
+    char *s = pdi_malloc(cap);
     if (!s) { free(r); return pdi_error(PD_ERR_NOMEM, "pd_profiler_summary: out of memory"); }
     size_t k = 0;
 #define OUT(...) (k += (size_t)snprintf(s + k, cap - k, __VA_ARGS__))

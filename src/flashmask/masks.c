@@ -32,7 +32,7 @@
  * observers see the mask made and written; it frees x. */
 static int32_t *new_mask(int64_t S, int64_t C)
 {
-    int32_t *x = malloc(sizeof *x * (size_t)(S * C > 0 ? S * C : 1));
+    int32_t *x = pdi_malloc(sizeof *x * (size_t)(S * C > 0 ? S * C : 1));
     if (!x)
         pdi_error(PD_ERR_NOMEM, "flashmask: out of memory for a [1, 1, %lld, %lld] mask", (long long)S, (long long)C);
     return x;
@@ -262,7 +262,7 @@ struct pd_tensor *pd_flashmask_random_eviction(int64_t S, int64_t start, uint64_
     const char *fn = "pd_flashmask_random_eviction";
     if (check_len(fn, S)) return NULL;
     if (start < 0) return pdi_error(PD_ERR_INVALID, "%s: start = %lld must be >= 0", fn, (long long)start);
-    uint32_t *w = malloc(sizeof *w * (size_t)(S + 1));
+    uint32_t *w = pdi_malloc(sizeof *w * (size_t)(S + 1));
     if (!w) return pdi_error(PD_ERR_NOMEM, "%s: out of memory for S = %lld", fn, (long long)S);
     int32_t *x;
     x = new_mask(S, 1);

@@ -86,7 +86,7 @@ int64_t pd_sample_logits(const float *logits, int vocab, const struct pd_generat
         if (probs) probs[best] = 1;
         return best;
     }
-    struct scored *s = malloc(sizeof *s * (size_t)vocab);
+    struct scored *s = pdi_malloc(sizeof *s * (size_t)vocab);
     if (!s) return pdi_errorf(PD_ERR_NOMEM, "sample: out of memory");
     for (int i = 0; i < vocab; i++) s[i] = (struct scored){(double)logits[i] / cfg->temperature, i};
     qsort(s, (size_t)vocab, sizeof *s, cmp_scored);
@@ -154,15 +154,15 @@ int pd_generation_stopped(const struct pd_generation *g, int row)
 
 static struct pd_generation *generation_new(int rows, int cap)
 {
-    struct pd_generation *g = calloc(1, sizeof *g);
+    struct pd_generation *g = pdi_calloc(1, sizeof *g);
     if (!g) return NULL;
     g->rows = rows;
-    g->len = calloc((size_t)rows, sizeof *g->len);
-    g->stopped = calloc((size_t)rows, sizeof *g->stopped);
-    g->tok = calloc((size_t)rows, sizeof *g->tok);
+    g->len = pdi_calloc((size_t)rows, sizeof *g->len);
+    g->stopped = pdi_calloc((size_t)rows, sizeof *g->stopped);
+    g->tok = pdi_calloc((size_t)rows, sizeof *g->tok);
     if (!g->len || !g->stopped || !g->tok) goto fail;
     for (int i = 0; i < rows; i++)
-        if (!(g->tok[i] = malloc(sizeof **g->tok * (size_t)(cap > 0 ? cap : 1)))) goto fail;
+        if (!(g->tok[i] = pdi_malloc(sizeof **g->tok * (size_t)(cap > 0 ? cap : 1)))) goto fail;
     return g;
 fail:
     pd_generation_destroy(g);
@@ -262,8 +262,8 @@ static int run_cached(struct pd_llama *m, const int64_t *const *prompts, const i
     int padded = 0;
     for (int b = 0; b < rows; b++) padded |= lens[b] != max_len;
     struct pd_kv_cache *cache = pd_kv_cache_create(pd_llama_get_config(m), rows, total);
-    int64_t *ids = malloc(sizeof *ids * (size_t)rows * (size_t)max_len);
-    uint8_t *mask = malloc((size_t)rows * (size_t)total), *mcols = malloc((size_t)rows * (size_t)total);
+    int64_t *ids = pdi_malloc(sizeof *ids * (size_t)rows * (size_t)max_len);
+    uint8_t *mask = pdi_malloc((size_t)rows * (size_t)total), *mcols = pdi_malloc((size_t)rows * (size_t)total);
     int err = PD_OK;
     if (!cache || !ids || !mask || !mcols) {
         err = cache ? pdi_errorf(PD_ERR_NOMEM, "generate: out of memory") : pd_last_status();
@@ -307,7 +307,7 @@ static int run_uncached(struct pd_llama *m, const int64_t *const *prompts, const
                         float *logits, double *u, int64_t *next)
 {
     int rows = g->rows, vocab = pd_llama_get_config(m)->vocab_size, err = PD_OK;
-    int64_t *seq = malloc(sizeof *seq * (size_t)(max_len + cfg->max_new_tokens));
+    int64_t *seq = pdi_malloc(sizeof *seq * (size_t)(max_len + cfg->max_new_tokens));
     if (!seq) return pdi_errorf(PD_ERR_NOMEM, "generate: out of memory");
     for (int step = 0; step < cfg->max_new_tokens && !err; step++) {
         int scope_tok = pd_scope_begin();
@@ -336,9 +336,9 @@ struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prom
     if (check_inputs(m, prompts, prompt_lens, n_rows, cfg, &max_len)) return NULL;
     int vocab = pd_llama_get_config(m)->vocab_size;
     struct pd_generation *g = generation_new(n_rows, cfg->max_new_tokens);
-    float *logits = malloc(sizeof *logits * (size_t)n_rows * (size_t)vocab);
-    double *u = malloc(sizeof *u * (size_t)n_rows);
-    int64_t *next = malloc(sizeof *next * (size_t)n_rows);
+    float *logits = pdi_malloc(sizeof *logits * (size_t)n_rows * (size_t)vocab);
+    double *u = pdi_malloc(sizeof *u * (size_t)n_rows);
+    int64_t *next = pdi_malloc(sizeof *next * (size_t)n_rows);
     int err = PD_OK;
     if (!g || !logits || !u || !next) {
         err = pdi_errorf(PD_ERR_NOMEM, "generate: out of memory");

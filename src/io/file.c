@@ -147,11 +147,11 @@ char *pdi_file_read_all(const char *path, size_t max, size_t *len, const char *w
     /* Read to the end rather than trusting st_size (the file may grow);
      * stop one byte past the limit. */
     size_t cap = sb.st_size > 0 && (uint64_t)sb.st_size < max ? (size_t)sb.st_size + 1 : 4096, n = 0;
-    char *buf = malloc(cap + 1);
+    char *buf = pdi_malloc(cap + 1);
     for (;;) {
         if (buf && n == cap) { /* n <= max here, so max + 1 > cap */
             size_t nc = cap <= max - cap ? 2 * cap : max + 1;
-            char *b = realloc(buf, nc + 1);
+            char *b = pdi_realloc(buf, nc + 1);
             if (!b) free(buf);
             buf = b;
             cap = nc;
@@ -223,7 +223,7 @@ char *pd_file_read(const char *path, size_t max_bytes, size_t *len)
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    return slash ? pdi_strndup(path, slash == path ? 1 : (size_t)(slash - path)) : pdi_strdup(".");
 }
 
 /* name is "<something>.tmp.<digits>": the pid, else 0. */
@@ -278,8 +278,8 @@ FILE *pdi_wfile_begin(struct pdi_wfile *w, const char *path, const char *what)
     if (!path || !*path) return pdi_error(PD_ERR_INVALID, "%s: NULL or empty path", what);
     char *dir = dir_of(path);
     size_t tl = strlen(path) + 32;
-    w->path = strdup(path);
-    w->tmp = malloc(tl);
+    w->path = pdi_strdup(path);
+    w->tmp = pdi_malloc(tl);
     if (!dir || !w->path || !w->tmp) {
         free(dir);
         pdi_wfile_abort(w);

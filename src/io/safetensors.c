@@ -215,14 +215,14 @@ static int parse_metadata(const char *path, const cJSON *m, int n_keys, struct p
     if (n > PD_SAFETENSORS_MAX_KEYS - n_keys)
         return pdi_errorf(PD_ERR_INVALID, "safetensors %s: %d metadata keys and %d tensors exceed the limit of %d "
                           "entries", path, n, n_keys, PD_SAFETENSORS_MAX_KEYS);
-    info->meta_keys = calloc((size_t)n + 1, sizeof(char *));
-    info->meta_values = calloc((size_t)n + 1, sizeof(char *));
+    info->meta_keys = pdi_calloc((size_t)n + 1, sizeof(char *));
+    info->meta_values = pdi_calloc((size_t)n + 1, sizeof(char *));
     if (!info->meta_keys || !info->meta_values) return pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", path);
     for (const cJSON *x = m->child; x; x = x->next) {
         if (!cJSON_IsString(x))
             return pdi_errorf(PD_ERR_INVALID, "safetensors %s: metadata %s: value is not a string", path,
                               pdi_quote(x->string, kb, sizeof kb));
-        char *k = strdup(x->string), *v = strdup(x->valuestring);
+        char *k = pdi_strdup(x->string), *v = pdi_strdup(x->valuestring);
         if (!k || !v) {
             free(k);
             free(v);
@@ -233,7 +233,7 @@ static int parse_metadata(const char *path, const cJSON *m, int n_keys, struct p
     }
     /* Duplicate keys: sorted copies of the pointers, neighbours compared
      * (linear-logarithmic; a pairwise check was quadratic). */
-    char **sorted = malloc(((size_t)info->n_meta + 1) * sizeof *sorted);
+    char **sorted = pdi_malloc(((size_t)info->n_meta + 1) * sizeof *sorted);
     if (!sorted) return pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", path);
     memcpy(sorted, info->meta_keys, (size_t)info->n_meta * sizeof *sorted);
     qsort(sorted, (size_t)info->n_meta, sizeof *sorted, cmp_names);
@@ -298,9 +298,9 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
                         PD_SAFETENSORS_MAX_KEYS);
         goto done;
     }
-    names = malloc(((size_t)nk + 1) * sizeof *names);
-    info->tensors = calloc((size_t)nk + 1, sizeof *info->tensors);
-    spans = malloc(((size_t)nk + 1) * sizeof *spans);
+    names = pdi_malloc(((size_t)nk + 1) * sizeof *names);
+    info->tensors = pdi_calloc((size_t)nk + 1, sizeof *info->tensors);
+    spans = pdi_malloc(((size_t)nk + 1) * sizeof *spans);
     if (!names || !info->tensors || !spans) {
         st = pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
         goto done;
@@ -327,7 +327,7 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
             goto done;
         }
         if ((st = parse_entry(path, x, data_len, &tmp[nt]))) goto done;
-        if (!(tmp[nt].name = strdup(x->string))) {
+        if (!(tmp[nt].name = pdi_strdup(x->string))) {
             st = pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
             goto done;
         }
@@ -350,7 +350,7 @@ static int parse_header(const char *path, const unsigned char *map, uint64_t siz
         reach = s->end;
         reach_idx = s->idx;
     }
-    struct pd_safetensors_entry *sorted = calloc((size_t)nt + 1, sizeof *sorted);
+    struct pd_safetensors_entry *sorted = pdi_calloc((size_t)nt + 1, sizeof *sorted);
     if (!sorted) {
         st = pdi_errorf(PD_ERR_NOMEM, "safetensors %s: out of memory", cp);
         goto done;
@@ -399,7 +399,7 @@ struct pd_safetensors_info *pd_safetensors_info(const char *path)
     unsigned char *map;
     uint64_t size;
     if (map_file(path, &map, &size)) return NULL;
-    struct pd_safetensors_info *info = calloc(1, sizeof *info);
+    struct pd_safetensors_info *info = pdi_calloc(1, sizeof *info);
     int st = info ? parse_header(path, map, size, info) : pdi_errorf(PD_ERR_NOMEM, "safetensors: out of memory");
     if (map) munmap(map, (size_t)size);
     if (st) {
@@ -538,7 +538,7 @@ int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
         cJSON_free(json);
         return pdi_errorf(PD_ERR_INVALID, "safetensors save %s: header of %zu bytes exceeds the limit", cp, padded);
     }
-    char *head = malloc(8 + padded);
+    char *head = pdi_malloc(8 + padded);
     if (!head) {
         cJSON_free(json);
         return pdi_errorf(PD_ERR_NOMEM, "safetensors save %s: out of memory", cp);
@@ -568,7 +568,7 @@ int pd_safetensors_save(const char *path, const struct pd_state_dict *sd)
             goto fail;
         }
         if (!pd_tensor_is_contiguous(t)) {
-            if (!(buf = malloc(nbytes))) {
+            if (!(buf = pdi_malloc(nbytes))) {
                 st = pdi_errorf(PD_ERR_NOMEM, "safetensors save %s: out of memory", cp);
                 goto fail;
             }

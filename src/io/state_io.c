@@ -61,9 +61,9 @@ int pd_state_dict_load(struct pd_state_dict *dst, const struct pd_state_dict *sr
     if (report && report_len) report[0] = 0;
     if (!dst || !src) return pdi_errorf(PD_ERR_NULL, "state dict load: NULL %s", !dst ? "destination" : "source");
     int nd = pd_state_dict_size(dst), ns = pd_state_dict_size(src);
-    int *missing = malloc(((size_t)nd + 1) * sizeof(int));
-    int *unexpected = malloc(((size_t)ns + 1) * sizeof(int));
-    int *mismatch = malloc(((size_t)ns + 1) * sizeof(int));
+    int *missing = pdi_malloc(((size_t)nd + 1) * sizeof(int));
+    int *unexpected = pdi_malloc(((size_t)ns + 1) * sizeof(int));
+    int *mismatch = pdi_malloc(((size_t)ns + 1) * sizeof(int));
     if (!missing || !unexpected || !mismatch) {
         free(missing), free(unexpected), free(mismatch);
         return pdi_errorf(PD_ERR_NOMEM, "state dict load: out of memory");

@@ -22,6 +22,7 @@
  * unset, it uses PD_ATTN_DEFAULT below (the faster one on the train bench).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,7 +77,7 @@ void pdi_nn_attention_fini(struct pd_nn_attention *a)
 struct pd_nn_attention *pd_nn_attention_create(int64_t dim, int n_heads, int n_kv_heads, double rope_theta,
                                                struct pd_generator *g)
 {
-    struct pd_nn_attention *a = malloc(sizeof *a);
+    struct pd_nn_attention *a = pdi_malloc(sizeof *a);
     if (!a) return pdi_error(PD_ERR_NOMEM, "nn.attention: out of memory");
     if (pdi_nn_attention_init(a, dim, n_heads, n_kv_heads, rope_theta, NULL)) {
         free(a);
@@ -119,15 +120,22 @@ enum attn_kernel { ATTN_SDPA, ATTN_FLASHMASK };
 #define PD_ATTN_DEFAULT ATTN_FLASHMASK
 
 /* PD_ATTN, read once (a process-wide knob like PD_GEMM); unknown values
- * fall back to the default. */
+ * fall back to the default. Read under pthread_once: models on several
+ * threads ask at the same time (a lazily set static was a data race). */
+static enum attn_kernel attn_kernel_value = PD_ATTN_DEFAULT;
+static pthread_once_t attn_kernel_once = PTHREAD_ONCE_INIT;
+
+static void attn_kernel_read(void)
+{
+    const char *s = getenv("PD_ATTN");
+    attn_kernel_value = s && !strcmp(s, "sdpa") ? ATTN_SDPA : s && !strcmp(s, "flashmask") ? ATTN_FLASHMASK
+                                                                                           : PD_ATTN_DEFAULT;
+}
+
 static enum attn_kernel attn_kernel(void)
 {
-    static int k = -1;
-    if (k < 0) {
-        const char *s = getenv("PD_ATTN");
-        k = s && !strcmp(s, "sdpa") ? ATTN_SDPA : s && !strcmp(s, "flashmask") ? ATTN_FLASHMASK : PD_ATTN_DEFAULT;
-    }
-    return (enum attn_kernel)k;
+    pthread_once(&attn_kernel_once, attn_kernel_read);
+    return attn_kernel_value;
 }
 
 struct pd_tensor *pdi_nn_attention_forward(struct pd_nn_attention *a, struct pd_tensor *x, struct pd_tensor *positions,
@@ -231,7 +239,7 @@ void pdi_nn_block_fini(struct pd_nn_block *b)
 struct pd_nn_block *pd_nn_block_create(int64_t dim, int n_heads, int n_kv_heads, int64_t hidden_dim,
                                        double norm_eps, double rope_theta, struct pd_generator *g)
 {
-    struct pd_nn_block *b = malloc(sizeof *b);
+    struct pd_nn_block *b = pdi_malloc(sizeof *b);
     if (!b) return pdi_error(PD_ERR_NOMEM, "nn.block: out of memory");
     if (pdi_nn_block_init(b, dim, n_heads, n_kv_heads, hidden_dim, norm_eps, rope_theta, NULL)) {
         free(b);

@@ -164,7 +164,7 @@ int pd_init_trunc_normal_(struct pd_tensor *t, double mean, double std, double a
     const double *p = pdi_host_read(u, "init.trunc_normal_");
     if (!p) return end(t, NULL, gd); /* meta: no values to transform */
     /* erfinv is a host function: the values come back in as host data */
-    double *v = malloc(sizeof *v * (size_t)n);
+    double *v = pdi_malloc(sizeof *v * (size_t)n);
     if (!v) {
         pdi_errorf(PD_ERR_NOMEM, "init.trunc_normal_: out of memory for %lld values", (long long)n);
         return end(t, NULL, gd);
@@ -283,7 +283,7 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
     int tall = rows >= cols;
     int64_t m = tall ? rows : cols, n = tall ? cols : rows;
     struct pd_tensor *z = pd_contiguous(pd_normal((int64_t[]){rows, cols}, 2, 0, 1, PD_F64, g));
-    double *a = malloc((size_t)(m * n) * sizeof *a);
+    double *a = pdi_malloc((size_t)(m * n) * sizeof *a);
     if (!z || !a) {
         free(a);
         if (z) pdi_errorf(PD_ERR_NOMEM, "init.orthogonal_: out of memory for a %lld x %lld matrix", (long long)m,
@@ -304,7 +304,7 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
     }
     /* Gram-Schmidt runs on the host: Q comes back in as host data (the
      * transpose and the gain applied in place in a) */
-    double *qp = malloc((size_t)(m * n) * sizeof *qp);
+    double *qp = pdi_malloc((size_t)(m * n) * sizeof *qp);
     if (!qp) {
         free(a);
         pdi_errorf(PD_ERR_NOMEM, "init.orthogonal_: out of memory for a %lld x %lld matrix", (long long)m,

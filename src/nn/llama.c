@@ -270,14 +270,14 @@ static int init_weights(struct pd_llama *m, uint64_t seed)
 struct pd_llama *pd_llama_create(const struct pd_llama_config *cfg, uint64_t seed)
 {
     if (pd_llama_config_validate(cfg)) return NULL;
-    struct pd_llama *m = calloc(1, sizeof *m);
+    struct pd_llama *m = pdi_calloc(1, sizeof *m);
     if (!m) return pdi_error(PD_ERR_NOMEM, "llama: out of memory");
     m->cfg = *cfg;
     m->training = 1;
     const struct pd_llama_config *c = cfg;
     int64_t n = flat_size(c);
     m->flat = pdi_nn_zeros_owned(&n, 1); /* alignment gaps stay 0 */
-    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    m->layers = pdi_calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->flat || !m->layers) {
         pd_llama_destroy(m);
         return pdi_error(PD_ERR_NOMEM, "llama: out of memory for %lld parameters", (long long)n);
@@ -342,15 +342,15 @@ struct pd_kv_cache *pd_kv_cache_create(const struct pd_llama_config *cfg, int ba
     if (pd_llama_config_validate(cfg)) return NULL;
     if (batch <= 0 || max_len <= 0)
         return pdi_error(PD_ERR_INVALID, "kv_cache: batch and max_len must be positive, got %d and %d", batch, max_len);
-    struct pd_kv_cache *c = calloc(1, sizeof *c);
+    struct pd_kv_cache *c = pdi_calloc(1, sizeof *c);
     if (!c) return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory");
     c->n_layers = cfg->n_layers;
     c->batch = batch;
     c->max_len = max_len;
     c->n_kv_heads = cfg->n_kv_heads;
     c->head_dim = cfg->dim / cfg->n_heads;
-    c->k = calloc((size_t)c->n_layers, sizeof *c->k);
-    c->v = calloc((size_t)c->n_layers, sizeof *c->v);
+    c->k = pdi_calloc((size_t)c->n_layers, sizeof *c->k);
+    c->v = pdi_calloc((size_t)c->n_layers, sizeof *c->v);
     if (!c->k || !c->v) {
         pd_kv_cache_destroy(c);
         return pdi_error(PD_ERR_NOMEM, "kv_cache: out of memory");
@@ -439,8 +439,8 @@ static int packed_positions_and_mask(struct pd_tensor *doc_ids, int64_t b, int64
     if (t > INT32_MAX)
         return pdi_errorf(PD_ERR_INVALID, "llama forward_packed: %lld positions overflow int32 row indices",
                           (long long)t);
-    int64_t n = b * t, *doc = malloc(sizeof *doc * (size_t)n), *p = malloc(sizeof *p * (size_t)n);
-    int32_t *lts = malloc(sizeof *lts * (size_t)n);
+    int64_t n = b * t, *doc = pdi_malloc(sizeof *doc * (size_t)n), *p = pdi_malloc(sizeof *p * (size_t)n);
+    int32_t *lts = pdi_malloc(sizeof *lts * (size_t)n);
     int st = !doc || !p || !lts ? pdi_errorf(PD_ERR_NOMEM, "llama forward_packed: out of memory") : PD_OK;
     if (!st) st = pd_to_buffer(doc_ids, doc, PD_I64);
     for (int64_t r = 0; !st && r < b; r++) {

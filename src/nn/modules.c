@@ -105,7 +105,7 @@ void pdi_nn_linear_fini(struct pd_nn_linear *l)
 
 struct pd_nn_linear *pd_nn_linear_create(int64_t in_features, int64_t out_features, int bias, struct pd_generator *g)
 {
-    struct pd_nn_linear *l = malloc(sizeof *l);
+    struct pd_nn_linear *l = pdi_malloc(sizeof *l);
     if (!l) return pdi_error(PD_ERR_NOMEM, "nn.linear: out of memory");
     if (pdi_nn_linear_init(l, in_features, out_features, bias, NULL) || pdi_nn_linear_reset(l, g)) {
         pd_nn_linear_destroy(l);
@@ -156,7 +156,7 @@ int pdi_nn_embedding_init(struct pd_nn_embedding *e, int64_t num, int64_t dim, s
 
 struct pd_nn_embedding *pd_nn_embedding_create(int64_t num_embeddings, int64_t dim, struct pd_generator *g)
 {
-    struct pd_nn_embedding *e = malloc(sizeof *e);
+    struct pd_nn_embedding *e = pdi_malloc(sizeof *e);
     if (!e) return pdi_error(PD_ERR_NOMEM, "nn.embedding: out of memory");
     if (pdi_nn_embedding_init(e, num_embeddings, dim, NULL) || pd_init_normal_(e->weight, 0, 1, g)) {
         pd_nn_embedding_destroy(e);
@@ -210,7 +210,7 @@ void pdi_nn_rmsnorm_fini(struct pd_nn_rmsnorm *n)
 
 struct pd_nn_rmsnorm *pd_nn_rmsnorm_create(int64_t dim, double eps)
 {
-    struct pd_nn_rmsnorm *n = malloc(sizeof *n);
+    struct pd_nn_rmsnorm *n = pdi_malloc(sizeof *n);
     if (!n) return pdi_error(PD_ERR_NOMEM, "nn.rmsnorm: out of memory");
     if (pdi_nn_rmsnorm_init(n, dim, eps, NULL)) {
         free(n);
@@ -245,7 +245,7 @@ struct pd_nn_layernorm *pd_nn_layernorm_create(int64_t dim, double eps, int affi
     if (dim <= 0 || !(eps >= 0))
         return pdi_error(PD_ERR_INVALID, "nn.layernorm: need dim > 0 and eps >= 0, got dim %lld eps %g",
                          (long long)dim, eps);
-    struct pd_nn_layernorm *n = calloc(1, sizeof *n);
+    struct pd_nn_layernorm *n = pdi_calloc(1, sizeof *n);
     if (!n) return pdi_error(PD_ERR_NOMEM, "nn.layernorm: out of memory");
     n->dim = dim;
     n->eps = eps;
@@ -286,7 +286,7 @@ int pd_nn_layernorm_params(struct pd_nn_layernorm *n, const char *prefix, struct
 struct pd_nn_dropout *pd_nn_dropout_create(double p, uint64_t seed)
 {
     if (!(p >= 0 && p < 1)) return pdi_error(PD_ERR_INVALID, "nn.dropout: p must be in [0, 1), got %g", p);
-    struct pd_nn_dropout *d = calloc(1, sizeof *d);
+    struct pd_nn_dropout *d = pdi_calloc(1, sizeof *d);
     if (!d) return pdi_error(PD_ERR_NOMEM, "nn.dropout: out of memory");
     d->p = p;
     d->training = 1;
@@ -340,7 +340,7 @@ void pdi_nn_mlp_fini(struct pd_nn_mlp *m)
 
 struct pd_nn_mlp *pd_nn_mlp_create(int64_t dim, int64_t hidden_dim, struct pd_generator *g)
 {
-    struct pd_nn_mlp *m = malloc(sizeof *m);
+    struct pd_nn_mlp *m = pdi_malloc(sizeof *m);
     if (!m) return pdi_error(PD_ERR_NOMEM, "nn.mlp: out of memory");
     if (pdi_nn_mlp_init(m, dim, hidden_dim, NULL) || pdi_nn_mlp_reset(m, g)) {
         pd_nn_mlp_destroy(m);

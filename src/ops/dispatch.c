@@ -250,7 +250,7 @@ static inline __attribute__((always_inline)) int run(struct pdi_call *c)
         if (!c->out[j]) { release_outs(c); return pd_last_status(); }
     }
     struct pd_kview inv_small[8], outv[MAX_OUT];
-    struct pd_kview *inv = c->n_in <= 8 ? inv_small : malloc(sizeof *inv * (size_t)c->n_in);
+    struct pd_kview *inv = c->n_in <= 8 ? inv_small : pdi_malloc(sizeof *inv * (size_t)c->n_in);
     if (!inv) { release_outs(c); return pdi_errorf(PD_ERR_NOMEM, "out of memory"); }
     for (int j = 0; j < c->n_out; j++) pdi_kview_of(c->out[j], &outv[j]);
     for (int i = 0; i < c->n_in; i++) {

@@ -33,7 +33,7 @@ static int add_record(struct session *s, const struct pdi_call *c)
     struct pd_meta_report *r = s->r;
     if (r->n_ops == s->cap_ops) {
         int64_t nc = s->cap_ops ? s->cap_ops * 2 : 256;
-        struct pd_meta_op *no = realloc(r->ops, sizeof *no * (size_t)nc);
+        struct pd_meta_op *no = pdi_realloc(r->ops, sizeof *no * (size_t)nc);
         if (!no) return pdi_errorf(PD_ERR_NOMEM, "meta executor: out of memory (report)");
         r->ops = no;
         s->cap_ops = nc;
@@ -98,8 +98,8 @@ static const struct pdi_executor meta_exec = {PDI_EXECUTOR_ABI, "meta", meta_run
 
 int pd_meta_begin(void)
 {
-    struct session *s = calloc(1, sizeof *s);
-    if (s) s->r = calloc(1, sizeof *s->r);
+    struct session *s = pdi_calloc(1, sizeof *s);
+    if (s) s->r = pdi_calloc(1, sizeof *s->r);
     if (!s || !s->r) {
         if (s) free(s);
         return pdi_errorf(PD_ERR_NOMEM, "meta_begin: out of memory");
@@ -173,7 +173,7 @@ static void put(struct text *b, const char *fmt, ...)
     if (k < 0) return;
     if (b->n + (size_t)k + 1 > b->cap) {
         size_t nc = (b->cap + (size_t)k + 1) * 2;
-        char *ns = realloc(b->s, nc);
+        char *ns = pdi_realloc(b->s, nc);
         if (!ns) {
             b->oom = 1;
             return;

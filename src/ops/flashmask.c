@@ -275,7 +275,7 @@ struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_
     left = pdi_clamp64(left, 0, Sq + Sk);
     right = pdi_clamp64(right, 0, Sq + Sk);
     int64_t C = causal ? 1 : 2, shape[4] = {B, 1, Sk, C}, off = Sk - Sq;
-    int32_t *x = malloc(sizeof *x * (size_t)(Sk * C + 1));
+    int32_t *x = pdi_malloc(sizeof *x * (size_t)(Sk * C + 1));
     if (!x) return pdi_error(PD_ERR_NOMEM, "flashmask: out of memory for window indices");
     for (int64_t j = 0; j < Sk; j++) {
         /* query i (aligned to key i + off) sees key j iff i + off - left <= j <= i

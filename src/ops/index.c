@@ -274,8 +274,8 @@ static int count_unique(const struct pd_tensor *x, int64_t *u)
     if (n == 0) return PD_OK;
     if (!pdi_host_read(x, "unique")) return pd_last_status();
     while (cap < 2 * n) cap *= 2;
-    uint64_t *keys = malloc(sizeof *keys * (size_t)cap);
-    unsigned char *used = calloc((size_t)cap, 1);
+    uint64_t *keys = pdi_malloc(sizeof *keys * (size_t)cap);
+    unsigned char *used = pdi_calloc((size_t)cap, 1);
     if (!keys || !used) {
         free(keys);
         free(used);

@@ -250,7 +250,7 @@ struct pd_tensor *pd_concat(struct pd_tensor *const *xs, int n, int axis)
         other_rank |= xs[i]->ndim != 1;
         dt = i == 0 ? xs[0]->dtype : pd_promote_types(dt, xs[i]->dtype);
     }
-    struct pd_tensor *small[16], **in = n <= 16 ? small : malloc(sizeof *in * (size_t)n);
+    struct pd_tensor *small[16], **in = n <= 16 ? small : pdi_malloc(sizeof *in * (size_t)n);
     if (!in) return pdi_error(PD_ERR_NOMEM, "concat: out of memory");
     int m = 0;
     for (int i = 0; i < n; i++) {
@@ -282,7 +282,7 @@ struct pd_tensor *pd_stack(struct pd_tensor *const *xs, int n, int axis)
             return pdi_error(PD_ERR_INVALID, "stack: input %d has shape %s but input 0 has %s", i,
                              pdi_shape_str(xs[i]->shape, xs[i]->ndim, b0, sizeof b0),
                              pdi_shape_str(xs[0]->shape, nd, b1, sizeof b1));
-    struct pd_tensor *small[16], **in = n <= 16 ? small : malloc(sizeof *in * (size_t)n);
+    struct pd_tensor *small[16], **in = n <= 16 ? small : pdi_malloc(sizeof *in * (size_t)n);
     if (!in) return pdi_error(PD_ERR_NOMEM, "stack: out of memory");
     int ok = 1;
     for (int i = 0; i < n && ok; i++) ok = (in[i] = pd_unsqueeze(xs[i], ax)) != NULL;
@@ -401,7 +401,7 @@ struct pd_tensor *pd_tile(struct pd_tensor *x, const int64_t *reps, int n_reps)
             return pdi_error(PD_ERR_INVALID,
                              "tile: %lld repetitions of a tensor of rank %d (at most 65536 at this rank)",
                              (long long)r[d], nd);
-        struct pd_tensor **xs = malloc(sizeof *xs * (size_t)r[d]);
+        struct pd_tensor **xs = pdi_malloc(sizeof *xs * (size_t)r[d]);
         if (!xs) return pdi_error(PD_ERR_NOMEM, "tile: out of memory");
         for (int64_t i = 0; i < r[d]; i++) xs[i] = t;
         t = pd_concat(xs, (int)r[d], d);
@@ -438,7 +438,7 @@ struct pd_tensor *pd_repeat_interleave(struct pd_tensor *x, int64_t repeats, int
     }
     /* no room for the extra axis: index_select with [0 x r, 1 x r, ...] */
     int64_t n = fs[ax];
-    int64_t *ix = malloc(sizeof *ix * (size_t)(n + 1));
+    int64_t *ix = pdi_malloc(sizeof *ix * (size_t)(n + 1));
     if (!ix) return pdi_error(PD_ERR_NOMEM, "repeat_interleave: out of memory");
     for (int64_t i = 0; i < n; i++) ix[i] = i / repeats;
     struct pd_tensor *index = pd_from_buffer(ix, &n, 1, PD_I64);

@@ -405,6 +405,7 @@ static void attention_softmax(const struct pdi_attn *a, struct attn_soft *r)
  * the where keeps the log off 0, so that the gradient stays finite). */
 int pdi_attention_composed(const struct pdi_attn *a, struct pd_tensor **out, struct pd_tensor **lse)
 {
+    if (!a->q || !a->k || !a->v) return pdi_status_of(NULL, __func__); /* a view that failed (out of memory) */
     struct attn_soft r;
     attention_softmax(a, &r);
     enum pd_dtype ct = r.ct;
@@ -422,6 +423,7 @@ int pdi_attention_composed(const struct pdi_attn *a, struct pd_tensor **out, str
 int pdi_attention_vjp_composed(const struct pdi_attn *a, struct pd_tensor **gq, struct pd_tensor **gk,
                                struct pd_tensor **gv, struct pd_tensor **gmask)
 {
+    if (!a->q || !a->k || !a->v) return pdi_status_of(NULL, __func__); /* a view that failed (out of memory) */
     struct attn_soft r;
     attention_softmax(a, &r);
     enum pd_dtype dt = a->q->dtype, ct = r.ct;

@@ -235,6 +235,9 @@ static int infer_backward_of_view(struct pdi_call *c, const struct pdi_ints *sha
     int nd = (int)shape->n;
     for (int i = 0; i < nd; i++)
         if (shape->v[i] < 0) return pdi_errorf(PD_ERR_INVALID, "%s: negative dim in shape", pdi_ops[c->op].name);
+    /* the element limit before any stride is formed from the shape */
+    int rc = pdi_check_shape(pdi_ops[c->op].name, shape->v, nd);
+    if (rc) return rc;
     /* run the forward infer on a shape-only stand-in of the input */
     struct pd_tensor x = {0};
     x.dtype = g->dtype;

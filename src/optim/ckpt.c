@@ -41,7 +41,7 @@ static struct pd_tensor *slot_tensor(const struct pdi_oparam *p, enum pd_optim_k
 static char *key(const char *prefix, const char *a, const char *b)
 {
     size_t n = strlen(prefix) + strlen(a) + (b ? strlen(b) + 1 : 0) + 1;
-    char *k = malloc(n);
+    char *k = pdi_malloc(n);
     if (!k) return pdi_error(PD_ERR_NOMEM, "optimizer state: out of memory");
     snprintf(k, n, "%s%s%s%s", prefix, a, b ? "." : "", b ? b : "");
     return k;
@@ -125,9 +125,9 @@ int pd_optimizer_load_state_dict(struct pd_optimizer *o, const struct pd_state_d
     if (parse_count(get_meta(sd, prefix, "accum", NULL), INT_MAX - 1, &accum))
         return pdi_errorf(PD_ERR_INVALID,
                           "optimizer_load_state_dict: missing or bad '%saccum' (an integer in [0, 2^31 - 2])", prefix);
-    double *lrs = calloc((size_t)o->ng + 1, sizeof *lrs);
-    int64_t *steps = calloc((size_t)o->n + 1, sizeof *steps);
-    struct pd_tensor **src = calloc((size_t)o->n * (N_SLOTS + 1) + 1, sizeof *src);
+    double *lrs = pdi_calloc((size_t)o->ng + 1, sizeof *lrs);
+    int64_t *steps = pdi_calloc((size_t)o->n + 1, sizeof *steps);
+    struct pd_tensor **src = pdi_calloc((size_t)o->n * (N_SLOTS + 1) + 1, sizeof *src);
     int rc = PD_OK;
     if (!lrs || !steps || !src) { rc = pdi_errorf(PD_ERR_NOMEM, "optimizer_load_state_dict: out of memory"); goto out; }
     for (int g = 0; g < o->ng && !rc; g++) {

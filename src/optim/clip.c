@@ -45,7 +45,7 @@ int pdi_grad_scale_copy(struct pd_tensor *leaf, double coef)
  * through one grad_sumsq op; -1 with the error set on failure. */
 static double grads_sumsq(struct pd_tensor *const *params, int n)
 {
-    struct pd_tensor **g = malloc(sizeof *g * (size_t)(n + 1));
+    struct pd_tensor **g = pdi_malloc(sizeof *g * (size_t)(n + 1));
     if (!g) { pdi_errorf(PD_ERR_NOMEM, "clip_grad_norm: out of memory"); return -1; }
     int ng = 0, rc = PD_OK;
     double ss = 0;
@@ -76,7 +76,7 @@ static int grads_scale_(struct pd_tensor *const *params, int n, double coef)
     /* owned gradients first, then the leaves whose gradient is replaced by
      * a scaled copy (bf16/f16, views, shared storage); both lists are made
      * before anything changes */
-    struct pd_tensor **g = malloc(sizeof *g * (size_t)(2 * n + 1));
+    struct pd_tensor **g = pdi_malloc(sizeof *g * (size_t)(2 * n + 1));
     if (!g) return pdi_errorf(PD_ERR_NOMEM, "clip_grad_norm: out of memory");
     struct pd_tensor **copy = g + n;
     int ng = 0, nc = 0, rc = PD_OK;
@@ -116,7 +116,7 @@ double pd_clip_grad_norm(const struct pd_state_dict *params, double max_norm)
 {
     if (!params) { pdi_errorf(PD_ERR_NULL, "clip_grad_norm: NULL state dict"); return -1; }
     int n = pd_state_dict_size(params);
-    struct pd_tensor **t = malloc(sizeof *t * (size_t)(n + 1));
+    struct pd_tensor **t = pdi_malloc(sizeof *t * (size_t)(n + 1));
     if (!t) { pdi_errorf(PD_ERR_NOMEM, "clip_grad_norm: out of memory"); return -1; }
     for (int i = 0; i < n; i++) t[i] = pd_state_dict_tensor(params, i);
     double r = pd_clip_grad_norm_tensors(t, n, max_norm);
@@ -127,7 +127,7 @@ double pd_clip_grad_norm(const struct pd_state_dict *params, double max_norm)
 double pd_optimizer_clip_grad_norm(struct pd_optimizer *o, double max_norm)
 {
     if (!o) { pdi_errorf(PD_ERR_NULL, "clip_grad_norm: NULL optimizer"); return -1; }
-    struct pd_tensor **t = malloc(sizeof *t * (size_t)(o->n + 1));
+    struct pd_tensor **t = pdi_malloc(sizeof *t * (size_t)(o->n + 1));
     if (!t) { pdi_errorf(PD_ERR_NOMEM, "clip_grad_norm: out of memory"); return -1; }
     for (int i = 0; i < o->n; i++) t[i] = o->params[i].p;
     double r = pd_clip_grad_norm_tensors(t, o->n, max_norm);

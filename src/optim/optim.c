@@ -75,7 +75,7 @@ const char *pdi_optim_kind_name(enum pd_optim_kind k)
 struct pd_optimizer *pd_optimizer_create(const struct pd_optim_config *cfg)
 {
     if (pd_optim_config_validate(cfg)) return NULL;
-    struct pd_optimizer *o = calloc(1, sizeof *o);
+    struct pd_optimizer *o = pdi_calloc(1, sizeof *o);
     if (!o) return pdi_error(PD_ERR_NOMEM, "optimizer: out of memory");
     o->cfg = *cfg;
     return o;
@@ -159,14 +159,14 @@ static int add_params(struct pd_optimizer *o, const struct pd_state_dict *params
         if (rc) goto fail;
         if (o->n == o->cap) {
             int nc = o->cap ? 2 * o->cap : 16;
-            struct pdi_oparam *np = realloc(o->params, sizeof *np * (size_t)nc);
+            struct pdi_oparam *np = pdi_realloc(o->params, sizeof *np * (size_t)nc);
             if (!np) { rc = pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory"); goto fail; }
             o->params = np;
             o->cap = nc;
         }
         struct pdi_oparam *p = &o->params[o->n];
         memset(p, 0, sizeof *p);
-        p->name = strdup(name);
+        p->name = pdi_strdup(name);
         p->group = g;
         p->p = t;
         pd_tensor_retain(t);
@@ -185,7 +185,7 @@ static int new_group(struct pd_optimizer *o, const struct pd_optim_config *c)
 {
     if (o->ng == o->capg) {
         int nc = o->capg ? 2 * o->capg : 4;
-        struct pd_optim_config *ng = realloc(o->groups, sizeof *ng * (size_t)nc);
+        struct pd_optim_config *ng = pdi_realloc(o->groups, sizeof *ng * (size_t)nc);
         if (!ng) return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
         o->groups = ng;
         o->capg = nc;
@@ -380,7 +380,7 @@ static int update_batch(struct pd_optimizer *o, struct pending *pend, int n_pend
         pend[i].done = -1; /* in this batch */
         n++;
     }
-    struct pd_tensor **in = malloc(sizeof *in * (size_t)(planes * n));
+    struct pd_tensor **in = pdi_malloc(sizeof *in * (size_t)(planes * n));
     if (!in) {
         for (int i = first; i < n_pend; i++) pend[i].done = pend[i].done > 0;
         return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
@@ -413,7 +413,7 @@ static int update_batch(struct pd_optimizer *o, struct pending *pend, int n_pend
 int pd_optimizer_step(struct pd_optimizer *o)
 {
     if (!o) return pdi_errorf(PD_ERR_NULL, "optimizer_step: NULL optimizer");
-    struct pending *pend = malloc(sizeof *pend * (size_t)(o->n + 1));
+    struct pending *pend = pdi_malloc(sizeof *pend * (size_t)(o->n + 1));
     if (!pend) return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
     int rc = PD_OK, n_pend = 0;
     int prev = pd_no_grad_begin();

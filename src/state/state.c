@@ -43,7 +43,7 @@ static int *find_slot(const struct pd_state_dict *sd, const char *name)
 
 static int rehash(struct pd_state_dict *sd, int n_slots)
 {
-    int *slot = calloc((size_t)n_slots, sizeof *slot);
+    int *slot = pdi_calloc((size_t)n_slots, sizeof *slot);
     if (!slot) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
     free(sd->slot);
     sd->slot = slot;
@@ -54,7 +54,7 @@ static int rehash(struct pd_state_dict *sd, int n_slots)
 
 struct pd_state_dict *pd_state_dict_create(void)
 {
-    struct pd_state_dict *sd = calloc(1, sizeof *sd);
+    struct pd_state_dict *sd = pdi_calloc(1, sizeof *sd);
     if (!sd) return pdi_error(PD_ERR_NOMEM, "state dict: out of memory");
     return sd;
 }
@@ -93,14 +93,14 @@ int pd_state_dict_set(struct pd_state_dict *sd, const char *name, struct pd_tens
     }
     if (sd->n == sd->cap) {
         int cap = sd->cap ? 2 * sd->cap : 16;
-        struct entry *e = realloc(sd->e, (size_t)cap * sizeof *e);
+        struct entry *e = pdi_realloc(sd->e, (size_t)cap * sizeof *e);
         if (!e) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
         sd->e = e;
         sd->cap = cap;
     }
     /* Grow the index first: a failure then leaves the dict as it was. */
     if (2 * (sd->n + 1) >= sd->n_slots && rehash(sd, sd->n_slots ? 2 * sd->n_slots : 64)) return pd_last_status();
-    char *copy = strdup(name);
+    char *copy = pdi_strdup(name);
     if (!copy) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
     pd_tensor_retain(t);
     sd->e[sd->n++] = (struct entry){copy, t};
@@ -168,7 +168,7 @@ static int *find_meta_slot(const struct pd_state_dict *sd, const char *key)
 
 static int meta_rehash(struct pd_state_dict *sd, int n_slots)
 {
-    int *slot = calloc((size_t)n_slots, sizeof *slot);
+    int *slot = pdi_calloc((size_t)n_slots, sizeof *slot);
     if (!slot) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
     free(sd->meta_slot);
     sd->meta_slot = slot;
@@ -180,7 +180,7 @@ static int meta_rehash(struct pd_state_dict *sd, int n_slots)
 int pd_state_dict_set_meta(struct pd_state_dict *sd, const char *key, const char *value)
 {
     if (!sd || !key || !value) return pdi_errorf(PD_ERR_INVALID, "state dict: NULL metadata key or value");
-    char *v = strdup(value);
+    char *v = pdi_strdup(value);
     if (!v) return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
     int *slot = find_meta_slot(sd, key);
     if (slot && *slot) {
@@ -195,9 +195,9 @@ int pd_state_dict_set_meta(struct pd_state_dict *sd, const char *key, const char
     }
     if (sd->n_meta == sd->cap_meta) {
         int cap = sd->cap_meta ? 2 * sd->cap_meta : 8;
-        char **k = realloc(sd->meta_k, (size_t)cap * sizeof *k);
+        char **k = pdi_realloc(sd->meta_k, (size_t)cap * sizeof *k);
         if (k) sd->meta_k = k;
-        char **vv = k ? realloc(sd->meta_v, (size_t)cap * sizeof *vv) : NULL;
+        char **vv = k ? pdi_realloc(sd->meta_v, (size_t)cap * sizeof *vv) : NULL;
         if (!vv) {
             free(v);
             return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");
@@ -205,7 +205,7 @@ int pd_state_dict_set_meta(struct pd_state_dict *sd, const char *key, const char
         sd->meta_v = vv;
         sd->cap_meta = cap;
     }
-    char *k = strdup(key);
+    char *k = pdi_strdup(key);
     if (!k) {
         free(v);
         return pdi_errorf(PD_ERR_NOMEM, "state dict: out of memory");

@@ -153,7 +153,7 @@ static int a_chunk(int64_t v, int *must, struct pd_tensor **out)
 static int a_split(int64_t v, int *must, struct pd_tensor **out)
 {
     struct pd_tensor *o[2] = {0};
-    int64_t sizes[2] = {v, 2 - v};
+    int64_t sizes[2] = {v, (int64_t)(2 - (uint64_t)v)}; /* wraps for INT64_MIN: still invalid */
     *must = !(v >= 0 && v <= 2);
     *out = NULL;
     int rc = pd_split(x234(), sizes, 2, 0, o);
@@ -298,7 +298,7 @@ static int a_dataset_batch(int64_t v, int *must, struct pd_tensor **out)
 {
     static const char text[] = "the quick brown fox jumps over the lazy dog, again and again and again.";
     int t = fits_int(v) ? (int)v : INT_MAX;
-    *must = t < 1 || t + 1 > (int)sizeof text - 1;
+    *must = t < 1 || (int64_t)t + 1 > (int64_t)sizeof text - 1;
     *out = NULL;
     struct pd_text_dataset *ds = pd_text_dataset_from_memory(text, sizeof text - 1, NULL, 0.0);
     if (!ds) return -1;

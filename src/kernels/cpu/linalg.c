@@ -146,7 +146,7 @@ struct pdi_dnnl_entry *pdi_dnnl_get(const void *key, size_t klen, pdi_dnnl_build
         if (!e) victim = i;
         else if (cache[victim] && e->stamp < cache[victim]->stamp) victim = i;
     }
-    struct pdi_dnnl_entry *e = calloc(1, sizeof *e);
+    struct pdi_dnnl_entry *e = pdi_calloc(1, sizeof *e);
     if (!e) {
         pthread_mutex_unlock(&cache_mu);
         return pdi_error(PD_ERR_NOMEM, "out of memory (oneDNN cache)");
