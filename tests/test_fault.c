@@ -14,7 +14,11 @@
  *     the sanitized build, with the allocator's cache off);
  *   - the process is usable: scopes and grad mode are as before, and the
  *     same job with injection off gives the reference numbers bit for bit.
- * The sweep stops at the first N past the job's last allocation.
+ * The sweep stops at the first N past the job's last allocation. Four more
+ * jobs get the same sweep and checks: KV-cache generation (greedy and
+ * sampled, padded prompts), the text dataset from memory with its batches
+ * and iterator, BPE training with encode/decode and the JSON round trip, and
+ * the AMP grad scaler (a scaled step, its state saved and loaded).
  *
  *   test_fault [stride [persist [first]]]   (first and stride: of the big job)
  *       stride 0: a default that keeps the run to a few seconds;
@@ -396,6 +400,50 @@ out:
     return rc;
 }
 
+/* Regression jobs swept at every N by make test (small enough to be fast):
+ * a padded greedy generation of two tokens (a pad mask that could not be
+ * made ran the step unmasked) and a tokenizer's to_json (an add that ran out
+ * of memory dropped a field). */
+static int job_generate_padded(struct result *r)
+{
+    int rc = -1, scope = pd_scope_begin();
+    if (scope < 0) return -1;
+    struct pd_llama_config cfg = pt_tiny_llama_config();
+    cfg.n_layers = 1;
+    struct pd_llama *m = pd_llama_create(&cfg, 3);
+    struct pd_generation *gen = NULL;
+    int64_t p0[] = {1, 2, 3}, p1[] = {7};
+    const int64_t *prompts[] = {p0, p1};
+    int lens[] = {3, 1};
+    struct pd_generate_config c;
+    pd_generate_config_default(&c);
+    c.max_new_tokens = 2;
+    if (!m || !(gen = pd_generate(m, prompts, lens, 2, &c, NULL))) goto out;
+    r->params = 14695981039346656037ull;
+    for (int row = 0; row < 2; row++)
+        r->params = fnv(r->params, pd_generation_tokens(gen, row), (size_t)pd_generation_len(gen, row) * sizeof(int64_t));
+    rc = 0;
+out:
+    pd_generation_destroy(gen);
+    pd_llama_destroy(m);
+    pd_scope_end(scope);
+    return rc;
+}
+
+static int job_tokenizer_json(struct result *r)
+{
+    int rc = -1;
+    char *json = NULL;
+    struct pd_tokenizer *tok = pd_tokenizer_from_json(tok_json);
+    if (!tok || pd_tokenizer_add_special(tok, "<pad>") < 0 || !(json = pd_tokenizer_to_json(tok))) goto out;
+    r->params = fnv(14695981039346656037ull, json, strlen(json));
+    rc = 0;
+out:
+    free(json);
+    pd_tokenizer_destroy(tok);
+    return rc;
+}
+
 struct sweep_opts {
     int64_t stride, first;
     int persist, trace;
@@ -476,6 +524,8 @@ int main(int argc, char **argv)
     struct sweep_opts every = o;
     every.stride = 1, every.first = 1;
     sweep("attention", job_attention, every);
+    sweep("generate-padded", job_generate_padded, every);
+    sweep("tokenizer-json", job_tokenizer_json, every);
     sweep("step+checkpoint", job, o);
     sweep("generate", job_generate, o);
     sweep("dataset", job_dataset, o);
