@@ -445,7 +445,7 @@ out:
 }
 
 struct sweep_opts {
-    int64_t stride, first;
+    int64_t stride, first, samples; /* samples: trials when stride is 0 (default 97) */
     int persist, trace;
 };
 
@@ -465,7 +465,8 @@ static void sweep(const char *name, int (*job_fn)(struct result *), struct sweep
     int64_t total = pd_fault_count();
     pd_fault_inject(0, 0);
     CHECK(total > 10, "%s: only %lld allocations counted", name, (long long)total);
-    int64_t stride = o.stride > 0 ? o.stride : total / 97 + 1; /* about a hundred trials */
+    int64_t samples = o.samples > 0 ? o.samples : 97; /* about a hundred trials */
+    int64_t stride = o.stride > 0 ? o.stride : total / samples + 1;
     printf("%s: %lld allocations; stride %lld%s\n", name, (long long)total, (long long)stride,
            o.persist ? ", persistent failures" : "");
 
@@ -514,8 +515,8 @@ static void sweep(const char *name, int (*job_fn)(struct result *), struct sweep
 
 int main(int argc, char **argv)
 {
-    struct sweep_opts o = {argc > 1 ? atoll(argv[1]) : 0, argc > 3 ? atoll(argv[3]) : 1,
-                           argc > 2 ? atoi(argv[2]) : 0, getenv("PD_FAULT_TRACE") != NULL};
+    struct sweep_opts o = {.stride = argc > 1 ? atoll(argv[1]) : 0, .first = argc > 3 ? atoll(argv[3]) : 1,
+                           .persist = argc > 2 ? atoi(argv[2]) : 0, .trace = getenv("PD_FAULT_TRACE") != NULL};
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* on tmpfs where there is one: each save fsyncs */
     const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -527,10 +528,12 @@ int main(int argc, char **argv)
     sweep("generate-padded", job_generate_padded, every);
     sweep("tokenizer-json", job_tokenizer_json, every);
     sweep("step+checkpoint", job, o);
-    sweep("generate", job_generate, o);
-    sweep("dataset", job_dataset, o);
-    sweep("bpe", job_bpe, o);
-    sweep("scaler", job_scaler, o);
+    struct sweep_opts fewer = o; /* keeps make test fast */
+    fewer.samples = 40;
+    sweep("generate", job_generate, fewer);
+    sweep("dataset", job_dataset, fewer);
+    sweep("bpe", job_bpe, fewer);
+    sweep("scaler", job_scaler, fewer);
     unlink(ckpt_path);
     return failures ? 1 : 0;
 }
