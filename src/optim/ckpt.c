@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/file.h"
 #include "core/internal.h"
 #include "optim/optim_internal.h"
 
@@ -115,9 +116,11 @@ int pd_optimizer_load_state_dict(struct pd_optimizer *o, const struct pd_state_d
     if (!prefix) prefix = "";
     const char *kind = get_meta(sd, prefix, "kind", NULL);
     if (!kind) return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: no '%skind' metadata", prefix);
-    if (strcmp(kind, pdi_optim_kind_name(o->cfg.kind)))
-        return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: checkpoint is for %s, optimizer is %s", kind,
-                          pdi_optim_kind_name(o->cfg.kind));
+    if (strcmp(kind, pdi_optim_kind_name(o->cfg.kind))) {
+        char q[PDI_QUOTE_BUF]; /* the file's text: quoted, so the message stays one line */
+        return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: checkpoint is for %s, optimizer is %s",
+                          pdi_quote(kind, q, sizeof q), pdi_optim_kind_name(o->cfg.kind));
+    }
     int64_t step, accum;
     if (parse_count(get_meta(sd, prefix, "step", NULL), PD_OPTIM_MAX_STEP, &step))
         return pdi_errorf(PD_ERR_INVALID, "optimizer_load_state_dict: missing or bad '%sstep' (an integer in [0, 2^53])",
