@@ -755,7 +755,7 @@ static int w_ds_i(int i, int *m, struct pd_tensor **out)
     *out = NULL;
     if (!ds) return -1;
     int64_t nt = pd_text_dataset_num_tokens(ds, PD_SPLIT_TRAIN);
-    *m = IV < 0 || IV + 4 > nt;
+    *m = IV < 0 || IV > nt - 4;
     acc += pd_text_dataset_ids(ds, PD_SPLIT_TRAIN, IV, 4, buf) == 0;
     if (pd_text_dataset_ids(ds, PD_SPLIT_TRAIN, 0, IV < 0 ? IV : 0, buf) == 0 && IV < 0) acc += 100;
     if (pd_text_dataset_num_tokens(ds, (enum pd_split)II) >= 0 && (II < 0 || II > 1)) acc += 100;
@@ -872,7 +872,7 @@ static int w_generate_n(int i, int *m, struct pd_tensor **out)
     }
     struct pd_llama *l = pd_llama_create(&c, 1);
     if (!l) return -1;
-    struct pd_generation *r = pd_generate(NP(0, l), NP(1, prompts), NP(2, lens), 1, NP(3, &g), NULL);
+    struct pd_generation *r = i < 4 ? pd_generate(NP(0, l), NP(1, prompts), NP(2, lens), 1, NP(3, &g), NULL) : NULL;
     if (i == 4) { /* rows of a good generation at a bad index */
         r = pd_generate(l, prompts, lens, 1, &g, NULL);
         int bad = r && (pd_generation_tokens(r, 1) || pd_generation_tokens(r, -1) || pd_generation_len(r, 5) > 0);
