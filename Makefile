@@ -44,8 +44,9 @@ test-tsan: deps
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_threads
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R '^test_threads$$'
 
-# Fault injection, the full sweep: every allocation of a training step and a
-# checkpoint round trip fails in turn, once and then persistently, in the
+# Fault injection, the full sweep: every allocation of each job (attention, a
+# training step and a checkpoint round trip, generation, the text dataset, BPE
+# training, the grad scaler) fails in turn, once and then persistently, in the
 # sanitized build (LeakSanitizer on). `make test` runs a sample of it.
 faultinject: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON

@@ -484,19 +484,28 @@ char *pd_tokenizer_to_json(const struct pd_tokenizer *tok)
             return pdi_error(PD_ERR_INVALID, "tokenizer_to_json: special token %d contains a NUL byte", id);
     cJSON *root = cJSON_CreateObject();
     cJSON *merges = cJSON_CreateArray(), *special = cJSON_CreateArray();
-    int ok = root && merges && special;
-    if (ok) {
-        cJSON_AddStringToObject(root, "format", "paddlec-tokenizer");
-        cJSON_AddNumberToObject(root, "version", 1);
-        cJSON_AddStringToObject(root, "type", kind_names[tok->kind]);
-        cJSON_AddStringToObject(root, "pretokenizer", PRETOK_NAME);
-        cJSON_AddNumberToObject(root, "vocab_size", tok->n_tok);
-        cJSON_AddItemToObject(root, "merges", merges);
-        cJSON_AddItemToObject(root, "special", special);
-    } else {
-        cJSON_Delete(merges);
-        cJSON_Delete(special);
+    /* every add checked: an add that ran out of memory would drop the field
+     * (issue 12's fault sweep: "pretokenizer" went missing and the JSON
+     * still parsed) */
+    int ok = root && cJSON_AddStringToObject(root, "format", "paddlec-tokenizer") &&
+             cJSON_AddNumberToObject(root, "version", 1) &&
+             cJSON_AddStringToObject(root, "type", kind_names[tok->kind]) &&
+             cJSON_AddStringToObject(root, "pretokenizer", PRETOK_NAME) &&
+             cJSON_AddNumberToObject(root, "vocab_size", tok->n_tok);
+    if (ok && merges) {
+        ok = cJSON_AddItemToObject(root, "merges", merges);
+        if (ok) merges = NULL;
     }
+    cJSON *merges_arr = ok ? cJSON_GetObjectItemCaseSensitive(root, "merges") : NULL;
+    if (ok && special) {
+        ok = cJSON_AddItemToObject(root, "special", special);
+        if (ok) special = NULL;
+    }
+    cJSON *special_arr = ok ? cJSON_GetObjectItemCaseSensitive(root, "special") : NULL;
+    ok = ok && merges_arr && special_arr;
+    cJSON_Delete(merges); /* the ones not attached */
+    cJSON_Delete(special);
+    merges = merges_arr, special = special_arr;
     for (int r = 0; ok && r < tok->n_merges; r++) {
         cJSON *pair = cJSON_CreateIntArray(tok->merges + 2 * r, 2);
         ok = pair && cJSON_AddItemToArray(merges, pair);
@@ -508,12 +517,10 @@ char *pd_tokenizer_to_json(const struct pd_tokenizer *tok)
         if (ok) {
             memcpy(text, tok->tok[id], tok->tok_len[id]);
             text[tok->tok_len[id]] = 0;
-            cJSON_AddNumberToObject(sp, "id", id);
-            cJSON_AddStringToObject(sp, "text", text);
-            ok = cJSON_AddItemToArray(special, sp);
-        } else {
-            cJSON_Delete(sp);
+            ok = cJSON_AddNumberToObject(sp, "id", id) && cJSON_AddStringToObject(sp, "text", text) &&
+                 cJSON_AddItemToArray(special, sp);
         }
+        if (!ok) cJSON_Delete(sp);
         free(text);
     }
     char *s = ok ? cJSON_Print(root) : NULL;

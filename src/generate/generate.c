@@ -285,7 +285,8 @@ static int run_cached(struct pd_llama *m, const int64_t *const *prompts, const i
             for (int b = 0; b < rows; b++) memcpy(mcols + (size_t)b * (pos + t), mask + (size_t)b * total, (size_t)(pos + t));
             pm = pd_from_buffer(mcols, (int64_t[]){rows, pos + t}, 2, PD_BOOL);
         }
-        err = last_logits(pd_llama_forward(m, x, cache, pm), logits);
+        /* a mask that could not be made is an error, not "no padding" */
+        err = padded && !pm ? pd_last_status() : last_logits(pd_llama_forward(m, x, cache, pm), logits);
         if (!err) err = draw_uniforms(cfg, rng, rows, u);
         pd_scope_end(scope_tok);
         pos += t;
