@@ -71,8 +71,13 @@ int pd_arith_is_heldout(const struct pd_arith_config *cfg, enum pd_arith_op op, 
 void pd_arith_format(const struct pd_arith_config *cfg, enum pd_arith_op op, int64_t a, int64_t b, char *prompt,
                      char *answer)
 {
+    if (!prompt || !answer) {
+        pdi_errorf(PD_ERR_NULL, "arith_format: NULL buffer");
+        return;
+    }
     int reverse = cfg ? cfg->reverse_answer : 1;
-    int64_t c = op == PD_ARITH_ADD ? a + b : a - b;
+    /* wraps instead of overflowing (operands are the caller's; in range they are exact) */
+    int64_t c = (int64_t)(op == PD_ARITH_ADD ? (uint64_t)a + (uint64_t)b : (uint64_t)a - (uint64_t)b);
     snprintf(prompt, 24, "%lld%c%lld=", (long long)a, op == PD_ARITH_ADD ? '+' : '-', (long long)b);
     int n = snprintf(answer, 24, "%lld", (long long)c);
     if (reverse)

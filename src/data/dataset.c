@@ -197,8 +197,8 @@ int pd_text_dataset_ids(const struct pd_text_dataset *ds, enum pd_split split, i
     int64_t s0, len;
     if (split_range(ds, split, &s0, &len)) return pd_last_status();
     if (start < 0 || n < 0 || start > len - n || (!out && n))
-        return pdi_errorf(PD_ERR_INVALID, "text dataset: ids [%lld, %lld) outside the split's %lld tokens",
-                          (long long)start, (long long)(start + n), (long long)len);
+        return pdi_errorf(PD_ERR_INVALID, "text dataset: %lld ids from %lld outside the split's %lld tokens",
+                          (long long)n, (long long)start, (long long)len);
     for (int64_t i = 0; i < n; i++) out[i] = (int32_t)id_at(ds, s0 + start + i);
     return PD_OK;
 }

@@ -43,7 +43,7 @@ int pdi_nn_attention_init(struct pd_nn_attention *a, int64_t dim, int n_heads, i
     if ((dim / n_heads) % 2)
         return pdi_errorf(PD_ERR_INVALID, "nn.attention: head_dim (dim / n_heads = %lld) must be even for RoPE",
                           (long long)(dim / n_heads));
-    if (!(rope_theta > 0)) return pdi_errorf(PD_ERR_INVALID, "nn.attention: rope_theta must be > 0, got %g", rope_theta);
+    if (!(rope_theta > 0 && rope_theta < INFINITY)) return pdi_errorf(PD_ERR_INVALID, "nn.attention: rope_theta must be finite and > 0, got %g", rope_theta);
     a->n_heads = n_heads;
     a->n_kv_heads = n_kv_heads;
     a->head_dim = (int)(dim / n_heads);

@@ -273,6 +273,7 @@ int pd_init_orthogonal_(struct pd_tensor *t, double gain, struct pd_generator *g
 {
     if (t && t->ndim < 2)
         return pdi_errorf(PD_ERR_INVALID, "init.orthogonal_: need at least 2 dims, got %d", t->ndim);
+    if (!isfinite(gain)) return pdi_errorf(PD_ERR_INVALID, "init.orthogonal_: gain must be finite, got %g", gain);
     struct init_guard gd = {0, 0};
     int st = begin(t, "orthogonal_", &gd);
     if (st) return st;

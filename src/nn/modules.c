@@ -189,8 +189,8 @@ int pd_nn_embedding_params(struct pd_nn_embedding *e, const char *prefix, struct
 int pdi_nn_rmsnorm_init(struct pd_nn_rmsnorm *n, int64_t dim, double eps, struct pdi_nn_arena *ar)
 {
     memset(n, 0, sizeof *n);
-    if (dim <= 0 || !(eps >= 0))
-        return pdi_errorf(PD_ERR_INVALID, "nn.rmsnorm: need dim > 0 and eps >= 0, got dim %lld eps %g",
+    if (dim <= 0 || !(eps >= 0 && eps < INFINITY))
+        return pdi_errorf(PD_ERR_INVALID, "nn.rmsnorm: need dim > 0 and finite eps >= 0, got dim %lld eps %g",
                           (long long)dim, eps);
     n->dim = dim;
     n->eps = eps;
@@ -242,8 +242,8 @@ int pd_nn_rmsnorm_params(struct pd_nn_rmsnorm *n, const char *prefix, struct pd_
 
 struct pd_nn_layernorm *pd_nn_layernorm_create(int64_t dim, double eps, int affine)
 {
-    if (dim <= 0 || !(eps >= 0))
-        return pdi_error(PD_ERR_INVALID, "nn.layernorm: need dim > 0 and eps >= 0, got dim %lld eps %g",
+    if (dim <= 0 || !(eps >= 0 && eps < INFINITY))
+        return pdi_error(PD_ERR_INVALID, "nn.layernorm: need dim > 0 and finite eps >= 0, got dim %lld eps %g",
                          (long long)dim, eps);
     struct pd_nn_layernorm *n = pdi_calloc(1, sizeof *n);
     if (!n) return pdi_error(PD_ERR_NOMEM, "nn.layernorm: out of memory");

@@ -47,6 +47,7 @@ static int resolve_shape(const char *op, const struct pd_tensor *x, const int64_
 {
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
     if (nd < 0 || nd > PD_MAX_DIMS) return pdi_errorf(PD_ERR_INVALID, "%s: ndim %d outside [0, %d]", op, nd, PD_MAX_DIMS);
+    if (nd > 0 && !shape) return pdi_errorf(PD_ERR_NULL, "%s: shape is NULL", op);
     int neg = -1;
     int64_t known = 1;
     for (int i = 0; i < nd; i++) {
@@ -425,6 +426,7 @@ struct pd_tensor *pd_expand(struct pd_tensor *x, const int64_t *shape, int ndim)
 {
     if (!x) return NULL;
     if (ndim < 0 || ndim > PD_MAX_DIMS) return pdi_error(PD_ERR_INVALID, "expand: ndim %d outside [0, %d]", ndim, PD_MAX_DIMS);
+    if (ndim > 0 && !shape) return pdi_error(PD_ERR_NULL, "expand: shape is NULL");
     struct pdi_attrs a = {.shape = {.shape = {.n = ndim}}};
     memcpy(a.shape.shape.v, shape, sizeof(int64_t) * (size_t)ndim);
     return pdi_call1(PD_OP_expand, x, &a);

@@ -99,6 +99,7 @@ static int grads_scale_(struct pd_tensor *const *params, int n, double coef)
 
 double pd_clip_grad_norm_tensors(struct pd_tensor *const *params, int n, double max_norm)
 {
+    if (n < 0) { pdi_errorf(PD_ERR_INVALID, "clip_grad_norm: negative count %d", n); return -1; }
     if (!params && n > 0) { pdi_errorf(PD_ERR_NULL, "clip_grad_norm: NULL parameter list"); return -1; }
     if (!(max_norm >= 0)) { pdi_errorf(PD_ERR_INVALID, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm); return -1; }
     for (int i = 0; i < n; i++)

@@ -48,5 +48,9 @@ void sw_run_all(const int *sel, int n);
 int sw_api_count(void);
 void sw_run_api_case(int k);
 void sw_describe_api(int k, char *buf, size_t n);
+/* sweep_wrap.c: the public wrappers that resolve arguments themselves */
+int sw_wrap_count(void);
+void sw_run_wrap_case(int k, int judge_k);
+void sw_describe_wrap(int k, char *buf, size_t n);
 
 #endif

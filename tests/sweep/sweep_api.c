@@ -332,12 +332,16 @@ static const struct {
 };
 #define N_API ((int)(sizeof api / sizeof api[0]))
 
-int sw_api_count(void) { return sw_opts.only_op ? 0 : N_API * NV; }
+int sw_api_count(void) { return sw_opts.only_op ? 0 : N_API * NV + sw_wrap_count(); }
 
 void sw_run_api_case(int k)
 {
     int must = 0;
     struct pd_tensor *out = NULL;
+    if (k >= N_API * NV) {
+        sw_run_wrap_case(k - N_API * NV, sw_shm->n_op_cases + k);
+        return;
+    }
     pd_clear_error();
     int rc = api[k / NV].fn(vals[k % NV], &must, &out);
     sw_judge(sw_shm->n_op_cases + k, rc, must, 0, &out, out ? 1 : 0);
@@ -345,5 +349,9 @@ void sw_run_api_case(int k)
 
 void sw_describe_api(int k, char *buf, size_t n)
 {
+    if (k >= N_API * NV) {
+        sw_describe_wrap(k - N_API * NV, buf, n);
+        return;
+    }
     snprintf(buf, n, "%s with v = %lld", api[k / NV].name, (long long)vals[k % NV]);
 }
