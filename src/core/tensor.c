@@ -192,6 +192,18 @@ int pdi_check_new(const int64_t *shape, int ndim, enum pd_dtype dt)
     return check_shape(shape, ndim);
 }
 
+/* The contiguous tensor of shape over st (both new tensors' last step). */
+static inline struct pd_tensor *tensor_over(struct pd_tensor *t, struct pdi_storage *st, const int64_t *shape,
+                                            int ndim, enum pd_dtype dt)
+{
+    t->st = st;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    pdi_contiguous_strides(shape, ndim, t->strides);
+    return t;
+}
+
 struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtype dt, int backend,
                                     const struct pd_allocator *alloc)
 {
@@ -208,12 +220,7 @@ struct pd_tensor *pdi_tensor_new_on(const int64_t *shape, int ndim, enum pd_dtyp
     struct pd_tensor *t = tensor_shell();
     if (!t) { pdi_allocator_free(alloc, st->data, st->nbytes); fl_put(&free_storages, st); return NULL; }
     if (__builtin_expect(__atomic_load_n(&track_on, __ATOMIC_RELAXED) != 0, 0)) storage_link(st);
-    t->st = st;
-    t->dtype = dt;
-    t->ndim = ndim;
-    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    pdi_contiguous_strides(shape, ndim, t->strides);
-    return t;
+    return tensor_over(t, st, shape, ndim, dt);
 }
 
 /* A meta storage has a size but no data; it is marked external too, so that
@@ -231,12 +238,7 @@ struct pd_tensor *pdi_tensor_new_meta(const int64_t *shape, int ndim, enum pd_dt
     st->external = st->meta = 1;
     st->backend = -1; /* no device: shapes only */
     pdi_meta_account((int64_t)st->nbytes);
-    t->st = st;
-    t->dtype = dt;
-    t->ndim = ndim;
-    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
-    pdi_contiguous_strides(shape, ndim, t->strides);
-    return t;
+    return tensor_over(t, st, shape, ndim, dt);
 }
 
 struct pd_tensor *pdi_tensor_new(const int64_t *shape, int ndim, enum pd_dtype dt)

@@ -124,15 +124,8 @@ static int base_spec(int op, int nin_c, int sh, int lay, int dtv, int av, struct
 /* ---- building and running a spec ------------------------------------ */
 static void store_int(void *p, enum pd_dtype dt, int64_t v)
 {
-    switch (dt) {
-    case PD_I8: *(int8_t *)p = (int8_t)v; break;
-    case PD_U8: *(uint8_t *)p = (uint8_t)v; break;
-    case PD_I16: *(int16_t *)p = (int16_t)v; break;
-    case PD_I32: *(int32_t *)p = (int32_t)v; break;
-    case PD_I64: *(int64_t *)p = v; break;
-    case PD_BOOL: *(uint8_t *)p = v != 0; break;
-    default: pdi_store(p, dt, (double)v); break;
-    }
+    if (pd_dtype_is_float(dt)) pdi_store(p, dt, (double)v);
+    else pdi_store_int(p, dt, v); /* integers wrap, bool is v != 0 */
 }
 
 static void fill(struct pd_tensor *t, int data)
