@@ -50,7 +50,9 @@ void cli_interrupt_begin(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
+    sigemptyset(&sa.sa_mask);   /* one at a time: the second waits for the first's return */
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
     sa.sa_flags = SA_RESTART;
     interrupted = 0;
     sigaction(SIGINT, &sa, &old_int);
