@@ -49,10 +49,11 @@ ok '[ "$(ls "$dir/i" | grep -c "^ckpt-")" -le 2 ]'   # --keep-last 2 counts the 
 ok '[ "$(tail -n 1 "$dir/i/metrics.jsonl")" = "{\"step\":$step,\"event\":\"interrupted\"}" ]'
 # a killed run may have logged a step its checkpoint does not hold: the resume drops it
 echo "{\"step\":$((step + 1)),\"loss\":9,\"lr\":0,\"grad_norm\":0,\"tokens_per_s\":0,\"tokens\":0,\"elapsed_s\":0}" >>"$dir/i/metrics.jsonl"
+printf '{"step":%d,"loss":9,"lr' $((step + 2)) >>"$dir/i/metrics.jsonl"   # and a line cut short
 
 # ---- --resume DIR: the latest checkpoint; the end equals the uninterrupted run's ---
 "$bin" train --resume "$dir/i" >"$dir/r.out" 2>"$dir/r.err"
-ok '[ $? -eq 0 ] && grep -q "(resumed)" "$dir/r.err" && grep -q "metrics lines after step $step removed" "$dir/r.err"'
+ok '[ $? -eq 0 ] && grep -q "(resumed)" "$dir/r.err" && grep -q "3 metrics lines after step $step removed" "$dir/r.err"'
 ok 'cmp -s "$dir/s/final.safetensors" "$dir/i/final.safetensors"'
 ok 'cmp -s "$dir/s/final.state.safetensors" "$dir/i/final.state.safetensors"'
 ok '[ "$(losses "$dir/i/metrics.jsonl")" = "$(losses "$dir/s/metrics.jsonl")" ]'   # every step once, same values

@@ -127,8 +127,8 @@ int cmd_eval(int argc, char **argv)
     const char *pos[1];
     int npos;
     cli_parse(argc, argv, opts, "eval --ckpt PATH [options]",
-              "Validation loss and perplexity of a checkpoint on the validation split of its data (or of\n"
-              "--data), and, for the built-in data set, the held-out task accuracy (greedy generation).",
+              "Validation loss, perplexity and bits per byte of a model or checkpoint on the validation split\n"
+              "of its data (or of --data), and, for the built-in data set, the held-out task accuracy.",
               pos, 0, &npos);
     if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
     struct cli_model cm;

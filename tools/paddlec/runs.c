@@ -228,7 +228,8 @@ void cli_run_prune(const char *dir, int keep_last)
  * are not events (the train and validation lines the checkpoint's run
  * wrote); drops the rest (steps the checkpoint does not hold, and the
  * "done"/"interrupted" events), so the resumed run appends no duplicate. A
- * line that is not a JSON object with a numeric "step" is kept. */
+ * line that is not a JSON object with a numeric "step" (the last line of a
+ * killed run may be cut short) is dropped too. */
 int64_t cli_metrics_truncate(const char *path, int64_t step)
 {
     struct stat st;
@@ -245,15 +246,15 @@ int64_t cli_metrics_truncate(const char *path, int64_t step)
         if (nl) *nl = 0;
         cJSON *j = cJSON_Parse(line);
         const cJSON *s = j ? cJSON_GetObjectItemCaseSensitive(j, "step") : NULL;
-        int keep = !cJSON_IsNumber(s) || s->valuedouble < (double)step ||
-                   (s->valuedouble == (double)step && !cJSON_GetObjectItemCaseSensitive(j, "event"));
+        int keep = cJSON_IsNumber(s) && (s->valuedouble < (double)step ||
+                                         (s->valuedouble == (double)step && !cJSON_GetObjectItemCaseSensitive(j, "event")));
         cJSON_Delete(j);
-        if (keep && *line) {
+        if (keep) {
             size_t l = strlen(line);
             memcpy(out + k, line, l);
             out[k + l] = '\n';
             k += l + 1;
-        } else if (!keep) {
+        } else if (*line) {
             dropped++;
         }
         line = next;

@@ -923,7 +923,7 @@ int cmd_train(int argc, char **argv)
             snprintf(line, sizeof line, "{\"step\":%lld,\"event\":\"interrupted\"}", (long long)R.step);
             cli_metrics_write(mf, line);
             fprintf(stderr, "paddlec train: interrupted at step %lld/%d: checkpoint %s saved; continue with: paddlec train "
-                    "--resume %s\n", (long long)R.step, r->steps, path, r->out);
+                    "--resume %s\n", (long long)R.step, r->steps, cli_q(path), cli_q(r->out));
             cli_interrupt_end();
             cli_free_all();
             return CLI_EXIT_INTERRUPTED;
