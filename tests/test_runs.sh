@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# paddle.c — run directories of paddlec train (run by tests/test_runs.c;
+# paddle.c — run directories of paddlec train (CTest test_runs;
 # docs/training.md, "Runs"): Ctrl-C finishes the step, saves a checkpoint and
 # exits 130; a second Ctrl-C exits at once; --resume DIR continues from the
 # latest checkpoint with a metrics file cut back to it (no step twice) and ends
