@@ -132,5 +132,10 @@ ok '[ $? -eq 2 ] && grep -q "val-data cannot change when resuming" "$dir/vr.err"
 # BPE: more bytes than tokens, so fewer bits per byte than the loss in bits per token
 ok '[ $? -eq 0 ] && awk "/^val loss/ { l = \$3 } /^val bits per byte/ { b = \$5; t = substr(\$6, 2); y = \$8 } END { exit !(y + 0 > t + 0 && b < l / log(2)) }" "$dir/be.out"'
 
+# ---- tokens_per_s is the step's own rate: long validations after every step do not
+# lower it (a rate since the start would fall to a fraction of it); tokens counts them
+"$bin" train $tiny --steps 4 --eval-every 1 --eval-batches 30 --task-n 0 --ckpt-every 0 --out "$dir/w" >/dev/null 2>&1
+ok '[ $? -eq 0 ] && awk -F"[:,}]" "/\"loss\"/ { r = \$10; t = \$12; e = \$14 } END { exit !(t == 128 && r > 3 * t / e) }" "$dir/w/metrics.jsonl"'
+
 echo "test_runs.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]
