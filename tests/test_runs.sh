@@ -135,7 +135,9 @@ ok '[ $? -eq 0 ] && awk "/^val loss/ { l = \$3 } /^val bits per byte/ { b = \$5;
 # ---- tokens_per_s is the step's own rate: long validations after every step do not
 # lower it (a rate since the start would fall to a fraction of it); tokens counts them
 "$bin" train $tiny --steps 4 --eval-every 1 --eval-batches 30 --task-n 0 --ckpt-every 0 --out "$dir/w" >/dev/null 2>&1
-ok '[ $? -eq 0 ] && awk -F"[:,}]" "/\"loss\"/ { r = \$10; t = \$12; e = \$14 } END { exit !(t == 128 && r > 3 * t / e) }" "$dir/w/metrics.jsonl"'
+# (a rate since the start is tokens / elapsed_s on every line; the step's own rate of some
+# step after the first validation is far above it, however busy the machine)
+ok '[ $? -eq 0 ] && awk -F"[:,}]" "/\"loss\"/ { t = \$12; if (\$2 > 1 && \$10 > 3 * t / \$14) fast = 1 } END { exit !(t == 128 && fast) }" "$dir/w/metrics.jsonl"'
 
 echo "test_runs.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]
