@@ -245,7 +245,7 @@ ok '[ ! -e "$dir/paddlec-out" ]'   # failed runs created no output directory
 err "not a directory\|cannot create" train $tiny --steps 2 --out "$ck"
 ok '[ "$(md5sum <"$ck")" = "$sum" ]'
 # --help for every command exits 0 and names its options
-for c in train generate eval inspect bench "tokenizer train" md5diff; do
+for c in train generate eval inspect bench "tokenizer train" md5diff export; do
     "$bin" $c --help >"$dir/h" 2>&1; ok '[ $? -eq 0 ] && grep -q "^usage: paddlec" "$dir/h" && grep -q -- "--help" "$dir/h"'
 done
 "$bin" --help >"$dir/h"; ok '[ $? -eq 0 ] && grep -q "tokenizer" "$dir/h"'
