@@ -1,6 +1,9 @@
 /* paddle.c — `paddlec train`: the training loop, checkpoints and resume.
  *
- * A checkpoint is one safetensors file (written atomically by io):
+ * A training checkpoint (ckpt-<step>) is one safetensors file (written
+ * atomically by io); the final model (final.safetensors) holds the model part
+ * alone and final.state.safetensors the training part (save_checkpoint's
+ * parts; docs/checkpoints.md). A checkpoint holds:
  *   tensors   the model's parameters under their Hugging Face names
  *             (model.*, lm_head.weight) and the optimizer state (optim.*);
  *   metadata  paddlec.format "1", paddlec.step (steps done),
@@ -18,7 +21,8 @@
  * Ownership: everything the command owns is held (cli_hold) as soon as it
  * exists and freed before returning; any error exits through cli_fail, which
  * frees what is held (no checkpoint is written after an error: saves happen
- * only at the end of a successful step).
+ * only at the end of a successful step). A first Ctrl-C (runs.c) is acted
+ * on at the end of a step: a checkpoint, then exit 130.
  */
 #include <errno.h>
 #include <math.h>
