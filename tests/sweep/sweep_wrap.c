@@ -573,8 +573,8 @@ static int w_clip_n_i(int i, int *m, struct pd_tensor **out)
 {
     struct pd_tensor *t[2] = {x234(), x234()};
     *out = NULL;
-    *m = II < 0 || II > 2;
-    if (II > 2) return -1; /* the array has 2 */
+    *m = II < 0;
+    if (II > 2) return -1; /* the array has 2: a caller's bug no callee can see */
     double r = pd_clip_grad_norm_tensors(t, II, 1.0);
     return r < 0 ? (pd_last_status() ? pd_last_status() : -1) : 0;
 }
@@ -1040,9 +1040,10 @@ void sw_run_wrap_case(int k, int judge_k)
     pd_clear_error();
     int rc = wraps[e].fn(i, &must, &out);
     /* A NULL tensor input propagates without a new message (include/pd/tensor.h
-     * "Errors"), and lookups answer "none" (NULL, -1, 0) without one: an error
-     * with no status is judged as that; a status needs a good message. */
-    int quiet = rc < 0 && !pd_last_status();
+     * "Errors"), and a wrapper that checks several calls returns -1 without a
+     * status when it found nothing to judge. Elsewhere a failure where an error
+     * was due needs a status and a good message: a silent one is a bad message. */
+    int quiet = rc < 0 && !pd_last_status() && (wraps[e].shape == NUL || !must);
     sw_judge(judge_k, quiet ? PD_ERR_NULL : rc, must, wraps[e].shape == NUL || quiet, &out, out ? 1 : 0);
 }
 
