@@ -32,7 +32,8 @@ static int w_access_n(int i, int *m, struct pd_tensor **out)
     DISCARD(pd_tensor_is_leaf(t)), DISCARD(pd_tensor_is_meta(t)), DISCARD(pd_tensor_name(t));
     DISCARD(pd_tensor_callsite(t)), DISCARD(pd_tensor_allocator(t)), DISCARD(pd_tensor_requires_grad(t));
     DISCARD(pd_tensor_shares_storage(t, t)), DISCARD(pd_tokenizer_kind(NULL));
-    pd_tensor_retain(NULL), pd_tensor_release(NULL), pd_tensor_zero_grad(NULL);
+    pd_tensor_retain(NULL), pd_tensor_release(NULL), pd_tensor_zero_grad(NULL), pd_tensor_print(NULL);
+    DISCARD(pd_keep(NULL)), DISCARD(pd_profiler_enabled());
     free(pd_tensor_to_string(t));
     return -1;
 }
