@@ -68,7 +68,6 @@ int cmd_generate(int argc, char **argv)
         cli_fail(CLI_EXIT_USAGE, "--prompt, --prompt-file or --interactive is required (see --help)");
     if (interactive && prompt && !strcmp(prompt, "-"))
         cli_fail(CLI_EXIT_USAGE, "--prompt - and --interactive both read standard input");
-    if (stop && !*stop) cli_fail(CLI_EXIT_USAGE, "--stop is empty");
     char *text = gen_prompt_text(prompt && strcmp(prompt, "-") ? cli_hold(unescape(prompt), free) : prompt, prompt_file);
     struct cli_model cm;
     cli_model_load(&cm, ckpt);
