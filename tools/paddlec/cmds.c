@@ -57,7 +57,7 @@ int cmd_generate(int argc, char **argv)
     };
     const char *pos[1];
     int npos;
-    gen_short_options(argc, argv, opts);
+    cli_short_option(argc, argv, opts, "-i", "--interactive");
     cli_parse(argc, argv, opts, "generate --ckpt PATH (--prompt TEXT | --prompt-file FILE | -i) [options]",
               "Continue a prompt with a trained model (KV-cache decoding; greedy unless --temperature > 0).\n"
               "Prints the prompt and its continuation to stdout. With -i (--interactive), reads lines from\n"

@@ -15,12 +15,12 @@
 
 #include "gen.h"
 
-void gen_short_options(int argc, char **argv, struct cli_opt *opts)
+void cli_short_option(int argc, char **argv, struct cli_opt *opts, const char *shrt, const char *lng)
 {
     for (int i = 0; i < argc; i++) {
         const char *prev = i ? argv[i - 1] : "";
         struct cli_opt *o = !strncmp(prev, "--", 2) && !strchr(prev, '=') ? cli_find(opts, prev + 2) : NULL;
-        if (!strcmp(argv[i], "-i") && !(o && o->kind != CLI_FLAG)) argv[i] = (char *)"--interactive";
+        if (!strcmp(argv[i], shrt) && !(o && o->kind != CLI_FLAG)) argv[i] = (char *)lng;
     }
 }
 

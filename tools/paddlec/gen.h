@@ -1,14 +1,17 @@
 /* paddle.c — paddlec generate's pieces beyond its option table (gen.c):
  * where the prompt comes from, stopping on a text of any length, the context
- * limit (--ctx) and the interactive mode.
+ * limit (--ctx) and the interactive mode; short options for generate and
+ * plot (plot.c).
  */
 #ifndef PADDLEC_GEN_H
 #define PADDLEC_GEN_H
 
 #include "cli.h"
 
-/* Rewrites a lone "-i" (not the value of an option) to "--interactive". */
-void gen_short_options(int argc, char **argv, struct cli_opt *opts);
+/* Rewrites each argument equal to shrt ("-i") that is not the value of an
+ * option to lng ("--interactive"), before cli_parse (which knows long
+ * options only). */
+void cli_short_option(int argc, char **argv, struct cli_opt *opts, const char *shrt, const char *lng);
 
 /* The prompt text (held): --prompt TEXT as given (already unescaped), "-"
  * for standard input (read whole), or the contents of --prompt-file. NULL
