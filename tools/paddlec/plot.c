@@ -214,7 +214,7 @@ static void chart(FILE *f, int id, const char *title, const char *ylabel, int un
             xlo = fmin(xlo, ss[k]->x[i]), xhi = fmax(xhi, ss[k]->x[i]);
             ylo = fmin(ylo, ss[k]->y[i]), yhi = fmax(yhi, ss[k]->y[i]);
         }
-    struct range xr = padded(xlo, xhi, 1), yr = unit && ylo >= 0 && yhi <= 1 ? (struct range){0, 1} : padded(ylo, yhi, 0);
+    struct range xr = padded(xlo, xhi, 1), yr = unit && ylo >= 0 && yhi <= 1 ? (struct range){-0.04, 1.04} : padded(ylo, yhi, 0);
     double pw = W - ML - MR, ph = H - MT - MB;
 #define PX(v) (ML + ((v) - xr.lo) / (xr.hi - xr.lo) * pw)
 #define PY(v) (MT + ph - ((v) - yr.lo) / (yr.hi - yr.lo) * ph)
