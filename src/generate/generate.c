@@ -8,9 +8,15 @@
  *     caller's generator, in both the cached and the recompute path, so the
  *     two paths sample the same tokens from the same generator state;
  *   - a row that has stopped keeps being fed pad_id (the batch stays
- *     rectangular) but its output no longer grows.
+ *     rectangular) but its output no longer grows;
+ *   - a session's cache holds a prefix of its history (pd_kv_cache_len
+ *     tokens); a turn feeds the rest (at least the last token generated,
+ *     which no turn feeds) before its own prompt, so the cache never holds
+ *     a token the history lacks, and after an error it is emptied if it ran
+ *     past the history kept.
  * Ownership: the pd_generation owns its token arrays; every tensor made here
- * lives in a per-step scope; the KV cache is created and destroyed here.
+ * lives in a per-step scope; pd_generate's KV cache is created and destroyed
+ * within the call, a session's lives as long as the session.
  */
 #include <math.h>
 #include <stdlib.h>
