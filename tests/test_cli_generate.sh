@@ -39,6 +39,9 @@ gen --prompt '12+34=' --max-new 10 --stop "$s" >s.out 2>s.err
 ok '[ $? -eq 0 ] && [ -n "$s" ] && [ "$(cat s.out)" = "$want" ]'
 gen --prompt '12+34=' --max-new 10 --stop 'never in output ~' >s2.out 2>/dev/null
 ok '[ $? -eq 0 ] && cmp -s a.out s2.out'
+# interactive: streamed as it comes, cut the same way
+printf '12+34=\n' | gen -i --max-new 10 --stop "$s" >s3.out 2>/dev/null
+ok '[ $? -eq 0 ] && [ "12+34=$(cat s3.out)" = "$want" ]'
 
 # ---- the --max-new note only when --max-new was given (6 + 64 > 24 either way) ------
 gen --prompt '12+34=' >n.out 2>n.err

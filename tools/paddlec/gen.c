@@ -59,22 +59,35 @@ char *gen_prompt_text(const char *prompt, const char *prompt_file)
     return copy;
 }
 
-/* ---- stopping on a text ------------------------------------------------------ */
+/* ---- stopping on a text, streaming ------------------------------------------ */
 
 /* The text generated so far in this turn, token by token, searched for the
- * stop text where the last token could complete it. */
+ * stop text where the last token could complete it. When streaming
+ * (interactive), what cannot be part of a stop text any more is printed as
+ * it comes. */
 struct stop_match {
     const struct pd_tokenizer *tok;
-    const char *stop;
+    const char *stop;    /* NULL: none */
     size_t stop_len;
     char *text;
     size_t len, cap;
+    int stream, found;
+    size_t printed, cut;   /* bytes printed; the end of the first stop text */
 };
 
 static void dtor_stop(void *p)
 {
     free(((struct stop_match *)p)->text);
     free(p);
+}
+
+/* Prints text[printed, upto). */
+static void emit(struct stop_match *sm, size_t upto)
+{
+    if (upto <= sm->printed) return;
+    fwrite(sm->text + sm->printed, 1, upto - sm->printed, stdout);
+    fflush(stdout);
+    sm->printed = upto;
 }
 
 static int on_token(void *user, int row, const int64_t *tokens, int n)
@@ -95,36 +108,45 @@ static int on_token(void *user, int row, const int64_t *tokens, int n)
         sm->text = grown;
         sm->cap = cap;
     }
-    size_t from = sm->len >= sm->stop_len ? sm->len - sm->stop_len + 1 : 0;
+    size_t from = sm->stop && sm->len >= sm->stop_len ? sm->len - sm->stop_len + 1 : 0;
     memcpy(sm->text + sm->len, s, k);
     sm->len += k;
     free(s);
-    for (size_t i = from; i + sm->stop_len <= sm->len; i++)
-        if (!memcmp(sm->text + i, sm->stop, sm->stop_len)) return 1;
-    return 0;
+    for (size_t i = from; sm->stop && i + sm->stop_len <= sm->len; i++)
+        if (!memcmp(sm->text + i, sm->stop, sm->stop_len)) {
+            sm->found = 1;
+            sm->cut = i + sm->stop_len;
+            break;
+        }
+    if (sm->stream) {
+        size_t safe = sm->len;   /* a stop text may begin in the last stop_len - 1 bytes: held back */
+        if (sm->stop) safe = sm->len >= sm->stop_len ? sm->len - sm->stop_len + 1 : 0;
+        emit(sm, sm->found ? sm->cut : safe);
+    }
+    return sm->found;
 }
 
-/* Sets gc's callback when there is a stop text (sm held). */
-static struct stop_match *stop_setup(struct gen_run *r)
+/* The callback for a stop text, or for streaming (sm held). */
+static struct stop_match *stop_setup(struct gen_run *r, int stream)
 {
-    if (!r->stop) return NULL;
+    if (!r->stop && !stream) return NULL;
     struct stop_match *sm = cli_hold(calloc(1, sizeof *sm), dtor_stop);
     if (!sm) cli_fail(CLI_EXIT_FAIL, "out of memory");
     sm->tok = r->cm->tok;
     sm->stop = r->stop;
-    sm->stop_len = strlen(r->stop);
+    sm->stop_len = r->stop ? strlen(r->stop) : 0;
+    sm->stream = stream;
     r->gc.on_token = on_token;
     r->gc.on_token_user = sm;
     return sm;
 }
 
 /* The decoded continuation (held), cut after the first stop text. */
-static char *continuation(struct gen_run *r, struct stop_match *sm, const struct pd_generation *out)
+static char *continuation(struct gen_run *r, const struct pd_generation *out)
 {
     char *cont = cli_hold(cli_decode(r->cm->tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0)), free);
     char *at = r->stop ? strstr(cont, r->stop) : NULL;
     if (at) at[strlen(r->stop)] = 0;
-    if (sm) sm->len = 0;   /* the next turn searches its own text */
     return cont;
 }
 
@@ -169,13 +191,13 @@ int gen_once(struct gen_run *r)
     }
     r->gc.max_ctx = limit;
     warn_long(r, n + r->gc.max_new_tokens, &warned);
-    struct stop_match *sm = stop_setup(r);
+    stop_setup(r, 0);
     double t0 = cli_now();
     struct pd_generation *out =
         cli_hold(pd_generate(r->cm->model, (const int64_t *const *)&ids, &n, 1, &r->gc, r->rng), cli_dtor_generation);
     if (!out) cli_fail_pd("generation failed");
     double dt = cli_now() - t0;
-    printf("%s%s\n", r->text, continuation(r, sm, out));
+    printf("%s%s\n", r->text, continuation(r, out));
     report(pd_generation_len(out, 0), dt, -1);
     return 0;
 }
@@ -214,7 +236,7 @@ int gen_interactive(struct gen_run *r)
     struct line_buf *lb = cli_hold(calloc(1, sizeof *lb), dtor_line);
     if (!s) cli_fail_pd("cannot start the session");
     if (!lb) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    struct stop_match *sm = stop_setup(r);
+    struct stop_match *sm = stop_setup(r, 1);
     double dt = 0;
     for (;;) {
         if (tty) fputs("> ", stderr);
@@ -240,17 +262,15 @@ int gen_interactive(struct gen_run *r)
         r->gc.max_new_tokens = r->max_new < limit - hist - n ? r->max_new : limit - hist - n;
         warn_long(r, hist + n + r->gc.max_new_tokens, &warned);
         double t0 = cli_now();
+        sm->len = sm->printed = 0, sm->found = 0;   /* this turn's text, streamed by on_token */
         struct pd_generation *out = cli_hold(pd_generate_session_next(s, ids, n, &r->gc, r->rng), cli_dtor_generation);
         if (!out) cli_fail_pd("generation failed");
         dt += cli_now() - t0;
-        char *cont = continuation(r, sm, out);
-        size_t k = strlen(cont);
-        fputs(cont, stdout);
-        if (!k || cont[k - 1] != '\n') fputc('\n', stdout);
+        emit(sm, sm->found ? sm->cut : sm->len);
+        if (!sm->printed || sm->text[sm->printed - 1] != '\n') fputc('\n', stdout);
         fflush(stdout);
         tokens += pd_generation_len(out, 0);
         turns++;
-        cli_free(cont);
         cli_free(out);
         cli_free(ids);
     }

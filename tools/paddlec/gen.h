@@ -30,7 +30,7 @@ struct gen_run {
 /* Generates once and prints the prompt and its continuation. */
 int gen_once(struct gen_run *r);
 /* Reads lines from standard input until EOF; each turn generates and prints
- * the continuation; the KV cache is kept across turns. */
+ * the continuation as it comes; the KV cache is kept across turns. */
 int gen_interactive(struct gen_run *r);
 
 #endif
