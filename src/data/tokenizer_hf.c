@@ -328,8 +328,11 @@ static int reserve_ids(struct rd *r, int32_t id)
         if (!t || !l || !o || !ml) return fail(r, "out of memory");
         tok->cap_tok = cap;
     }
-    for (int i = tok->n_tok; i <= id; i++) {
-        tok->tok[i] = NULL;
+    for (int i = tok->n_tok; i <= id; i++) { /* an id the file never names decodes to nothing */
+        if (!(tok->tok[i] = pdi_malloc(1))) {
+            tok->n_tok = i;
+            return fail(r, "out of memory");
+        }
         tok->tok_len[i] = 0;
         hf->ms_len[i] = UINT32_MAX;
         hf->ms_off[i] = 0;

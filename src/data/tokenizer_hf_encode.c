@@ -131,7 +131,27 @@ static size_t end_llama3(const unsigned char *s, size_t n, size_t i, int max_dig
 }
 
 /* ---- BPE over one piece ---------------------------------------------------- */
+/* Pieces seen before in this call, with their ids (a text repeats its
+ * words): an open-addressing table over short pieces, kept at most half
+ * full by doubling (up to CACHE_MAX_SLOTS, then no more insertions). */
+#define CACHE_PIECE 32
+#define CACHE_MIN_SLOTS (1 << 12)
+#define CACHE_MAX_SLOTS (1 << 20)
+struct cache_entry {
+    uint64_t hash;        /* 0: empty */
+    uint32_t key, ids;    /* offsets into the arenas */
+    uint8_t key_len, n_ids;
+};
+struct cache {
+    struct cache_entry *e;
+    size_t cap, n;        /* slots (a power of two), entries */
+    unsigned char *keys;  /* cap / 2 * CACHE_PIECE bytes */
+    int32_t *ids;         /* as many ids */
+    size_t n_keys, n_id;
+};
+
 struct work {
+    struct cache cache;
     int32_t *sym;
     int *prev, *next;
     struct pdi_cand *heap;
@@ -208,6 +228,47 @@ static void bpe(const struct pd_tokenizer *tok, struct work *w, int n, struct pd
     for (int i = n ? 0 : -1; i >= 0; i = next[i]) out->v[out->n++] = sym[i];
 }
 
+static uint64_t piece_hash(const unsigned char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+    return h | 1; /* never 0, the empty mark */
+}
+
+static struct cache_entry *cache_slot(struct cache_entry *t, size_t cap, const unsigned char *keys,
+                                      const unsigned char *s, size_t n, uint64_t h)
+{
+    for (size_t i = pdi_mix64(h) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        struct cache_entry *e = &t[i];
+        if (!e->hash || (e->hash == h && e->key_len == n && !memcmp(keys + e->key, s, n))) return e;
+    }
+}
+
+/* Room for one more entry; 0 when there is none (full, or no memory: the
+ * cache is only an optimisation). */
+static int cache_room(struct cache *c)
+{
+    if (2 * (c->n + 1) <= c->cap) return 1;
+    size_t cap = c->cap ? 2 * c->cap : CACHE_MIN_SLOTS;
+    if (cap > CACHE_MAX_SLOTS) return 0;
+    struct cache_entry *t = pdi_calloc(cap, sizeof *t);
+    unsigned char *keys = pdi_realloc(c->keys, cap / 2 * CACHE_PIECE);
+    if (keys) c->keys = keys;
+    int32_t *ids = pdi_realloc(c->ids, cap / 2 * CACHE_PIECE * sizeof *ids);
+    if (ids) c->ids = ids;
+    if (!t || !keys || !ids) {
+        free(t);
+        return 0;
+    }
+    for (size_t i = 0; i < c->cap; i++)
+        if (c->e[i].hash)
+            *cache_slot(t, cap, c->keys, c->keys + c->e[i].key, c->e[i].key_len, c->e[i].hash) = c->e[i];
+    free(c->e);
+    c->e = t;
+    c->cap = cap;
+    return 1;
+}
+
 /* A byte-level piece s[0..n) (raw bytes). */
 static int piece_bytes(const struct pd_tokenizer *tok, struct work *w, const unsigned char *s, size_t n,
                        struct pdi_ids *out)
@@ -228,8 +289,30 @@ static int piece_bytes(const struct pd_tokenizer *tok, struct work *w, const uns
             return PD_OK;
         }
     }
+    struct cache *c = &w->cache;
+    uint64_t h = 0;
+    if (n <= CACHE_PIECE && c->n) {
+        h = piece_hash(s, n);
+        struct cache_entry *e = cache_slot(c->e, c->cap, c->keys, s, n, h);
+        if (e->hash) {
+            memcpy(out->v + out->n, c->ids + e->ids, e->n_ids * sizeof *out->v);
+            out->n += e->n_ids;
+            return PD_OK;
+        }
+    }
+    int64_t start = out->n;
     for (size_t i = 0; i < n; i++) w->sym[i] = hf->byte_id[s[i]];
     bpe(tok, w, (int)n, out);
+    if (n <= CACHE_PIECE && cache_room(c)) {
+        if (!h) h = piece_hash(s, n);
+        *cache_slot(c->e, c->cap, c->keys, s, n, h) =
+            (struct cache_entry){h, (uint32_t)c->n_keys, (uint32_t)c->n_id, (uint8_t)n, (uint8_t)(out->n - start)};
+        memcpy(c->keys + c->n_keys, s, n);
+        memcpy(c->ids + c->n_id, out->v + start, (size_t)(out->n - start) * sizeof *c->ids);
+        c->n_keys += n;
+        c->n_id += (size_t)(out->n - start);
+        c->n++;
+    }
     return PD_OK;
 }
 
@@ -392,6 +475,9 @@ int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s,
         if (a < 0) break;
         i = seg = next;
     }
+    free(w.cache.e);
+    free(w.cache.keys);
+    free(w.cache.ids);
     free(w.sym);
     free(w.prev);
     free(w.next);
