@@ -7,11 +7,14 @@ bench_tokenizer's lines.
     encoder.json + vocab.bpe (ByteLevel, as tools/ref/tokenizer_ref.py does),
     Tokenizer.encode on the whole text, and once per line (one thread;
     TOKENIZERS_PARALLELISM is off);
-  - the Node.js reference encoder (npm gpt-3-encoder, the JavaScript of
-    ../shared/data/gpt2-encoder, run, not copied).
+  - the Node.js reference encoder (npm gpt-3-encoder: the JavaScript of the
+    gpt2-encoder reference directory given as the second argument, run, not
+    copied).
 
 Both keep a word cache across calls (paddle.c's lives within one call), so
-the first run is reported beside the best.
+the first run is reported beside the best. The Node encoder runs once per
+text: it grows its id array by concatenation, quadratic in the token count
+(about 8 CPU seconds for the 110 KB text).
 
     /work/venv/bin/python bench/tokenizer_peer.py [FIXTURE_DIR] [NODE_ENCODER_DIR]
 """
@@ -55,6 +58,7 @@ def hf(all_texts):
     tok = Tokenizer(models.BPE(vocab, [tuple(x.split(" ")) for x in lines[1:] if x]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<|endoftext|>"])  # as pd_tokenizer_load_gpt2 (docs/ mention it)
     for name, text in all_texts.items():
         nbytes = len(text.encode())
         times, cpus = [], []
@@ -108,14 +112,16 @@ def node(all_texts):
                 f.write(all_texts[name])
             paths.append(p)
         try:
-            out = subprocess.run(["node", "-e", NODE_JS, os.path.abspath(NODE_DIR), str(RUNS)] + paths, check=True,
+            # one run: the reference grows its id array by concatenation, quadratic in the tokens
+            out = subprocess.run(["node", "-e", NODE_JS, os.path.abspath(NODE_DIR), "1"] + paths, check=True,
                                  capture_output=True, text=True).stdout
         except (OSError, subprocess.CalledProcessError) as e:
             print(json.dumps({"bench": "tokenizer", "impl": "node-gpt-3-encoder", "error": str(e)[:200]}))
             return
     for row in out.splitlines():
         r = json.loads(row)
-        line("node-gpt-3-encoder", r["name"], r["bytes"], r["tokens"], r["first"], r["best"], r["best_cpu"])
+        line("node-gpt-3-encoder", r["name"], r["bytes"], r["tokens"], r["first"], r["best"], r["best_cpu"], runs=1,
+             node=subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip())
 
 
 if __name__ == "__main__":
