@@ -16,7 +16,7 @@ the first run is reported beside the best. The Node encoder runs once per
 text: it grows its id array by concatenation, quadratic in the token count
 (about 8 CPU seconds for the 110 KB text).
 
-    /work/venv/bin/python bench/tokenizer_peer.py [FIXTURE_DIR] [NODE_ENCODER_DIR]
+    /work/venv/bin/python bench/tokenizer_peer.py [--hf-only] [FIXTURE_DIR] [NODE_ENCODER_DIR]
 """
 import glob
 import json
@@ -26,6 +26,8 @@ import sys
 import time
 
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
+HF_ONLY = "--hf-only" in sys.argv  # skip the (slow) Node runs
+sys.argv = [a for a in sys.argv if a != "--hf-only"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 FX = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "fixtures", "tokenizer")
 NODE_DIR = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "..", "..", "shared", "data", "gpt2-encoder")
@@ -127,4 +129,5 @@ def node(all_texts):
 if __name__ == "__main__":
     t = texts()
     hf(t)
-    node(t)
+    if not HF_ONLY:
+        node(t)
