@@ -31,7 +31,7 @@ import subprocess
 import sys
 import unicodedata
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "fixtures", "tokenizer")
@@ -148,6 +148,10 @@ def llama3_style(corpus):
           initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.post_processor = processors.TemplateProcessing(
         single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", tok.token_to_id("<|begin_of_text|>"))])
+    # added tokens that take the white space beside them, and a non-special one
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True, special=True),
+                            AddedToken("<|eot|>", rstrip=True, special=True)])
+    tok.add_tokens([AddedToken("hello world", special=False, normalized=False)])
     return tok
 
 
@@ -202,7 +206,8 @@ def main():
     piece = text[:6000]
     short = ["", " ", "  leading spaces", "trailing  ", "a\n\n\nb", "\t\tx", "I'M HERE, isn't it?", "x<s>y</s>",
              "Hello <|eot_id|> world<|begin_of_text|>", "<|endoftext|>", "a<|endoftext|>b <|endoftext|> c",
-             "naïve café 你好 😀 مرحبا 123456789", "  \n  x", "‽⁂ unseen ⌘ chars 𝔘𝔫𝔦𝔠𝔬𝔡𝔢"]
+             "naïve café 你好 😀 مرحبا 123456789", "  \n  x", "‽⁂ unseen ⌘ chars 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+             "a  <mask>  b\t<mask>\nc<|eot|>  \n d", "say hello world, hello  world!", "<mask><mask> <<mask>>"]
     cases = []
     toks = {"gpt2": gpt2_hf(), "llama3": llama3_style(corpus), "llama2": llama2_style(corpus)}
     toks["metaspace"] = metaspace_style(toks["llama2"])
