@@ -68,7 +68,8 @@ struct pd_tokenizer;
 /* Limits of every tokenizer, built or read (docs/reliability.md): ids in all
  * (256 bytes + merges + specials), bytes of one token (a merged token longer
  * than a pre-tokenizer piece could never come out of encode; a special
- * token's text), and bytes of a tokenizer file. */
+ * token's text), and bytes of a tokenizer file. A Hugging Face file has the
+ * same id and file limits; its tokens may have up to 64 KiB. */
 #define PD_TOKENIZER_MAX_VOCAB (1 << 20)
 #define PD_TOKENIZER_MAX_TOKEN_LEN 256
 #define PD_TOKENIZER_MAX_FILE (1 << 28)
