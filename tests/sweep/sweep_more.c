@@ -286,9 +286,9 @@ static int w_mode_pairs(int i, int *m, struct pd_tensor **out)
 static int w_meta_empty_i(int i, int *m, struct pd_tensor **out)
 {
     int t = pd_meta_begin(), acc = 0;
-    int64_t s[2] = {2, IV};
-    struct pd_tensor *a = pd_meta_empty(s, 2, PD_F32), *b = pd_meta_empty(s, II, PD_F32);
-    acc += a && IV < 0, acc += b && (II < 0 || II > 2);
+    int64_t s[PD_MAX_DIMS + 1] = {2, IV, 1, 1, 1, 1, 1, 1, 1}; /* room for any ndim the library accepts */
+    struct pd_tensor *a = pd_meta_empty(s, 2, PD_F32), *b = II <= PD_MAX_DIMS + 1 ? pd_meta_empty(s, II, PD_F32) : NULL;
+    acc += a && IV < 0, acc += b && (II < 0 || II > PD_MAX_DIMS);
     struct pd_meta_report *r = NULL;
     pd_meta_end(t, &r);
     pd_meta_report_destroy(r);
@@ -469,7 +469,7 @@ static int w_names(int i, int *m, struct pd_tensor **out)
 static int w_mask_i(int i, int *m, struct pd_tensor **out)
 {
     /* each builder with one argument at v (an S at v too) */
-    int64_t v = IV, two[2] = {2, 2};
+    int64_t v = IV, two[16] = {2, 2}; /* n_docs up to 16 reads zero lengths after the two */
     int acc = 0;
     struct pd_tensor *r[11] = {
         v <= (1 << 20) ? pd_flashmask_causal(v) : NULL, /* larger S: real gigabytes, judged by the op sweep */
@@ -480,13 +480,13 @@ static int w_mask_i(int i, int *m, struct pd_tensor **out)
         pd_flashmask_qk_sparse(8, v, 2),
         pd_flashmask_qk_sparse(8, 2, v),
         pd_flashmask_random_eviction(8, v, 7),
-        pd_flashmask_document(4, two, II),
-        pd_flashmask_causal_blockwise(4, two, II),
-        pd_flashmask_prefix_document(4, two, (const int64_t[]){1, 1}, II),
+        II <= 16 ? pd_flashmask_document(4, two, II) : NULL, /* more: past the caller's array */
+        II <= 16 ? pd_flashmask_causal_blockwise(4, two, II) : NULL,
+        II <= 16 ? pd_flashmask_prefix_document(4, two, (const int64_t[16]){1, 1}, II) : NULL,
     };
     acc += r[0] && v < 1;
     for (int k = 1; k < 8; k++) acc += r[k] && (v < 0 || v > 8);
-    for (int k = 8; k < 11; k++) acc += r[k] && II != 2;
+    for (int k = 8; k < 11; k++) acc += r[k] && II < 0; /* zero lengths after the two are documents too */
     *m = 0, *out = NULL;
     return acc ? 0 : -1;
 }
