@@ -15,10 +15,13 @@
  *   - tie_word_embeddings: lm_head is the embedding; a lm_head.weight the
  *     file may still carry is ignored; rotary_emb.inv_freq buffers of older
  *     exports are ignored;
- *   - rms_norm_eps, rope_theta, num_key_value_heads (grouped-query
+ *   - rms_norm_eps, rope_theta (or rope_parameters.rope_theta, transformers
+ *     5), num_key_value_heads (grouped-query
  *     attention), max_position_embeddings (the model's max_seq_len);
  *   - what the model cannot compute is refused with a one-line error:
- *     rope_scaling (any non-null value), hidden_act other than "silu",
+ *     rope_scaling or rope_parameters other than null or the default RoPE
+ *     (the scaled variants: "llama3", "linear", "dynamic", "yarn", ...),
+ *     hidden_act other than "silu",
  *     attention_bias / mlp_bias true, a head_dim other than
  *     hidden_size / num_attention_heads, sliding_window, a model_type other
  *     than "llama", quantization_config.

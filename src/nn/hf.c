@@ -58,10 +58,34 @@ static int hf_bool(const cJSON *o, const char *key, int *v)
     return PD_OK;
 }
 
+/* rope_scaling (transformers 4) and rope_parameters (transformers 5): null
+ * or the default RoPE ({"rope_type": "default"}, the older "type" key too),
+ * whose rope_theta, if given, wins over the top-level one. */
+static int hf_rope(const cJSON *o, const char *key, double *theta)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!e || cJSON_IsNull(e)) return PD_OK;
+    if (!cJSON_IsObject(e)) return pdi_errorf(PD_ERR_INVALID, "hf config: %s must be an object or null", key);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "rope_type");
+    if (!t) t = cJSON_GetObjectItemCaseSensitive(e, "type");
+    char qb[PDI_QUOTE_BUF];
+    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "default")))
+        return pdi_errorf(PD_ERR_UNSUPPORTED, "hf config: %s type %s is not supported (only the default RoPE)", key,
+                          cJSON_IsString(t) ? pdi_quote(t->valuestring, qb, sizeof qb) : "(not a string)");
+    for (const cJSON *k = e->child; k; k = k->next)
+        if (strcmp(k->string, "rope_type") && strcmp(k->string, "type") && strcmp(k->string, "rope_theta"))
+            return pdi_errorf(PD_ERR_UNSUPPORTED, "hf config: %s key %s is not supported (only the default RoPE)",
+                              key, pdi_quote(k->string, qb, sizeof qb));
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(e, "rope_theta");
+    if (th && !cJSON_IsNumber(th)) return pdi_errorf(PD_ERR_INVALID, "hf config: %s.rope_theta must be a number", key);
+    if (th) *theta = th->valuedouble;
+    return PD_OK;
+}
+
 /* What the model cannot compute: an error naming the key. */
 static int hf_unsupported(const cJSON *o, int hidden, int heads)
 {
-    static const char *const absent[] = {"rope_scaling", "sliding_window", "quantization_config"};
+    static const char *const absent[] = {"sliding_window", "quantization_config"};
     for (size_t i = 0; i < sizeof absent / sizeof *absent; i++) {
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, absent[i]);
         if (e && !cJSON_IsNull(e))
@@ -110,6 +134,8 @@ static int config_from_object(struct pd_llama_config *out, const cJSON *o)
     if (!st) st = hf_int(o, "max_position_embeddings", 0, &c.max_seq_len);
     if (!st) st = hf_double(o, "rms_norm_eps", &c.norm_eps);
     if (!st) st = hf_double(o, "rope_theta", &c.rope_theta);
+    if (!st) st = hf_rope(o, "rope_scaling", &c.rope_theta);
+    if (!st) st = hf_rope(o, "rope_parameters", &c.rope_theta);
     if (!st) st = hf_double(o, "initializer_range", &c.init_std);
     if (!st) st = hf_bool(o, "tie_word_embeddings", &c.tie_embeddings);
     if (!st) st = hf_unsupported(o, c.dim, c.n_heads);
@@ -143,6 +169,16 @@ static const char *torch_dtype_name(enum pd_dtype dt)
     return dt == PD_F32 ? "float32" : dt == PD_BF16 ? "bfloat16" : dt == PD_F16 ? "float16" : NULL;
 }
 
+/* transformers 5's form of the default RoPE (rope_theta stays at the top
+ * level too, for transformers 4). */
+static int add_rope_parameters(cJSON *o, double theta)
+{
+    cJSON *r = cJSON_AddObjectToObject(o, "rope_parameters"), *t = pdi_json_double(theta);
+    int ok = r && t && cJSON_AddItemToObject(r, "rope_theta", t);
+    if (!ok) cJSON_Delete(t);
+    return ok && cJSON_AddStringToObject(r, "rope_type", "default");
+}
+
 char *pd_llama_config_to_hf(const struct pd_llama_config *c, enum pd_dtype dtype)
 {
     if (pd_llama_config_validate(c)) return NULL;
@@ -169,7 +205,7 @@ char *pd_llama_config_to_hf(const struct pd_llama_config *c, enum pd_dtype dtype
     }
     ok = ok && cJSON_AddStringToObject(o, "hidden_act", "silu") && cJSON_AddBoolToObject(o, "attention_bias", 0) &&
          cJSON_AddBoolToObject(o, "mlp_bias", 0) && cJSON_AddNumberToObject(o, "attention_dropout", 0) &&
-         cJSON_AddNullToObject(o, "rope_scaling") &&
+         cJSON_AddNullToObject(o, "rope_scaling") && add_rope_parameters(o, c->rope_theta) &&
          cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tie_embeddings) &&
          cJSON_AddStringToObject(o, "torch_dtype", tn);
     char *s = ok ? cJSON_Print(o) : NULL;
