@@ -7,6 +7,7 @@
  * copy with dtype conversion (pd_state_dict_load); nothing is permuted.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,7 +121,7 @@ static int config_from_object(struct pd_llama_config *out, const cJSON *o)
     if (!cJSON_IsObject(o)) return pdi_errorf(PD_ERR_INVALID, "hf config: JSON must be an object");
     struct pd_llama_config c;
     pd_llama_config_default(&c);
-    c.n_kv_heads = 0;          /* absent: one kv head per head */
+    int kv = INT_MIN;          /* absent: one kv head per head */
     c.max_seq_len = 2048;      /* LlamaConfig's defaults */
     c.norm_eps = 1e-6;
     c.tie_embeddings = 0;
@@ -130,7 +131,7 @@ static int config_from_object(struct pd_llama_config *out, const cJSON *o)
     if (!st) st = hf_int(o, "intermediate_size", 1, &c.hidden_dim);
     if (!st) st = hf_int(o, "num_hidden_layers", 1, &c.n_layers);
     if (!st) st = hf_int(o, "num_attention_heads", 1, &c.n_heads);
-    if (!st) st = hf_int(o, "num_key_value_heads", 0, &c.n_kv_heads);
+    if (!st) st = hf_int(o, "num_key_value_heads", 0, &kv);
     if (!st) st = hf_int(o, "max_position_embeddings", 0, &c.max_seq_len);
     if (!st) st = hf_double(o, "rms_norm_eps", &c.norm_eps);
     if (!st) st = hf_double(o, "rope_theta", &c.rope_theta);
@@ -140,7 +141,7 @@ static int config_from_object(struct pd_llama_config *out, const cJSON *o)
     if (!st) st = hf_bool(o, "tie_word_embeddings", &c.tie_embeddings);
     if (!st) st = hf_unsupported(o, c.dim, c.n_heads);
     if (st) return st;
-    if (!c.n_kv_heads) c.n_kv_heads = c.n_heads;
+    c.n_kv_heads = kv == INT_MIN ? c.n_heads : kv;
     if (pd_llama_config_validate(&c)) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", pd_last_error());
