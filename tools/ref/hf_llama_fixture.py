@@ -14,7 +14,10 @@ model.safetensors.index.json), generation_config.json. The cases:
   untied-bf16-sharded  bf16, untied, two shards and the index
   tied-f32             f32, tied embeddings (no lm_head.weight), rope_theta 500000,
                        rms_norm_eps 1e-6, vocabulary 300 with a byte-level BPE
-                       tokenizer.json (tokenizers, trained on this script's text)
+                       tokenizer.json (tokenizers, trained on this script's text), and
+                       generate.txt: what `paddlec generate --hf DIR --prompt "The quick
+                       brown" --max-new 12` must print (transformers' greedy tokens,
+                       decoded by tokenizers)
   tied-bf16            bf16, tied, and the file still carries lm_head.weight (as
                        some exports do: the loader must ignore it)
 
@@ -58,6 +61,7 @@ CASES = [
     ("tied-bf16", dict(vocab_size=96, tie_word_embeddings=True, rms_norm_eps=1e-6), torch.bfloat16, None, True,
      False),
 ]
+GEN_PROMPT = "The quick brown"
 TEXT = ("The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.\n"
         "How vexingly quick daft zebras jump! 12 + 34 = 46, 7 * 8 = 56. Ünïcödé text, tabs\tand  spaces.\n") * 20
 
@@ -141,6 +145,21 @@ def make_case(root, name, over, dtype, shard, lm_head_in_file, with_tokenizer, i
             seq = torch.cat([seq, last.argmax().view(1, 1)], dim=1)
     greedy = seq[0, 6:].clone()
     print("  greedy %s, smallest top-1 margin %.3g" % (greedy.tolist(), margin))
+
+    if with_tokenizer:   # what `paddlec generate --hf DIR --prompt PROMPT --max-new 12` prints (greedy)
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+        seq = torch.tensor([tok.encode(GEN_PROMPT).ids])
+        with torch.no_grad():
+            for _ in range(12):
+                last = ref(seq).logits[0, -1]
+                top = torch.topk(last, 2).values
+                margin = min(margin, (top[0] - top[1]).item())
+                seq = torch.cat([seq, last.argmax().view(1, 1)], dim=1)
+        gen = [t for t in seq[0, -12:].tolist() if t < tok.get_vocab_size()]
+        with open(os.path.join(d, "generate.txt"), "w", encoding="utf-8", newline="") as f:
+            f.write(GEN_PROMPT + tok.decode(gen) + "\n")
+        print("  generate --hf: %r, smallest top-1 margin %.3g" % (GEN_PROMPT + tok.decode(gen), margin))
 
     stream = torch.randint(0, V, (2, 17), generator=g)
     ft_ids, ft_targets = stream[:, :16].clone(), stream[:, 1:].clone()
