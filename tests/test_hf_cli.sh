@@ -29,8 +29,8 @@ ok 'grep -q "\"architectures\"" "$dir/hf/config.json" && grep -q "LlamaForCausal
 "$bin" generate --hf "$dir/hf" --prompt '\n12+34=' --max-new 8 >"$dir/g2.out" 2>/dev/null
 ok '[ $? -eq 0 ] && [ -s "$dir/g2.out" ] && cmp -s "$dir/g1.out" "$dir/g2.out"'
 printf '12+34=46\n5+6=11\n70+8=78\n%.0s' $(seq 400) >"$dir/text.txt"
-"$bin" eval --ckpt "$dir/a/final.safetensors" --data "$dir/text.txt" --batches 2 >"$dir/v1.out" 2>/dev/null
-"$bin" eval --hf "$dir/hf" --data "$dir/text.txt" --batches 2 >"$dir/v2.out" 2>/dev/null
+"$bin" eval --ckpt "$dir/a/final.safetensors" --data "$dir/text.txt" --batches 2 --batch 4 >"$dir/v1.out" 2>/dev/null
+"$bin" eval --hf "$dir/hf" --data "$dir/text.txt" --batches 2 --batch 4 >"$dir/v2.out" 2>/dev/null
 ok '[ $? -eq 0 ] && grep "val loss" "$dir/v1.out" >"$dir/v1.l" && grep "val loss" "$dir/v2.out" | cmp -s - "$dir/v1.l"'
 "$bin" export-hf "$dir/a/final.safetensors" "$dir/hfb" --dtype bf16 >/dev/null 2>&1
 ok '[ $? -eq 0 ] && "$bin" inspect --no-stats "$dir/hfb/model.safetensors" | grep -q "model.norm.weight *BF16"'
