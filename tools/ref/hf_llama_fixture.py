@@ -95,6 +95,19 @@ def loss_of(logits, targets):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
 
 
+def greedy_decode(model, seq, n):
+    """n greedy tokens, a full forward each; returns the sequence and the smallest
+    gap between the two largest logits of those steps."""
+    margin = float("inf")
+    with torch.no_grad():
+        for _ in range(n):
+            last = model(seq).logits[0, -1]
+            top = torch.topk(last, 2).values
+            margin = min(margin, (top[0] - top[1]).item())
+            seq = torch.cat([seq, last.argmax().view(1, 1)], dim=1)
+    return seq, margin
+
+
 def make_case(root, name, over, dtype, shard, lm_head_in_file, with_tokenizer, index):
     d = os.path.join(root, name)
     os.makedirs(d, exist_ok=True)
@@ -136,26 +149,15 @@ def make_case(root, name, over, dtype, shard, lm_head_in_file, with_tokenizer, i
         name, sum(p.numel() for p in model.parameters()), dtype, llama_ref.rel_err(plain, logits)))
 
     prompt = torch.randint(0, V, (1, 6), generator=g)
-    seq, margin = prompt.clone(), float("inf")
-    with torch.no_grad():
-        for _ in range(16):
-            last = ref(seq).logits[0, -1]
-            top = torch.topk(last, 2).values
-            margin = min(margin, (top[0] - top[1]).item())
-            seq = torch.cat([seq, last.argmax().view(1, 1)], dim=1)
+    seq, margin = greedy_decode(ref, prompt, 16)
     greedy = seq[0, 6:].clone()
     print("  greedy %s, smallest top-1 margin %.3g" % (greedy.tolist(), margin))
 
     if with_tokenizer:   # what `paddlec generate --hf DIR --prompt PROMPT --max-new 12` prints (greedy)
         from tokenizers import Tokenizer
         tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
-        seq = torch.tensor([tok.encode(GEN_PROMPT).ids])
-        with torch.no_grad():
-            for _ in range(12):
-                last = ref(seq).logits[0, -1]
-                top = torch.topk(last, 2).values
-                margin = min(margin, (top[0] - top[1]).item())
-                seq = torch.cat([seq, last.argmax().view(1, 1)], dim=1)
+        seq, m2 = greedy_decode(ref, torch.tensor([tok.encode(GEN_PROMPT).ids]), 12)
+        margin = min(margin, m2)
         gen = [t for t in seq[0, -12:].tolist() if t < tok.get_vocab_size()]
         with open(os.path.join(d, "generate.txt"), "w", encoding="utf-8", newline="") as f:
             f.write(GEN_PROMPT + tok.decode(gen) + "\n")
