@@ -16,5 +16,6 @@
 #include "pd/profiler.h"
 #include "pd/flashmask.h"
 #include "pd/meta.h"
+#include "pd/dist.h"
 #include "pd/hf.h"
 #endif
