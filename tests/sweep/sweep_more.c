@@ -598,6 +598,28 @@ static int w_builtin_n(int i, int *m, struct pd_tensor **out)
     return ok ? 0 : (pd_last_status() ? pd_last_status() : -1);
 }
 
+/* Hugging Face directories and config.json (include/pd/hf.h): NULLs, a
+ * missing directory, bad JSON and dtypes; every case fails with a message. */
+static int w_hf_n(int i, int *m, struct pd_tensor **out)
+{
+    static const char *js[] = {"\xff", "[]", "{\"hidden_size\": 1e400}", "{\"hidden_size\": 8, \"rope_scaling\": 3}",
+                               "{\"vocab_size\": 16, \"hidden_size\": 8, \"intermediate_size\": 8, "
+                               "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"num_key_value_heads\": 0}"};
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    *m = 1, *out = NULL;
+    if (i >= 8) return rc_of(pd_llama_config_from_hf(&c, js[i - 8]));
+    switch (i) {
+    case 0: return pd_llama_from_hf(NULL) ? 0 : -1;
+    case 1: return pd_llama_from_hf("/nonexistent/paddlec-sweep") ? 0 : -1;
+    case 2: return rc_of(pd_llama_load_hf_weights(NULL, "/nonexistent"));
+    case 3: return rc_of(pd_llama_save_hf(NULL, "/nonexistent", PD_F32));
+    case 4: return rc_of(pd_llama_config_from_hf(NP(4, &c), "{}"));
+    case 5: return rc_of(pd_llama_config_from_hf(&c, NULL));
+    default: { char *j = pd_llama_config_to_hf(NP(6, &c), i == 6 ? PD_F32 : PD_I32); free(j); return j ? 0 : -1; }
+    }
+}
+
 /* --- generation sessions (include/pd/generate.h) --- */
 static struct pd_llama *tiny_llama(void)
 {
@@ -692,5 +714,6 @@ const struct sw_wrap sw_more[] = {
     {"pd_text_dataset_builtin/arith_is_heldout(v)", INT, 0, w_builtin_i},
     {"pd_text_dataset_builtin(NULL)", NUL, 2, w_builtin_n},
     {"pd_generate_session_*(NULL)", NUL, 5, w_session_n}, {"pd_generate_session(max_ctx/n/max_new v)", INT, 0, w_session_i},
+    {"pd_llama_*_hf(NULL/bad)", NUL, 13, w_hf_n},
 };
 const int sw_n_more = (int)(sizeof sw_more / sizeof sw_more[0]);
