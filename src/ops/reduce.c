@@ -14,9 +14,9 @@
  * the op table with an integer tensor is an error).
  *
  * VJP rules use public ops only, so they are differentiable again. Exactness
- * notes: prod and cumprod have exact first derivatives with zeros in the
- * input (zero-count masks); their second derivatives are exact only for
- * inputs without zeros. max/min route the gradient to the returned index;
+ * notes: prod and cumprod have exact derivatives of every order with zeros
+ * in the input (no division by x in a recorded rule; see pdi_vjp_prod and
+ * cumprod_vjp_dense). max/min route the gradient to the returned index;
  * amax/amin (and norm p=inf) split it evenly among ties, as PyTorch does.
  */
 #include <math.h>
@@ -347,23 +347,46 @@ int pdi_vjp_mean(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     return pdi_status_of(gin[0], __func__);
 }
 
-/* d prod / d x_i = prod of the others. No zero in the set: out / x_i.
- * Exactly one zero: the product of the non-zeros at the zero, 0 elsewhere.
- * Two or more: 0 everywhere. */
+static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
+{
+    struct pdi_attrs a = {.scan = {.axis = axis, .reverse = reverse}};
+    return x ? pdi_call1(op, x, &a) : NULL;
+}
+
+/* d prod / d x_i = the product of the others, computed as PyTorch does from
+ * exclusive scans over the reduced elements (permuted to the end and
+ * flattened to one axis of K): before_i = x_0 ... x_{i-1} and
+ * after_i = x_{i+1} ... x_{K-1}. There is no division by x, so the rule is
+ * exact with any number of zeros, and so is its own VJP (cumprod's), at
+ * every order. */
 int pdi_vjp_prod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
-    if (!x || !out) return pd_last_status();
-    int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
-    struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
-    struct pd_tensor *z = pd_eq(x, zero);
-    struct pd_tensor *nz = pd_sum(z, axes, na, 1); /* int64 */
-    struct pd_tensor *none = pd_eq(nz, pd_scalar(0, PD_I64));
-    struct pd_tensor *single = pd_logical_and(z, pd_eq(nz, pd_scalar(1, PD_I64)));
-    struct pd_tensor *xs = pd_where(z, one, x);
-    struct pd_tensor *others = pd_prod(xs, axes, na, 1);
-    struct pd_tensor *r = pd_where(none, pd_div(unreduce(n, out), xs), pd_where(single, others, zero));
-    gin[0] = pd_mul(r, unreduce(n, g[0]));
+    struct pd_tensor *x = pdi_node_in(n, 0);
+    if (!x) return pd_last_status();
+    const struct pdi_meta *im = &n->in_meta[0];
+    int nd = im->ndim;
+    unsigned mask = pdi_attrs_axes_mask(&n->a, nd);
+    int64_t K = mask_count(im->shape, nd, mask);
+    if (nd == 0 || K <= 1) { /* the others' product is empty: 1 */
+        gin[0] = expand_to_input(n, g[0]);
+        return pdi_status_of(gin[0], __func__);
+    }
+    int perm[PD_MAX_DIMS], inv[PD_MAX_DIMS], nk = 0;
+    int64_t pshape[PD_MAX_DIMS], fshape[PD_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        if (!(mask & (1u << d))) { perm[nk] = d; fshape[nk] = im->shape[d]; nk++; }
+    for (int d = 0, k = nk; d < nd; d++)
+        if (mask & (1u << d)) perm[k++] = d;
+    for (int d = 0; d < nd; d++) { pshape[d] = im->shape[perm[d]]; inv[perm[d]] = d; }
+    fshape[nk] = 1;
+    struct pd_tensor *ones = pd_ones(fshape, nk + 1, x->dtype);
+    fshape[nk] = K;
+    struct pd_tensor *xt = pd_reshape(pd_permute(x, perm, nd), fshape, nk + 1);
+    struct pd_tensor *lo[2] = {ones, scan_dir(PD_OP_cumprod, pd_slice(xt, nk, 0, K - 1, 1), nk, 0)};
+    struct pd_tensor *hi[2] = {scan_dir(PD_OP_cumprod, pd_slice(xt, nk, 1, K, 1), nk, 1), ones};
+    struct pd_tensor *others = pd_mul(pd_concat(lo, 2, nk), pd_concat(hi, 2, nk));
+    others = pd_permute(pd_reshape(others, pshape, nd), inv, nd);
+    gin[0] = pd_mul(others, unreduce(n, g[0]));
     return pdi_status_of(gin[0], __func__);
 }
 
@@ -472,12 +495,6 @@ int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     return pdi_status_of(gin[0], __func__);
 }
 
-static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
-{
-    struct pdi_attrs a = {.scan = {.axis = axis, .reverse = reverse}};
-    return x ? pdi_call1(op, x, &a) : NULL;
-}
-
 /* The VJP of a scan is the scan of g in the other direction. */
 int pdi_vjp_cumsum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
@@ -485,8 +502,31 @@ int pdi_vjp_cumsum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_ten
     return pdi_status_of(gin[0], __func__);
 }
 
+/* Recorded (create_graph) form of cumprod's VJP, exact at zeros at every
+ * order: with the axis moved last, M[i, j] = d y_j / d x_i is the scan of x
+ * with x_i replaced by 1, at j, for j at or after i in scan order (0
+ * before), and gin_i = sum_j M[i, j] g_j. Only where, cumprod, mul and sum,
+ * at n^2 elements per scanned row (PyTorch's recorded form is O(n^2) too). */
+static struct pd_tensor *cumprod_vjp_dense(struct pd_tensor *x, struct pd_tensor *g, int ax, int rev)
+{
+    int nd = pd_tensor_ndim(x), last = nd - 1;
+    int64_t len = pd_tensor_dim(x, ax), shape[PD_MAX_DIMS];
+    struct pd_tensor *xt = pd_transpose(x, ax, last);
+    for (int d = 0; d < nd; d++) shape[d] = pd_tensor_dim(xt, d);
+    shape[nd] = len;
+    shape[last] = len;
+    struct pd_tensor *X = pd_expand(pd_unsqueeze(xt, last), shape, nd + 1);
+    struct pd_tensor *sq = pd_ones((int64_t[]){len, len}, 2, x->dtype);
+    struct pd_tensor *diag = pd_ne(pd_eye(len, len, x->dtype), scalar_like(x, 0));
+    struct pd_tensor *M = scan_dir(PD_OP_cumprod, pd_where(diag, scalar_like(x, 1), X), nd, rev);
+    M = pd_mul(M, rev ? pd_tril(sq, 0) : pd_triu(sq, 0));
+    struct pd_tensor *gi = pd_sum(pd_mul(M, pd_unsqueeze(pd_transpose(g, ax, last), last)), (int[]){nd}, 1, 0);
+    return pd_transpose(gi, ax, last);
+}
+
 /* d y_j / d x_i = prod_{k <= j, k != i} x_k for i <= j (forward scan).
- * Before the first zero (in scan order) x_i != 0 and the gradient is
+ * Recorded (create_graph): cumprod_vjp_dense. Otherwise, in O(n):
+ * before the first zero (in scan order) x_i != 0 and the gradient is
  * rcumsum(g y)_i / x_i. At the first zero it is rcumsum(g y1)_i where y1 is
  * the scan of x with that zero replaced by 1. After it every product holds
  * the first zero: 0. */
@@ -495,6 +535,14 @@ int pdi_vjp_cumprod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     struct pd_tensor *x = pdi_node_in(n, 0), *y = pdi_node_out(n, 0);
     if (!x || !y) return pd_last_status();
     int64_t ax = n->a.scan.axis, rev = n->a.scan.reverse;
+    if (x->ndim == 0) {
+        gin[0] = g[0];
+        return PD_OK;
+    }
+    if (pd_is_grad_enabled()) {
+        gin[0] = cumprod_vjp_dense(x, g[0], (int)ax, (int)rev);
+        return pdi_status_of(gin[0], __func__);
+    }
     struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
     struct pd_tensor *z = pd_eq(x, zero);
     struct pd_tensor *cnt = scan_dir(PD_OP_cumsum, z, ax, rev); /* int64 zeros so far */

@@ -409,6 +409,38 @@ red("prod_one_zero_axis1", "prod", lambda x: x.prod(dim=1),
 red("prod_zero_all", "prod", lambda x: x.prod(), lambda c: with_zeros(c.away(0.5, 1.5, 2, 3), (1, 2)))
 scan("cumprod_with_zeros", "cumprod", lambda x: torch.cumprod(x, 1),
      lambda c: with_zeros(c.away(0.5, 1.5, 3, 5), (0, 2), (1, 0), (2, 1), (2, 3)), 1)
+# Higher orders at zeros: op "<op>_grad" with attr order k is the k-th
+# gradient g_k of the op (g_0 = op(x), g_{j+1} = d sum(g_j) / dx, recorded),
+# so the fixture's gradient is derivative k + 1. prod of [2, 0, 3]: the
+# second derivatives d(dy/dx0)/dx are [0, 3, 0].
+def grad_of(fn, order):
+    def f(x):
+        y = fn(x)
+        for _ in range(order):
+            y = torch.autograd.grad(y.sum(), x, create_graph=True)[0]
+        return y
+    return f
+
+
+def fixed(*rows):
+    return lambda c: torch.tensor(rows, dtype=torch.float64)
+
+
+for k in (1, 2):
+    red("prod_grad%d_203" % k, "prod_grad", grad_of(lambda x: x.prod(), k), fixed(2.0, 0.0, 3.0), order=k)
+    red("prod_grad%d_one_zero_axis1" % k, "prod_grad", grad_of(lambda x: x.prod(dim=1), k),
+        lambda c: with_zeros(c.away(0.5, 1.5, 3, 4), (0, 1), (2, 0)), axes=(1,), order=k)
+    red("prod_grad%d_two_zeros_axis0" % k, "prod_grad", grad_of(lambda x: x.prod(dim=0), k),
+        lambda c: with_zeros(c.away(0.5, 1.5, 4, 3), (0, 1), (2, 1), (3, 2)), axes=(0,), order=k)
+    red("prod_grad%d_zeros_axes02_keepdim" % k, "prod_grad",
+        grad_of(lambda x: x.prod(dim=2, keepdim=True).prod(dim=0, keepdim=True), k),
+        lambda c: with_zeros(c.away(0.5, 1.5, 2, 3, 3), (0, 1, 2), (1, 2, 0), (1, 2, 2)), axes=(0, 2), keepdim=1,
+        order=k)
+    case("cumprod_grad%d_zeros_axis1" % k, "cumprod_grad", grad_of(lambda x: torch.cumprod(x, 1), k),
+         lambda c: [("x", with_zeros(c.away(0.5, 1.5, 3, 5), (0, 2), (1, 0), (2, 1), (2, 3)))], axis=1, order=k)
+    case("cumprod_grad%d_zeros_axis0" % k, "cumprod_grad", grad_of(lambda x: torch.cumprod(x, 0), k),
+         lambda c: [("x", with_zeros(c.away(0.5, 1.5, 4, 2), (1, 0), (3, 0), (2, 1)))], axis=0, order=k)
+
 red("amax_ties_axis1", "amax", lambda x: x.amax(dim=1), lambda c: ties(c, 4, 6), axes=(1,))
 red("amin_ties_all", "amin", lambda x: x.amin(), lambda c: torch.tensor([[1.0, -2.0, 3.0], [-2.0, 0.5, -2.0]],
                                                                           dtype=torch.float64))
