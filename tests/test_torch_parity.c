@@ -319,6 +319,13 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
         ints(f, "padding", iv3);
         return (IS("max_pool2d") ? pd_max_pool2d : pd_avg_pool2d)(x, iv, iv2, iv3);
     }
+    if (IS("max_pool2d_ex") || IS("avg_pool2d_ex")) {
+        ints(f, "kernel", iv);
+        ints(f, "stride", iv2);
+        ints(f, "padding", iv3);
+        if (IS("max_pool2d_ex")) return pd_max_pool2d_ex(x, iv, iv2, iv3, (int)ai(f, "ceil_mode"));
+        return pd_avg_pool2d_ex(x, iv, iv2, iv3, (int)ai(f, "ceil_mode"), (int)ai(f, "exclusive"));
+    }
     /* nn */
     if (IS("softmax")) return pd_softmax(x, (int)ai(f, "axis"));
     if (IS("log_softmax")) return pd_log_softmax(x, (int)ai(f, "axis"));

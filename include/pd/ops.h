@@ -182,6 +182,16 @@ struct pd_tensor *pd_conv2d(struct pd_tensor *x, struct pd_tensor *w, struct pd_
                             const int *padding, const int *dilation, int groups);
 struct pd_tensor *pd_max_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding);
 struct pd_tensor *pd_avg_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding);
+/* The pools with Paddle's options. ceil_mode: the output size rounds up, the
+ * last window may hang over the end but must start inside the input or the
+ * left padding (PyTorch's rule). exclusive (avg): 1 divides each window's sum
+ * by its input elements (Paddle's default, and pd_avg_pool2d's); 0 also
+ * counts the padding, as PyTorch's default count_include_pad=True (with
+ * ceil_mode, not the part past the right padding, as PyTorch). */
+struct pd_tensor *pd_max_pool2d_ex(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding,
+                                   int ceil_mode);
+struct pd_tensor *pd_avg_pool2d_ex(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding,
+                                   int ceil_mode, int exclusive);
 
 /* ---- indexing and shape --------------------------------------------- */
 struct pd_tensor *pd_gather(struct pd_tensor *x, int axis, struct pd_tensor *index);     /* torch.gather */

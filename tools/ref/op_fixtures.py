@@ -260,6 +260,26 @@ case("avg_pool2d_k3_s2_p1", "avg_pool2d",
 case("avg_pool2d_k22_s12", "avg_pool2d", lambda x: F.avg_pool2d(x, (2, 2), stride=(1, 2)),
      lambda c: [("x", c.randn(1, 2, 5, 6))], kernel=[2, 2], stride=[1, 2], padding=[0, 0])
 
+# The options (pd_max_pool2d_ex, pd_avg_pool2d_ex): ceil_mode, and
+# exclusive = not count_include_pad (exclusive=0 is torch's default).
+case("max_pool2d_ceil_k3_s2_p1", "max_pool2d_ex",
+     lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+     lambda c: [("x", c.randn(2, 3, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=1)
+case("max_pool2d_ceil_k2", "max_pool2d_ex", lambda x: F.max_pool2d(x, 2, ceil_mode=True),
+     lambda c: [("x", c.randn(1, 2, 7, 5))], kernel=[2, 2], stride=[2, 2], padding=[0, 0], ceil_mode=1)
+case("avg_pool2d_torch_default", "avg_pool2d_ex", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
+     lambda c: [("x", c.randn(2, 3, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=0, exclusive=0)
+case("avg_pool2d_ceil_exclusive", "avg_pool2d_ex",
+     lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+     lambda c: [("x", c.randn(2, 2, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=1, exclusive=1)
+case("avg_pool2d_ceil_include_pad", "avg_pool2d_ex",
+     lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
+     lambda c: [("x", c.randn(1, 2, 6, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=1, exclusive=0)
+# ceil would give 4 windows on 5; the 4th starts past the input and the left padding
+case("avg_pool2d_ceil_rule", "avg_pool2d_ex",
+     lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
+     lambda c: [("x", c.randn(1, 2, 5, 5))], kernel=[2, 2], stride=[2, 2], padding=[1, 1], ceil_mode=1, exclusive=0)
+
 
 # ---------------------------------------------------------------- nn
 case("softmax_axis1", "softmax", lambda x: torch.softmax(x, 1), lambda c: [("x", c.randn(2, 5, 3, scale=2.0))],
