@@ -135,7 +135,10 @@ struct pd_tensor *pd_argmin(struct pd_tensor *x, int axis, int keepdim);
 struct pd_tensor *pd_var(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim);
 struct pd_tensor *pd_std(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim);
 struct pd_tensor *pd_logsumexp(struct pd_tensor *x, const int *axes, int n_axes, int keepdim);
-/* p = 1, 2 or INFINITY. */
+/* The vector p-norm over axes, as torch.linalg.vector_norm: any p (not
+ * NaN). p = 0 counts the nonzeros, INFINITY / -INFINITY take max / min |x|,
+ * other p (negative and fractional too) give (sum |x|^p)^(1/p). Gradients
+ * follow PyTorch's, with subgradient 0 at x == 0 (docs/autograd.md). */
 struct pd_tensor *pd_norm(struct pd_tensor *x, double p, const int *axes, int n_axes, int keepdim);
 struct pd_tensor *pd_all(struct pd_tensor *x, const int *axes, int n_axes, int keepdim);
 struct pd_tensor *pd_any(struct pd_tensor *x, const int *axes, int n_axes, int keepdim);

@@ -94,8 +94,8 @@ int pdi_infer_reduce_float(struct pdi_call *c)
                           name, pd_dtype_name(dt), name);
     if (c->op == PD_OP_norm) {
         double p = c->a.reduce_norm.p;
-        if (!(p == 1.0 || p == 2.0 || isinf(p)) || p < 0)
-            return pdi_errorf(PD_ERR_INVALID, "norm: p must be 1, 2 or inf, got %g", p);
+        if (isnan(p)) return pdi_errorf(PD_ERR_INVALID, "norm: p must be a number or +-inf, got nan");
+        if (p == -INFINITY) return reduce_meta(c, dt, 1); /* min |x| has no identity */
     }
     if ((c->op == PD_OP_var || c->op == PD_OP_std) && c->a.reduce_var.correction < 0)
         return pdi_errorf(PD_ERR_INVALID, "%s: correction must be >= 0, got %lld", name,
@@ -471,25 +471,40 @@ int pdi_vjp_logsumexp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     return pdi_status_of(gin[0], __func__);
 }
 
-/* p=1: sign(x); p=2: x / norm (0 at the zero vector, through a safe
- * denominator so no NaN appears at any order); p=inf: sign(x) on the ties of
- * |x| == norm, split evenly. */
+/* PyTorch's rules, with its subgradient 0 at the kinks. p = 0: 0 (the
+ * count is piecewise constant); p = 1: sign(x); p = 2: x / norm (0 at the
+ * zero vector, through a safe denominator so no NaN appears at any order);
+ * p = +-inf: sign(x) on the ties of |x| == norm, split evenly; other p:
+ * sign(x) |x|^(p-1) / norm^(p-1), which is 0 where x == 0 for p < 1 and
+ * where norm == 0 for p > 1 (safe operands again: no inf * 0). */
 int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
     if (!x || !out) return pd_last_status();
     double p = n->a.reduce_norm.p;
     struct pd_tensor *gu = unreduce(n, g[0]), *ou = unreduce(n, out), *r;
-    if (p == 1.0) {
+    struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
+    if (p == 0.0) {
+        r = pd_zeros(n->in_meta[0].shape, n->in_meta[0].ndim, x->dtype);
+    } else if (p == 1.0) {
         r = pd_sign(x);
     } else if (p == 2.0) {
         struct pd_tensor *safe = pd_where(pd_eq(ou, scalar_like(ou, 0)), scalar_like(ou, 1), ou);
         r = pd_div(x, safe);
-    } else {
+    } else if (isinf(p)) {
         int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
         struct pd_tensor *m = pd_cast(pd_eq(pd_abs(x), ou), x->dtype);
         struct pd_tensor *cnt = pd_sum(m, axes, na, 1);
         r = pd_div(pd_mul(pd_sign(x), m), cnt);
+    } else if (p < 1.0) { /* sign(x) |x|^(p-1) (0 at x == 0) times norm^(1-p) */
+        struct pd_tensor *xz = pd_eq(x, zero);
+        struct pd_tensor *xs = pd_mul(pd_sign(x), pd_pow_scalar(pd_where(xz, one, pd_abs(x)), p - 1.0));
+        r = pd_mul(pd_where(xz, zero, xs), pd_pow_scalar(ou, 1.0 - p));
+    } else { /* sign(x) |x|^(p-1) / norm^(p-1) (0 where norm == 0) */
+        struct pd_tensor *oz = pd_eq(ou, scalar_like(ou, 0));
+        struct pd_tensor *scale = pd_where(oz, scalar_like(ou, 0),
+                                           pd_pow_scalar(pd_where(oz, scalar_like(ou, 1), ou), 1.0 - p));
+        r = pd_mul(pd_mul(pd_sign(x), pd_pow_scalar(pd_abs(x), p - 1.0)), scale);
     }
     gin[0] = pd_mul(r, gu);
     return pdi_status_of(gin[0], __func__);
@@ -654,8 +669,9 @@ int pdi_decomp_logsumexp(const struct pdi_call *c, struct pd_tensor **out)
     return rdec_out(&r, pd_add(pd_log(rdec_sum(&r, pd_exp(pd_sub(r.x, m)))), m), out);
 }
 
-/* p = 1: sum |x|; p = 2: sqrt(sum x^2); p = inf: max |x| (0 for an empty
- * set, the sum of nothing). */
+/* p = 1: sum |x|; p = 2: sqrt(sum x^2); p = 0: the count of x != 0;
+ * p = inf: max |x| (0 for an empty set, the sum of nothing); p = -inf:
+ * min |x| (infer refuses an empty set); other p: (sum |x|^p)^(1/p). */
 int pdi_decomp_norm(const struct pdi_call *c, struct pd_tensor **out)
 {
     struct rdec r;
@@ -663,7 +679,14 @@ int pdi_decomp_norm(const struct pdi_call *c, struct pd_tensor **out)
     double p = c->a.reduce_norm.p;
     struct pd_tensor *y;
     if (p == 2.0) y = rdec_safe_sqrt(&r, rdec_sum(&r, pd_square(r.x)));
-    else if (p == 1.0 || r.count == 0) y = rdec_sum(&r, pd_abs(r.x));
-    else y = pd_amax(pd_abs(r.x), r.axes, r.na, 1);
+    else if (p == 1.0 || (p == INFINITY && r.count == 0)) y = rdec_sum(&r, pd_abs(r.x));
+    else if (p == 0.0) y = rdec_sum(&r, pd_cast(pd_ne(r.x, rdec_scalar(&r, 0)), r.x ? r.x->dtype : PD_F32));
+    else if (p == INFINITY) y = pd_amax(pd_abs(r.x), r.axes, r.na, 1);
+    else if (p == -INFINITY) y = pd_amin(pd_abs(r.x), r.axes, r.na, 1);
+    else if (p < 0) y = pd_pow_scalar(rdec_sum(&r, pd_pow_scalar(pd_abs(r.x), p)), 1.0 / p);
+    else { /* the root through a safe operand, as rdec_safe_sqrt: gradient 0 at the zero vector */
+        struct pd_tensor *t = rdec_sum(&r, pd_pow_scalar(pd_abs(r.x), p)), *z = pd_eq(t, rdec_scalar(&r, 0));
+        y = pd_where(z, rdec_scalar(&r, 0), pd_pow_scalar(pd_where(z, rdec_scalar(&r, 1), t), 1.0 / p));
+    }
     return rdec_out(&r, y, out);
 }

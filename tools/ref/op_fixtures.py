@@ -203,6 +203,29 @@ red("norm_pinf_all", "norm", lambda x: torch.linalg.vector_norm(x, INF), lambda 
 red("norm_pinf_axis1_keepdim", "norm", lambda x: torch.linalg.vector_norm(x, INF, dim=1, keepdim=True),
     lambda c: c.randn(3, 5), axes=(1,), p=INF, keepdim=1)
 
+# Any p: torch.linalg.vector_norm's values and gradients (subgradient 0 at
+# x == 0; the zero vector's gradient is 0).
+def vnorm(p, dim=None, keepdim=False):
+    return lambda x: torch.linalg.vector_norm(x, p, dim=dim, keepdim=keepdim)
+
+
+red("norm_p0_axes02", "norm", vnorm(0, (0, 2)), lambda c: with_zeros(c.randn(2, 3, 4), (0, 1, 2), (1, 0, 0)),
+    axes=(0, 2), p=0.0)
+red("norm_p3_axes02_keepdim", "norm", vnorm(3, (0, 2), True), lambda c: c.randn(2, 3, 4), axes=(0, 2), keepdim=1,
+    p=3.0)
+red("norm_p0.5_zeros_axis1", "norm", vnorm(0.5, 1), lambda c: with_zeros(c.away(0.2, 2.0, 3, 4), (0, 1), (2, 3)),
+    axes=(1,), p=0.5)
+red("norm_p1.5_zero_row", "norm", vnorm(1.5, 1),
+    lambda c: with_zeros(with_zeros(c.randn(3, 3), (1, 0), (1, 1), (1, 2)), (2, 0)), axes=(1,), p=1.5)
+red("norm_p-1_all", "norm", vnorm(-1), lambda c: c.away(0.2, 2.0, 3, 4), p=-1.0)
+red("norm_p-1_with_zero_axis0", "norm", vnorm(-1, 0), lambda c: with_zeros(c.away(0.2, 2.0, 3, 4), (1, 2)),
+    axes=(0,), p=-1.0)
+red("norm_p-2.5_axis_neg1", "norm", vnorm(-2.5, -1), lambda c: c.away(0.3, 2.0, 2, 5), axes=(-1,), p=-2.5)
+red("norm_p-inf_ties_axis1", "norm", vnorm(-INF, 1),
+    lambda c: torch.tensor([[1.0, -3.0, -1.0], [2.0, -0.5, 2.0], [0.0, 4.0, 0.0]], dtype=torch.float64),
+    axes=(1,), p=-INF)
+red("norm_p4_all", "norm", vnorm(4), lambda c: c.randn(3, 5), p=4.0)
+
 
 def scan(name, op, fn, gen, axis):
     case(name, op, fn, lambda c: [("x", gen(c))], axis=axis)
