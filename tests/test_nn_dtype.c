@@ -144,11 +144,13 @@ static void test_f64(void)
     pd_nn_block_destroy(bl);
     pd_state_dict_destroy(sd);
     sd = pd_state_dict_create();
+    int tok = pd_scope_begin();
     struct pd_nn_embedding *em = pd_nn_embedding_create(5, 3, g);
     PT_CHECK(em && pd_tensor_dtype(em->weight) == PD_F64);
     struct pd_tensor *ev = em ? pd_nn_embedding_forward(em, pt_vec(PD_I64, 2, (const double[]){4, 1})) : NULL;
     PT_CHECK(ev && pd_tensor_dtype(ev) == PD_F64);
     pd_nn_embedding_destroy(em);
+    pd_scope_end(tok);
     pd_state_dict_destroy(sd);
     pd_generator_destroy(g);
     PT_CHECK(pd_nn_set_param_dtype(PD_F32) == PD_F64);
