@@ -81,7 +81,16 @@ static void test_values(void)
     PT_NEAR(at(pd_norm(vec(n3, 3, PD_F32), 2, NULL, 0, 0), 0), 5, 1e-6);
     PT_NEAR(at(pd_norm(vec(n3, 3, PD_F32), 1, NULL, 0, 0), 0), 7, 1e-6);
     PT_NEAR(at(pd_norm(vec(n3, 3, PD_F32), INFINITY, NULL, 0, 0), 0), 4, 1e-6);
-    PT_CHECK(!pd_norm(vec(n3, 3, PD_F32), 3, NULL, 0, 0) && strstr(pd_last_error(), "p must be"));
+    /* any order, as torch.linalg.vector_norm */
+    PT_NEAR(at(pd_norm(vec(n3, 3, PD_F32), 3, NULL, 0, 0), 0), cbrt(91), 1e-6);
+    PT_NEAR(at(pd_norm(vec(n3, 3, PD_F64), 0, NULL, 0, 0), 0), 2, 0);
+    PT_NEAR(at(pd_norm(vec(n3, 3, PD_F64), 0.5, NULL, 0, 0), 0), pow(sqrt(3) + 2, 2), 1e-14);
+    PT_NEAR(at(pd_norm(vec(n3 + 0, 2, PD_F64), -INFINITY, NULL, 0, 0), 0), 3, 0);
+    PT_NEAR(at(pd_norm(vec(n3, 2, PD_F64), -1, NULL, 0, 0), 0), 1 / (1.0 / 3 + 1.0 / 4), 1e-14);
+    PT_CHECK(at(pd_norm(vec(n3, 3, PD_F64), -1, NULL, 0, 0), 0) == 0); /* a zero: 1 / inf */
+    PT_CHECK(!pd_norm(vec(n3, 3, PD_F32), NAN, NULL, 0, 0) && strstr(pd_last_error(), "p nan"));
+    PT_CHECK(!pd_norm(pd_zeros((int64_t[]){0}, 1, PD_F32), -INFINITY, NULL, 0, 0) &&
+             strstr(pd_last_error(), "no identity"));
     /* all/any */
     PT_CHECK(at(pd_all(vec(n3, 3, PD_F32), NULL, 0, 0), 0) == 0);
     PT_CHECK(at(pd_any(vec(n3, 3, PD_I16), NULL, 0, 0), 0) == 1);

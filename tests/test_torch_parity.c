@@ -241,6 +241,19 @@ static const struct { const char *name; red_fn fn; } REDUCE[] = {
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define IS(s) (!strcmp(op, s))
 
+/* "<op>_grad" fixtures: the order-th recorded gradient of the op's output
+ * summed (g_0 = y, g_{j+1} = d sum(g_j) / dx with create_graph), so that
+ * the fixture's gradient is the derivative of order + 1. */
+static struct pd_tensor *grad_of(struct pd_tensor *x, struct pd_tensor *y, int64_t order)
+{
+    for (int64_t k = 0; k < order && y; k++) {
+        struct pd_tensor *s = pd_sum(y, NULL, 0, 0), *gx = NULL;
+        if (!s || pd_grad(&s, 1, &x, 1, NULL, 1, 1, 0, &gx)) return NULL;
+        y = gx;
+    }
+    return y;
+}
+
 /* Runs the fixture's op; NULL with pd_last_error() set on failure, and NULL
  * with *unknown = 1 when this file has no binding for the op name. */
 static struct pd_tensor *run_op(struct call *c, int *unknown)
@@ -279,6 +292,11 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
         n = ints(f, "axes", iv);
         return pd_norm(x, af(f, "p"), iv, n, (int)ai(f, "keepdim"));
     }
+    if (IS("prod_grad")) {
+        n = ints(f, "axes", iv);
+        return grad_of(x, pd_prod(x, iv, n, (int)ai(f, "keepdim")), ai(f, "order"));
+    }
+    if (IS("cumprod_grad")) return grad_of(x, pd_cumprod(x, (int)ai(f, "axis")), ai(f, "order"));
     if (IS("cumsum")) return pd_cumsum(x, (int)ai(f, "axis"));
     if (IS("cumprod")) return pd_cumprod(x, (int)ai(f, "axis"));
     if (IS("max")) return pd_max(x, (int)ai(f, "axis"), (int)ai(f, "keepdim"), NULL);
@@ -300,6 +318,13 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
         ints(f, "stride", iv2);
         ints(f, "padding", iv3);
         return (IS("max_pool2d") ? pd_max_pool2d : pd_avg_pool2d)(x, iv, iv2, iv3);
+    }
+    if (IS("max_pool2d_ex") || IS("avg_pool2d_ex")) {
+        ints(f, "kernel", iv);
+        ints(f, "stride", iv2);
+        ints(f, "padding", iv3);
+        if (IS("max_pool2d_ex")) return pd_max_pool2d_ex(x, iv, iv2, iv3, (int)ai(f, "ceil_mode"));
+        return pd_avg_pool2d_ex(x, iv, iv2, iv3, (int)ai(f, "ceil_mode"), (int)ai(f, "exclusive"));
     }
     /* nn */
     if (IS("softmax")) return pd_softmax(x, (int)ai(f, "axis"));

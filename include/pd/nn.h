@@ -3,8 +3,8 @@
  * The Llama section is the contract other parts build on (CLI, generation,
  * PyTorch parity, bench); its signatures do not change.
  *
- * Modules are plain structs holding parameter tensors (f32 leaves that
- * require grad). The module owns one reference to each parameter; the
+ * Modules are plain structs holding parameter tensors (leaves that require
+ * grad; f32 unless pd_nn_set_param_dtype chose another float dtype). The module owns one reference to each parameter; the
  * tensors are never in a scope, so a module may be created anywhere and
  * lives until its _destroy. Each module exposes its parameters by name into
  * a pd_state_dict with `_params(module, prefix, sd)` (prefix "" or e.g.
@@ -65,7 +65,17 @@ int pd_init_eye_(struct pd_tensor *t);
 /* ---- building-block modules ---------------------------------------------
  * Every module: _create (parameters initialised like PyTorch's defaults from
  * g, NULL = default generator), _destroy (NULL is a no-op), _forward, and
- * _params. Parameters are f32. */
+ * _params. Parameters are created in the calling thread's parameter dtype:
+ * f32 unless pd_nn_set_param_dtype chose another (inputs must then have
+ * that dtype too). */
+
+/* The dtype new module parameters get (as torch.set_default_dtype does for
+ * modules): PD_F32 by default, PD_F64 for checking and science work,
+ * PD_BF16/PD_F16 where the ops support them. Per thread; the Llama model's
+ * parameters stay f32. Returns the previous dtype, or PD_ERR_INVALID for a
+ * dtype that is not floating point (the setting is then unchanged). */
+int pd_nn_set_param_dtype(enum pd_dtype dt);
+enum pd_dtype pd_nn_param_dtype(void);
 
 /* y = x W^T + b; W [out, in], b [out]. Init: kaiming_uniform_(a = sqrt 5),
  * bias U(-1/sqrt(in), 1/sqrt(in)). */

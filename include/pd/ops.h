@@ -135,7 +135,10 @@ struct pd_tensor *pd_argmin(struct pd_tensor *x, int axis, int keepdim);
 struct pd_tensor *pd_var(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim);
 struct pd_tensor *pd_std(struct pd_tensor *x, const int *axes, int n_axes, int correction, int keepdim);
 struct pd_tensor *pd_logsumexp(struct pd_tensor *x, const int *axes, int n_axes, int keepdim);
-/* p = 1, 2 or INFINITY. */
+/* The vector p-norm over axes, as torch.linalg.vector_norm: any p (not
+ * NaN). p = 0 counts the nonzeros, INFINITY / -INFINITY take max / min |x|,
+ * other p (negative and fractional too) give (sum |x|^p)^(1/p). Gradients
+ * follow PyTorch's, with subgradient 0 at x == 0 (docs/autograd.md). */
 struct pd_tensor *pd_norm(struct pd_tensor *x, double p, const int *axes, int n_axes, int keepdim);
 struct pd_tensor *pd_all(struct pd_tensor *x, const int *axes, int n_axes, int keepdim);
 struct pd_tensor *pd_any(struct pd_tensor *x, const int *axes, int n_axes, int keepdim);
@@ -182,6 +185,16 @@ struct pd_tensor *pd_conv2d(struct pd_tensor *x, struct pd_tensor *w, struct pd_
                             const int *padding, const int *dilation, int groups);
 struct pd_tensor *pd_max_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding);
 struct pd_tensor *pd_avg_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding);
+/* The pools with Paddle's options. ceil_mode: the output size rounds up, the
+ * last window may hang over the end but must start inside the input or the
+ * left padding (PyTorch's rule). exclusive (avg): 1 divides each window's sum
+ * by its input elements (Paddle's default, and pd_avg_pool2d's); 0 also
+ * counts the padding, as PyTorch's default count_include_pad=True (with
+ * ceil_mode, not the part past the right padding, as PyTorch). */
+struct pd_tensor *pd_max_pool2d_ex(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding,
+                                   int ceil_mode);
+struct pd_tensor *pd_avg_pool2d_ex(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding,
+                                   int ceil_mode, int exclusive);
 
 /* ---- indexing and shape --------------------------------------------- */
 struct pd_tensor *pd_gather(struct pd_tensor *x, int axis, struct pd_tensor *index);     /* torch.gather */

@@ -98,14 +98,15 @@ void pd_nn_attention_destroy(struct pd_nn_attention *a)
 }
 
 /* Checks a cache tensor against [B, Hkv, >= need, D]. */
-static int check_cache(const struct pd_tensor *c, const char *which, int64_t b, int64_t hkv, int64_t need, int64_t d)
+static int check_cache(const struct pd_tensor *c, const char *which, int64_t b, int64_t hkv, int64_t need, int64_t d,
+                       enum pd_dtype dt)
 {
     if (!c) return pdi_errorf(PD_ERR_INVALID, "nn.attention: %s cache is NULL while the other is given", which);
-    if (c->ndim != 4 || c->shape[0] != b || c->shape[1] != hkv || c->shape[3] != d || c->dtype != PD_F32) {
+    if (c->ndim != 4 || c->shape[0] != b || c->shape[1] != hkv || c->shape[3] != d || c->dtype != dt) {
         char s[PDI_SHAPE_BUF];
-        return pdi_errorf(PD_ERR_INVALID, "nn.attention: %s cache is %s %s, expected f32 [%lld, %lld, max_len, %lld]",
-                          which, pd_dtype_name(c->dtype), pdi_shape_str(c->shape, c->ndim, s, sizeof s), (long long)b,
-                          (long long)hkv, (long long)d);
+        return pdi_errorf(PD_ERR_INVALID, "nn.attention: %s cache is %s %s, expected %s [%lld, %lld, max_len, %lld]",
+                          which, pd_dtype_name(c->dtype), pdi_shape_str(c->shape, c->ndim, s, sizeof s),
+                          pd_dtype_name(dt), (long long)b, (long long)hkv, (long long)d);
     }
     if (need > c->shape[2])
         return pdi_errorf(PD_ERR_INVALID, "nn.attention: %s cache holds %lld positions, %lld needed", which,
@@ -156,7 +157,9 @@ struct pd_tensor *pdi_nn_attention_forward(struct pd_nn_attention *a, struct pd_
                                          "with a dense mask or a KV cache");
     if (k_cache || v_cache) {
         if (past_len < 0) return pdi_error(PD_ERR_INVALID, "nn.attention: past_len must be >= 0, got %lld", (long long)past_len);
-        if (check_cache(k_cache, "k", b, hkv, past_len + t, hd) || check_cache(v_cache, "v", b, hkv, past_len + t, hd))
+        enum pd_dtype cdt = a->q_proj.weight->dtype; /* the module's parameter dtype */
+        if (check_cache(k_cache, "k", b, hkv, past_len + t, hd, cdt) ||
+            check_cache(v_cache, "v", b, hkv, past_len + t, hd, cdt))
             return NULL;
     }
     struct pd_tensor *q = pd_view(pd_nn_linear_forward(&a->q_proj, x), (int64_t[]){b, t, hq, hd}, 4);

@@ -6,6 +6,8 @@
  * (pdi_nn_zeros_owned / pdi_tensor_alias of the arena), so creating a module
  * inside a scope does not hand its parameters to that scope. They are made
  * by creation ops: under the meta executor a module has meta parameters. Forward results are ordinary op results.
+ * Stand-alone modules make their parameters in the thread's parameter dtype
+ * (pd_nn_set_param_dtype; f32 unless set); the Llama arena stays f32.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,14 +21,31 @@
 
 /* ---- arena and naming ------------------------------------------------ */
 
-struct pd_tensor *pdi_nn_zeros_owned(const int64_t *shape, int ndim)
+static struct pd_tensor *zeros_owned(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
     int sc = pd_scope_begin();
-    struct pd_tensor *t = pd_zeros(shape, ndim, PD_F32);
+    struct pd_tensor *t = pd_zeros(shape, ndim, dt);
     pd_tensor_retain(t); /* ours once the scope drops its reference */
     pd_scope_end(sc);
     return t;
 }
+
+struct pd_tensor *pdi_nn_zeros_owned(const int64_t *shape, int ndim) { return zeros_owned(shape, ndim, PD_F32); }
+
+/* The dtype of stand-alone modules' new parameters, per thread. */
+static _Thread_local enum pd_dtype param_dtype = PD_F32;
+
+int pd_nn_set_param_dtype(enum pd_dtype dt)
+{
+    if ((unsigned)dt >= PD_DTYPE_COUNT || !pd_dtype_is_float(dt))
+        return pdi_errorf(PD_ERR_INVALID, "nn: parameters must have a floating-point dtype, got %s",
+                          (unsigned)dt < PD_DTYPE_COUNT ? pd_dtype_name(dt) : "an unknown dtype");
+    enum pd_dtype old = param_dtype;
+    param_dtype = dt;
+    return (int)old;
+}
+
+enum pd_dtype pd_nn_param_dtype(void) { return param_dtype; }
 
 struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, int ndim)
 {
@@ -35,7 +54,7 @@ struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, in
                                             (long long)shape[i]);
     struct pd_tensor *t;
     if (!ar) {
-        t = pdi_nn_zeros_owned(shape, ndim); /* the init functions write it */
+        t = zeros_owned(shape, ndim, param_dtype); /* the init functions write it */
     } else {
         int64_t n = pdi_numel(shape, ndim), cap = ar->flat->shape[0];
         int64_t off = (ar->used + PDI_NN_ALIGN - 1) / PDI_NN_ALIGN * PDI_NN_ALIGN;

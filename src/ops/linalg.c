@@ -449,6 +449,17 @@ struct pd_tensor *pd_conv1d(struct pd_tensor *x, struct pd_tensor *w, struct pd_
 /* ---- pools ----------------------------------------------------------- */
 static int is_avg_pool(enum pd_op op) { return op == PD_OP_avg_pool2d || op == PD_OP_avg_pool2d_backward; }
 
+/* Pooled size of one dim: floor((n + 2 pad - k) / s) + 1; with ceil_mode
+ * rounded up instead, less one if that last window would start past the
+ * input and the left padding (PyTorch's rule). span = n + 2 pad - k >= 0. */
+static int64_t pool_out_size(int64_t n, int64_t k, int64_t s, int64_t pad, int64_t ceil)
+{
+    int64_t span = n + 2 * pad - k, o = span / s + 1;
+    if (ceil && span % s) o++;
+    if (ceil && o - 1 > (n + pad - 1) / s) o--; /* (o - 1) s >= n + pad, without overflow (n >= 1) */
+    return o;
+}
+
 /* Validates a pooling geometry (attributes read as pool2d's set, which the
  * avg sets begin with) and gives the pooled shape. */
 static int pool_geom(enum pd_op opid, const int64_t *xs, const struct pdi_attrs *a, int64_t *ys)
@@ -474,10 +485,12 @@ static int pool_geom(enum pd_op opid, const int64_t *xs, const struct pdi_attrs 
         return pdi_errorf(PD_ERR_INVALID, "%s: padded input %lldx%lld (input %s) is smaller than the kernel %lldx%lld", op,
                           (long long)hp, (long long)wp, pdi_shape_str(xs, 4, b0, sizeof b0), (long long)p->kernel_h,
                           (long long)p->kernel_w);
+    if (p->ceil_mode != 0 && p->ceil_mode != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: ceil_mode must be 0 or 1, got %lld", op, (long long)p->ceil_mode);
     ys[0] = xs[0];
     ys[1] = xs[1];
-    ys[2] = (hp - p->kernel_h) / p->stride_h + 1;
-    ys[3] = (wp - p->kernel_w) / p->stride_w + 1;
+    ys[2] = pool_out_size(xs[2], p->kernel_h, p->stride_h, p->pad_h, p->ceil_mode);
+    ys[3] = pool_out_size(xs[3], p->kernel_w, p->stride_w, p->pad_w, p->ceil_mode);
     return PD_OK;
 }
 
@@ -594,7 +607,7 @@ int pdi_vjp_avg_pool2d_backward(struct pdi_node *n, struct pd_tensor *const *gg,
 }
 
 static struct pd_tensor *pool_call(enum pd_op op, struct pd_tensor *x, const int *kernel, const int *stride,
-                                   const int *padding)
+                                   const int *padding, int ceil_mode, int exclusive)
 {
     if (!x) return NULL;
     if (!kernel) return pdi_error(PD_ERR_INVALID, "%s: kernel size is required", pdi_ops[op].name);
@@ -607,20 +620,33 @@ static struct pd_tensor *pool_call(enum pd_op op, struct pd_tensor *x, const int
     memset(&a, 0, sizeof a);
     if (op == PD_OP_avg_pool2d)
         a.avg_pool2d = (struct pdi_attrs_avg_pool2d){.kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw,
-                                                     .pad_h = ph, .pad_w = pw, .count_include_pad = 0};
+                                                     .pad_h = ph, .pad_w = pw, .ceil_mode = ceil_mode,
+                                                     .count_include_pad = !exclusive};
     else
         a.pool2d = (struct pdi_attrs_pool2d){.kernel_h = kh, .kernel_w = kw, .stride_h = sh, .stride_w = sw,
-                                             .pad_h = ph, .pad_w = pw};
+                                             .pad_h = ph, .pad_w = pw, .ceil_mode = ceil_mode};
     struct pd_tensor *y = pdi_call1(op, x, &a);
     return added ? pd_squeeze(y, 0) : y;
 }
 
 struct pd_tensor *pd_max_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding)
 {
-    return pool_call(PD_OP_max_pool2d, x, kernel, stride, padding);
+    return pool_call(PD_OP_max_pool2d, x, kernel, stride, padding, 0, 1);
 }
 
 struct pd_tensor *pd_avg_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding)
 {
-    return pool_call(PD_OP_avg_pool2d, x, kernel, stride, padding);
+    return pool_call(PD_OP_avg_pool2d, x, kernel, stride, padding, 0, 1);
+}
+
+struct pd_tensor *pd_max_pool2d_ex(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding,
+                                   int ceil_mode)
+{
+    return pool_call(PD_OP_max_pool2d, x, kernel, stride, padding, ceil_mode != 0, 1);
+}
+
+struct pd_tensor *pd_avg_pool2d_ex(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding,
+                                   int ceil_mode, int exclusive)
+{
+    return pool_call(PD_OP_avg_pool2d, x, kernel, stride, padding, ceil_mode != 0, exclusive != 0);
 }

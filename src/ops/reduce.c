@@ -14,9 +14,9 @@
  * the op table with an integer tensor is an error).
  *
  * VJP rules use public ops only, so they are differentiable again. Exactness
- * notes: prod and cumprod have exact first derivatives with zeros in the
- * input (zero-count masks); their second derivatives are exact only for
- * inputs without zeros. max/min route the gradient to the returned index;
+ * notes: prod and cumprod have exact derivatives of every order with zeros
+ * in the input (no division by x in a recorded rule; see pdi_vjp_prod and
+ * cumprod_vjp_dense). max/min route the gradient to the returned index;
  * amax/amin (and norm p=inf) split it evenly among ties, as PyTorch does.
  */
 #include <math.h>
@@ -94,8 +94,8 @@ int pdi_infer_reduce_float(struct pdi_call *c)
                           name, pd_dtype_name(dt), name);
     if (c->op == PD_OP_norm) {
         double p = c->a.reduce_norm.p;
-        if (!(p == 1.0 || p == 2.0 || isinf(p)) || p < 0)
-            return pdi_errorf(PD_ERR_INVALID, "norm: p must be 1, 2 or inf, got %g", p);
+        if (isnan(p)) return pdi_errorf(PD_ERR_INVALID, "norm: p must be a number or +-inf, got nan");
+        if (p == -INFINITY) return reduce_meta(c, dt, 1); /* min |x| has no identity */
     }
     if ((c->op == PD_OP_var || c->op == PD_OP_std) && c->a.reduce_var.correction < 0)
         return pdi_errorf(PD_ERR_INVALID, "%s: correction must be >= 0, got %lld", name,
@@ -347,23 +347,46 @@ int pdi_vjp_mean(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tenso
     return pdi_status_of(gin[0], __func__);
 }
 
-/* d prod / d x_i = prod of the others. No zero in the set: out / x_i.
- * Exactly one zero: the product of the non-zeros at the zero, 0 elsewhere.
- * Two or more: 0 everywhere. */
+static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
+{
+    struct pdi_attrs a = {.scan = {.axis = axis, .reverse = reverse}};
+    return x ? pdi_call1(op, x, &a) : NULL;
+}
+
+/* d prod / d x_i = the product of the others, computed as PyTorch does from
+ * exclusive scans over the reduced elements (permuted to the end and
+ * flattened to one axis of K): before_i = x_0 ... x_{i-1} and
+ * after_i = x_{i+1} ... x_{K-1}. There is no division by x, so the rule is
+ * exact with any number of zeros, and so is its own VJP (cumprod's), at
+ * every order. */
 int pdi_vjp_prod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
-    struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
-    if (!x || !out) return pd_last_status();
-    int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
-    struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
-    struct pd_tensor *z = pd_eq(x, zero);
-    struct pd_tensor *nz = pd_sum(z, axes, na, 1); /* int64 */
-    struct pd_tensor *none = pd_eq(nz, pd_scalar(0, PD_I64));
-    struct pd_tensor *single = pd_logical_and(z, pd_eq(nz, pd_scalar(1, PD_I64)));
-    struct pd_tensor *xs = pd_where(z, one, x);
-    struct pd_tensor *others = pd_prod(xs, axes, na, 1);
-    struct pd_tensor *r = pd_where(none, pd_div(unreduce(n, out), xs), pd_where(single, others, zero));
-    gin[0] = pd_mul(r, unreduce(n, g[0]));
+    struct pd_tensor *x = pdi_node_in(n, 0);
+    if (!x) return pd_last_status();
+    const struct pdi_meta *im = &n->in_meta[0];
+    int nd = im->ndim;
+    unsigned mask = pdi_attrs_axes_mask(&n->a, nd);
+    int64_t K = mask_count(im->shape, nd, mask);
+    if (nd == 0 || K <= 1) { /* the others' product is empty: 1 */
+        gin[0] = expand_to_input(n, g[0]);
+        return pdi_status_of(gin[0], __func__);
+    }
+    int perm[PD_MAX_DIMS], inv[PD_MAX_DIMS], nk = 0;
+    int64_t pshape[PD_MAX_DIMS], fshape[PD_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        if (!(mask & (1u << d))) { perm[nk] = d; fshape[nk] = im->shape[d]; nk++; }
+    for (int d = 0, k = nk; d < nd; d++)
+        if (mask & (1u << d)) perm[k++] = d;
+    for (int d = 0; d < nd; d++) { pshape[d] = im->shape[perm[d]]; inv[perm[d]] = d; }
+    fshape[nk] = 1;
+    struct pd_tensor *ones = pd_ones(fshape, nk + 1, x->dtype);
+    fshape[nk] = K;
+    struct pd_tensor *xt = pd_reshape(pd_permute(x, perm, nd), fshape, nk + 1);
+    struct pd_tensor *lo[2] = {ones, scan_dir(PD_OP_cumprod, pd_slice(xt, nk, 0, K - 1, 1), nk, 0)};
+    struct pd_tensor *hi[2] = {scan_dir(PD_OP_cumprod, pd_slice(xt, nk, 1, K, 1), nk, 1), ones};
+    struct pd_tensor *others = pd_mul(pd_concat(lo, 2, nk), pd_concat(hi, 2, nk));
+    others = pd_permute(pd_reshape(others, pshape, nd), inv, nd);
+    gin[0] = pd_mul(others, unreduce(n, g[0]));
     return pdi_status_of(gin[0], __func__);
 }
 
@@ -448,34 +471,43 @@ int pdi_vjp_logsumexp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
     return pdi_status_of(gin[0], __func__);
 }
 
-/* p=1: sign(x); p=2: x / norm (0 at the zero vector, through a safe
- * denominator so no NaN appears at any order); p=inf: sign(x) on the ties of
- * |x| == norm, split evenly. */
+/* PyTorch's rules, with its subgradient 0 at the kinks. p = 0: 0 (the
+ * count is piecewise constant); p = 1: sign(x); p = 2: x / norm (0 at the
+ * zero vector, through a safe denominator so no NaN appears at any order);
+ * p = +-inf: sign(x) on the ties of |x| == norm, split evenly; other p:
+ * sign(x) |x|^(p-1) / norm^(p-1), which is 0 where x == 0 for p < 1 and
+ * where norm == 0 for p > 1 (safe operands again: no inf * 0). */
 int pdi_vjp_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     struct pd_tensor *x = pdi_node_in(n, 0), *out = pdi_node_out(n, 0);
     if (!x || !out) return pd_last_status();
     double p = n->a.reduce_norm.p;
     struct pd_tensor *gu = unreduce(n, g[0]), *ou = unreduce(n, out), *r;
-    if (p == 1.0) {
+    struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
+    if (p == 0.0) {
+        r = pd_zeros(n->in_meta[0].shape, n->in_meta[0].ndim, x->dtype);
+    } else if (p == 1.0) {
         r = pd_sign(x);
     } else if (p == 2.0) {
         struct pd_tensor *safe = pd_where(pd_eq(ou, scalar_like(ou, 0)), scalar_like(ou, 1), ou);
         r = pd_div(x, safe);
-    } else {
+    } else if (isinf(p)) {
         int axes[PDI_MAX_ATTR_INTS], na = node_axes(n, axes);
         struct pd_tensor *m = pd_cast(pd_eq(pd_abs(x), ou), x->dtype);
         struct pd_tensor *cnt = pd_sum(m, axes, na, 1);
         r = pd_div(pd_mul(pd_sign(x), m), cnt);
+    } else if (p < 1.0) { /* sign(x) |x|^(p-1) (0 at x == 0) times norm^(1-p) */
+        struct pd_tensor *xz = pd_eq(x, zero);
+        struct pd_tensor *xs = pd_mul(pd_sign(x), pd_pow_scalar(pd_where(xz, one, pd_abs(x)), p - 1.0));
+        r = pd_mul(pd_where(xz, zero, xs), pd_pow_scalar(ou, 1.0 - p));
+    } else { /* sign(x) |x|^(p-1) / norm^(p-1) (0 where norm == 0) */
+        struct pd_tensor *oz = pd_eq(ou, scalar_like(ou, 0));
+        struct pd_tensor *scale = pd_where(oz, scalar_like(ou, 0),
+                                           pd_pow_scalar(pd_where(oz, scalar_like(ou, 1), ou), 1.0 - p));
+        r = pd_mul(pd_mul(pd_sign(x), pd_pow_scalar(pd_abs(x), p - 1.0)), scale);
     }
     gin[0] = pd_mul(r, gu);
     return pdi_status_of(gin[0], __func__);
-}
-
-static struct pd_tensor *scan_dir(enum pd_op op, struct pd_tensor *x, int64_t axis, int64_t reverse)
-{
-    struct pdi_attrs a = {.scan = {.axis = axis, .reverse = reverse}};
-    return x ? pdi_call1(op, x, &a) : NULL;
 }
 
 /* The VJP of a scan is the scan of g in the other direction. */
@@ -485,8 +517,31 @@ int pdi_vjp_cumsum(struct pdi_node *n, struct pd_tensor *const *g, struct pd_ten
     return pdi_status_of(gin[0], __func__);
 }
 
+/* Recorded (create_graph) form of cumprod's VJP, exact at zeros at every
+ * order: with the axis moved last, M[i, j] = d y_j / d x_i is the scan of x
+ * with x_i replaced by 1, at j, for j at or after i in scan order (0
+ * before), and gin_i = sum_j M[i, j] g_j. Only where, cumprod, mul and sum,
+ * at n^2 elements per scanned row (PyTorch's recorded form is O(n^2) too). */
+static struct pd_tensor *cumprod_vjp_dense(struct pd_tensor *x, struct pd_tensor *g, int ax, int rev)
+{
+    int nd = pd_tensor_ndim(x), last = nd - 1;
+    int64_t len = pd_tensor_dim(x, ax), shape[PD_MAX_DIMS];
+    struct pd_tensor *xt = pd_transpose(x, ax, last);
+    for (int d = 0; d < nd; d++) shape[d] = pd_tensor_dim(xt, d);
+    shape[nd] = len;
+    shape[last] = len;
+    struct pd_tensor *X = pd_expand(pd_unsqueeze(xt, last), shape, nd + 1);
+    struct pd_tensor *sq = pd_ones((int64_t[]){len, len}, 2, x->dtype);
+    struct pd_tensor *diag = pd_ne(pd_eye(len, len, x->dtype), scalar_like(x, 0));
+    struct pd_tensor *M = scan_dir(PD_OP_cumprod, pd_where(diag, scalar_like(x, 1), X), nd, rev);
+    M = pd_mul(M, rev ? pd_tril(sq, 0) : pd_triu(sq, 0));
+    struct pd_tensor *gi = pd_sum(pd_mul(M, pd_unsqueeze(pd_transpose(g, ax, last), last)), (int[]){nd}, 1, 0);
+    return pd_transpose(gi, ax, last);
+}
+
 /* d y_j / d x_i = prod_{k <= j, k != i} x_k for i <= j (forward scan).
- * Before the first zero (in scan order) x_i != 0 and the gradient is
+ * Recorded (create_graph): cumprod_vjp_dense. Otherwise, in O(n):
+ * before the first zero (in scan order) x_i != 0 and the gradient is
  * rcumsum(g y)_i / x_i. At the first zero it is rcumsum(g y1)_i where y1 is
  * the scan of x with that zero replaced by 1. After it every product holds
  * the first zero: 0. */
@@ -495,6 +550,14 @@ int pdi_vjp_cumprod(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     struct pd_tensor *x = pdi_node_in(n, 0), *y = pdi_node_out(n, 0);
     if (!x || !y) return pd_last_status();
     int64_t ax = n->a.scan.axis, rev = n->a.scan.reverse;
+    if (x->ndim == 0) {
+        gin[0] = g[0];
+        return PD_OK;
+    }
+    if (pd_is_grad_enabled()) {
+        gin[0] = cumprod_vjp_dense(x, g[0], (int)ax, (int)rev);
+        return pdi_status_of(gin[0], __func__);
+    }
     struct pd_tensor *zero = scalar_like(x, 0), *one = scalar_like(x, 1);
     struct pd_tensor *z = pd_eq(x, zero);
     struct pd_tensor *cnt = scan_dir(PD_OP_cumsum, z, ax, rev); /* int64 zeros so far */
@@ -606,8 +669,9 @@ int pdi_decomp_logsumexp(const struct pdi_call *c, struct pd_tensor **out)
     return rdec_out(&r, pd_add(pd_log(rdec_sum(&r, pd_exp(pd_sub(r.x, m)))), m), out);
 }
 
-/* p = 1: sum |x|; p = 2: sqrt(sum x^2); p = inf: max |x| (0 for an empty
- * set, the sum of nothing). */
+/* p = 1: sum |x|; p = 2: sqrt(sum x^2); p = 0: the count of x != 0;
+ * p = inf: max |x| (0 for an empty set, the sum of nothing); p = -inf:
+ * min |x| (infer refuses an empty set); other p: (sum |x|^p)^(1/p). */
 int pdi_decomp_norm(const struct pdi_call *c, struct pd_tensor **out)
 {
     struct rdec r;
@@ -615,7 +679,14 @@ int pdi_decomp_norm(const struct pdi_call *c, struct pd_tensor **out)
     double p = c->a.reduce_norm.p;
     struct pd_tensor *y;
     if (p == 2.0) y = rdec_safe_sqrt(&r, rdec_sum(&r, pd_square(r.x)));
-    else if (p == 1.0 || r.count == 0) y = rdec_sum(&r, pd_abs(r.x));
-    else y = pd_amax(pd_abs(r.x), r.axes, r.na, 1);
+    else if (p == 1.0 || (p == INFINITY && r.count == 0)) y = rdec_sum(&r, pd_abs(r.x));
+    else if (p == 0.0) y = rdec_sum(&r, pd_cast(pd_ne(r.x, rdec_scalar(&r, 0)), r.x ? r.x->dtype : PD_F32));
+    else if (p == INFINITY) y = pd_amax(pd_abs(r.x), r.axes, r.na, 1);
+    else if (p == -INFINITY) y = pd_amin(pd_abs(r.x), r.axes, r.na, 1);
+    else if (p < 0) y = pd_pow_scalar(rdec_sum(&r, pd_pow_scalar(pd_abs(r.x), p)), 1.0 / p);
+    else { /* the root through a safe operand, as rdec_safe_sqrt: gradient 0 at the zero vector */
+        struct pd_tensor *t = rdec_sum(&r, pd_pow_scalar(pd_abs(r.x), p)), *z = pd_eq(t, rdec_scalar(&r, 0));
+        y = pd_where(z, rdec_scalar(&r, 0), pd_pow_scalar(pd_where(z, rdec_scalar(&r, 1), t), 1.0 / p));
+    }
     return rdec_out(&r, y, out);
 }

@@ -126,7 +126,44 @@ static struct pd_tensor *avgp_bwd(struct pd_tensor *g, const struct pdi_attrs *a
     r.avg_pool2d_backward.input_shape = (struct pdi_ints){4, {1, 2, 7, 6}};
     return pdi_call1(PD_OP_avg_pool2d_backward, g, &r);
 }
+/* ceil_mode: k3 s2 p1 on [.., 7, 6] -> [.., 4, 4], the last column's window
+ * hangs past the right padding */
+static const struct pdi_attrs a_pool_ceil = {.pool2d = {POOL(3, 3, 2, 2, 1, 1), .ceil_mode = 1}};
+static const struct pdi_attrs a_avg_ceil_incl = {.avg_pool2d = {POOL(3, 3, 2, 2, 1, 1), .ceil_mode = 1,
+                                                                .count_include_pad = 1}};
 #undef POOL
+static struct pd_tensor *f_maxp_bwd_ceil(struct pd_tensor **in)
+{
+    return pdi_call2(PD_OP_max_pool2d_backward, in[0], in[1], &a_pool_ceil);
+}
+static struct pd_tensor *f_avgp_bwd_ceil(struct pd_tensor **in) { return avgp_bwd(in[0], &a_avg_ceil_incl); }
+/* the public options: ceil_mode, exclusive */
+static struct pd_tensor *f_maxp_ceil(struct pd_tensor **in)
+{
+    return pd_max_pool2d_ex(in[0], (int[]){3, 3}, (int[]){2, 2}, (int[]){1, 1}, 1);
+}
+static struct pd_tensor *f_maxp_ceil_k2(struct pd_tensor **in)
+{
+    return pd_max_pool2d_ex(in[0], (int[]){2, 2}, NULL, NULL, 1);
+}
+static struct pd_tensor *f_avgp_ceil_excl(struct pd_tensor **in)
+{
+    return pd_avg_pool2d_ex(in[0], (int[]){3, 3}, (int[]){2, 2}, (int[]){1, 1}, 1, 1);
+}
+static struct pd_tensor *f_avgp_ceil_incl(struct pd_tensor **in)
+{
+    return pd_avg_pool2d_ex(in[0], (int[]){3, 3}, (int[]){2, 2}, (int[]){1, 1}, 1, 0);
+}
+/* k2 s2 p1 on 5: ceil gives 4 windows, but the 4th would start at 5, past
+ * the input and the left padding: 3 */
+static struct pd_tensor *f_avgp_ceil_drop(struct pd_tensor **in)
+{
+    return pd_avg_pool2d_ex(in[0], (int[]){2, 2}, (int[]){2, 2}, (int[]){1, 1}, 1, 0);
+}
+static struct pd_tensor *f_avgp_incl_pub(struct pd_tensor **in)
+{
+    return pd_avg_pool2d_ex(in[0], (int[]){3, 2}, (int[]){2, 1}, (int[]){1, 1}, 0, 0);
+}
 static struct pd_tensor *f_avgp_bwd(struct pd_tensor **in) { return avgp_bwd(in[0], &a_avg); }
 static struct pd_tensor *f_avgp_bwd_incl(struct pd_tensor **in) { return avgp_bwd(in[0], &a_avg_incl); }
 /* max pool through its backward (second order through the gather) */
@@ -225,6 +262,16 @@ static const struct opt_row rows[] = {
     {"max_pool2d_gather", PD_OP_max_pool2d_gather, 2, {OPT_F(1, 2, 7, 6), OPT_F(1, 2, 7, 6)}, f_maxp_gather, FLOW},
     {"avg_pool2d_backward", PD_OP_avg_pool2d_backward, 1, {OPT_F(1, 2, 4, 3)}, f_avgp_bwd, FLOW},
     {"avg_pool2d_backward/include_pad", PD_OP_avg_pool2d_backward, 1, {OPT_FS(1, 2, 4, 3)}, f_avgp_bwd_incl, FLOW},
+    {"max_pool2d/ceil", PD_OP_max_pool2d, 1, {OPT_F(2, 2, 7, 6)}, f_maxp_ceil, FLOW},
+    {"max_pool2d/ceil_k2", PD_OP_max_pool2d, 1, {OPT_FT(2, 1, 7, 5)}, f_maxp_ceil_k2, FLOW},
+    {"avg_pool2d/ceil_exclusive", PD_OP_avg_pool2d, 1, {OPT_F(2, 2, 7, 6)}, f_avgp_ceil_excl, FLOW},
+    {"avg_pool2d/ceil_include_pad", PD_OP_avg_pool2d, 1, {OPT_F(2, 2, 7, 6)}, f_avgp_ceil_incl, FLOW},
+    {"avg_pool2d/ceil_rule", PD_OP_avg_pool2d, 1, {OPT_FS(1, 2, 5, 5)}, f_avgp_ceil_drop, FLOW},
+    {"avg_pool2d/include_pad_public", PD_OP_avg_pool2d, 1, {OPT_F(1, 3, 6, 5)}, f_avgp_incl_pub, FLOW},
+    {"max_pool2d_backward/ceil", PD_OP_max_pool2d_backward, 2, {OPT_F(1, 2, 4, 4), OPT_F(1, 2, 7, 6)},
+     f_maxp_bwd_ceil, FLOW},
+    {"avg_pool2d_backward/ceil_include_pad", PD_OP_avg_pool2d_backward, 1, {OPT_F(1, 2, 4, 4)}, f_avgp_bwd_ceil,
+     FLOW},
 };
 
 int opt_rows_linalg(const struct opt_row **r)

@@ -112,6 +112,14 @@ RF(norm2_ax0_keep, pd_norm(in[0], 2, AXES(0), 1))
 RF(norm2_axlast, pd_norm(in[0], 2, AXES(-1), 0))
 RF(norminf_all, pd_norm(in[0], INFINITY, NULL, 0, 0))
 RF(norminf_ax1, pd_norm(in[0], INFINITY, AXES(1), 0))
+RF(norm0_axes, pd_norm(in[0], 0, AXES(0, 2), 0))
+RF(norm3_axes_keep, pd_norm(in[0], 3, AXES(0, 2), 1))
+RF(norm_half_ax1, pd_norm(in[0], 0.5, AXES(1), 0))
+RF(norm_1p5_all, pd_norm(in[0], 1.5, NULL, 0, 0))
+RF(norm_neg1_all, pd_norm(in[0], -1, NULL, 0, 0))
+RF(norm_neg2p5_axlast, pd_norm(in[0], -2.5, AXES(-1), 1))
+RF(normninf_ax1, pd_norm(in[0], -INFINITY, AXES(1), 0))
+RF(norm1p5_zero_rows, pd_norm(pd_where(pd_gt(pd_arange(0, 4, 1, PD_I64), pd_scalar(1, PD_I64)), in[0], in[1]), 1.5, AXES(0), 0))
 RF(norm2_zero_rows, pd_norm(pd_where(pd_gt(pd_arange(0, 4, 1, PD_I64), pd_scalar(1, PD_I64)), in[0], in[1]), 2, AXES(0), 0))
 RF(all_all, pd_all(in[0], NULL, 0, 0))
 RF(all_ax1, pd_all(in[0], AXES(1), 0))
@@ -245,7 +253,7 @@ static const struct opt_row rows[] = {
     {"logsumexp/all_neg_inf", PD_OP_logsumexp, 1, {ZERO(3, 4)}, f_lse_neg_inf, FL, .no_gradcheck = 1},
     {"logsumexp/zero_size", PD_OP_logsumexp, 1, {OPT_F(0, 3)}, f_lse_ax0, FL},
     {"logsumexp/large", PD_OP_logsumexp, 1, {OPT_F(3000, 20)}, f_lse_ax0, FL, .no_gradcheck = BIGN},
-    /* norm: p = 1, 2, inf; the zero vector has a finite (0) gradient */
+    /* norm: p = 1, 2, inf (CPU passes); the zero vector has a finite (0) gradient */
     {"norm/p1_all", PD_OP_norm, 1, {OPT_F(3, 4, 5)}, f_norm1_all, FL},
     {"norm/p1_axis1", PD_OP_norm, 1, {OPT_FT(4, 5)}, f_norm1_ax1, FL},
     {"norm/p2_all", PD_OP_norm, 1, {OPT_F(3, 4, 5)}, f_norm2_all, FL},
@@ -255,6 +263,15 @@ static const struct opt_row rows[] = {
     {"norm/pinf_axis1", PD_OP_norm, 1, {OPT_F(3, 4, 5)}, f_norminf_ax1, FL},
     {"norm/p2_zero_vector", PD_OP_norm, 2, {OPT_F(3, 4), ZERO(3, 4)}, f_norm2_zero_rows, OPT_DT_F},
     {"norm/p2_large", PD_OP_norm, 1, {OPT_F(3, 50000)}, f_norm2_axlast, FL, .no_gradcheck = BIGN},
+    /* any other p (the CPU kernel hands these to the reference one) */
+    {"norm/p0_axes", PD_OP_norm, 1, {OPT_F(3, 4, 5)}, f_norm0_axes, FL, .no_gradcheck = 1}, /* 0: the fixtures */
+    {"norm/p3_axes_keep", PD_OP_norm, 1, {OPT_FT(3, 4, 5)}, f_norm3_axes_keep, FL},
+    {"norm/p0.5_axis1", PD_OP_norm, 1, {OPT_FR(0.3, 2, 3, 4)}, f_norm_half_ax1, FL},
+    {"norm/p1.5_all", PD_OP_norm, 1, {OPT_FS(4, 5)}, f_norm_1p5_all, FL},
+    {"norm/p-1_all", PD_OP_norm, 1, {OPT_FR(0.3, 2, 3, 4)}, f_norm_neg1_all, FL},
+    {"norm/p-2.5_axis_last", PD_OP_norm, 1, {OPT_FR(-2, -0.3, 3, 4)}, f_norm_neg2p5_axlast, FL},
+    {"norm/p-inf_axis1", PD_OP_norm, 1, {OPT_F(3, 4, 5)}, f_normninf_ax1, FL},
+    {"norm/p1.5_zero_vector", PD_OP_norm, 2, {OPT_F(3, 4), ZERO(3, 4)}, f_norm1p5_zero_rows, OPT_DT_F},
     /* all/any: any dtype in, bool out */
     {"all/all", PD_OP_all, 1, {OPT_F(3, 4, 5)}, f_all_all, ALL},
     {"all/axis1", PD_OP_all, 1, {OPT_F(3, 4, 5)}, f_all_ax1, ALL},

@@ -203,6 +203,29 @@ red("norm_pinf_all", "norm", lambda x: torch.linalg.vector_norm(x, INF), lambda 
 red("norm_pinf_axis1_keepdim", "norm", lambda x: torch.linalg.vector_norm(x, INF, dim=1, keepdim=True),
     lambda c: c.randn(3, 5), axes=(1,), p=INF, keepdim=1)
 
+# Any p: torch.linalg.vector_norm's values and gradients (subgradient 0 at
+# x == 0; the zero vector's gradient is 0).
+def vnorm(p, dim=None, keepdim=False):
+    return lambda x: torch.linalg.vector_norm(x, p, dim=dim, keepdim=keepdim)
+
+
+red("norm_p0_axes02", "norm", vnorm(0, (0, 2)), lambda c: with_zeros(c.randn(2, 3, 4), (0, 1, 2), (1, 0, 0)),
+    axes=(0, 2), p=0.0)
+red("norm_p3_axes02_keepdim", "norm", vnorm(3, (0, 2), True), lambda c: c.randn(2, 3, 4), axes=(0, 2), keepdim=1,
+    p=3.0)
+red("norm_p0.5_zeros_axis1", "norm", vnorm(0.5, 1), lambda c: with_zeros(c.away(0.2, 2.0, 3, 4), (0, 1), (2, 3)),
+    axes=(1,), p=0.5)
+red("norm_p1.5_zero_row", "norm", vnorm(1.5, 1),
+    lambda c: with_zeros(with_zeros(c.randn(3, 3), (1, 0), (1, 1), (1, 2)), (2, 0)), axes=(1,), p=1.5)
+red("norm_p-1_all", "norm", vnorm(-1), lambda c: c.away(0.2, 2.0, 3, 4), p=-1.0)
+red("norm_p-1_with_zero_axis0", "norm", vnorm(-1, 0), lambda c: with_zeros(c.away(0.2, 2.0, 3, 4), (1, 2)),
+    axes=(0,), p=-1.0)
+red("norm_p-2.5_axis_neg1", "norm", vnorm(-2.5, -1), lambda c: c.away(0.3, 2.0, 2, 5), axes=(-1,), p=-2.5)
+red("norm_p-inf_ties_axis1", "norm", vnorm(-INF, 1),
+    lambda c: torch.tensor([[1.0, -3.0, -1.0], [2.0, -0.5, 2.0], [0.0, 4.0, 0.0]], dtype=torch.float64),
+    axes=(1,), p=-INF)
+red("norm_p4_all", "norm", vnorm(4), lambda c: c.randn(3, 5), p=4.0)
+
 
 def scan(name, op, fn, gen, axis):
     case(name, op, fn, lambda c: [("x", gen(c))], axis=axis)
@@ -259,6 +282,26 @@ case("avg_pool2d_k3_s2_p1", "avg_pool2d",
      lambda c: [("x", c.randn(2, 3, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1])
 case("avg_pool2d_k22_s12", "avg_pool2d", lambda x: F.avg_pool2d(x, (2, 2), stride=(1, 2)),
      lambda c: [("x", c.randn(1, 2, 5, 6))], kernel=[2, 2], stride=[1, 2], padding=[0, 0])
+
+# The options (pd_max_pool2d_ex, pd_avg_pool2d_ex): ceil_mode, and
+# exclusive = not count_include_pad (exclusive=0 is torch's default).
+case("max_pool2d_ceil_k3_s2_p1", "max_pool2d_ex",
+     lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+     lambda c: [("x", c.randn(2, 3, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=1)
+case("max_pool2d_ceil_k2", "max_pool2d_ex", lambda x: F.max_pool2d(x, 2, ceil_mode=True),
+     lambda c: [("x", c.randn(1, 2, 7, 5))], kernel=[2, 2], stride=[2, 2], padding=[0, 0], ceil_mode=1)
+case("avg_pool2d_torch_default", "avg_pool2d_ex", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
+     lambda c: [("x", c.randn(2, 3, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=0, exclusive=0)
+case("avg_pool2d_ceil_exclusive", "avg_pool2d_ex",
+     lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+     lambda c: [("x", c.randn(2, 2, 7, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=1, exclusive=1)
+case("avg_pool2d_ceil_include_pad", "avg_pool2d_ex",
+     lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
+     lambda c: [("x", c.randn(1, 2, 6, 6))], kernel=[3, 3], stride=[2, 2], padding=[1, 1], ceil_mode=1, exclusive=0)
+# ceil would give 4 windows on 5; the 4th starts past the input and the left padding
+case("avg_pool2d_ceil_rule", "avg_pool2d_ex",
+     lambda x: F.avg_pool2d(x, 2, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
+     lambda c: [("x", c.randn(1, 2, 5, 5))], kernel=[2, 2], stride=[2, 2], padding=[1, 1], ceil_mode=1, exclusive=0)
 
 
 # ---------------------------------------------------------------- nn
@@ -409,6 +452,38 @@ red("prod_one_zero_axis1", "prod", lambda x: x.prod(dim=1),
 red("prod_zero_all", "prod", lambda x: x.prod(), lambda c: with_zeros(c.away(0.5, 1.5, 2, 3), (1, 2)))
 scan("cumprod_with_zeros", "cumprod", lambda x: torch.cumprod(x, 1),
      lambda c: with_zeros(c.away(0.5, 1.5, 3, 5), (0, 2), (1, 0), (2, 1), (2, 3)), 1)
+# Higher orders at zeros: op "<op>_grad" with attr order k is the k-th
+# gradient g_k of the op (g_0 = op(x), g_{j+1} = d sum(g_j) / dx, recorded),
+# so the fixture's gradient is derivative k + 1. prod of [2, 0, 3]: the
+# second derivatives d(dy/dx0)/dx are [0, 3, 0].
+def grad_of(fn, order):
+    def f(x):
+        y = fn(x)
+        for _ in range(order):
+            y = torch.autograd.grad(y.sum(), x, create_graph=True)[0]
+        return y
+    return f
+
+
+def fixed(*rows):
+    return lambda c: torch.tensor(rows, dtype=torch.float64)
+
+
+for k in (1, 2):
+    red("prod_grad%d_203" % k, "prod_grad", grad_of(lambda x: x.prod(), k), fixed(2.0, 0.0, 3.0), order=k)
+    red("prod_grad%d_one_zero_axis1" % k, "prod_grad", grad_of(lambda x: x.prod(dim=1), k),
+        lambda c: with_zeros(c.away(0.5, 1.5, 3, 4), (0, 1), (2, 0)), axes=(1,), order=k)
+    red("prod_grad%d_two_zeros_axis0" % k, "prod_grad", grad_of(lambda x: x.prod(dim=0), k),
+        lambda c: with_zeros(c.away(0.5, 1.5, 4, 3), (0, 1), (2, 1), (3, 2)), axes=(0,), order=k)
+    red("prod_grad%d_zeros_axes02_keepdim" % k, "prod_grad",
+        grad_of(lambda x: x.prod(dim=2, keepdim=True).prod(dim=0, keepdim=True), k),
+        lambda c: with_zeros(c.away(0.5, 1.5, 2, 3, 3), (0, 1, 2), (1, 2, 0), (1, 2, 2)), axes=(0, 2), keepdim=1,
+        order=k)
+    case("cumprod_grad%d_zeros_axis1" % k, "cumprod_grad", grad_of(lambda x: torch.cumprod(x, 1), k),
+         lambda c: [("x", with_zeros(c.away(0.5, 1.5, 3, 5), (0, 2), (1, 0), (2, 1), (2, 3)))], axis=1, order=k)
+    case("cumprod_grad%d_zeros_axis0" % k, "cumprod_grad", grad_of(lambda x: torch.cumprod(x, 0), k),
+         lambda c: [("x", with_zeros(c.away(0.5, 1.5, 4, 2), (1, 0), (3, 0), (2, 1)))], axis=0, order=k)
+
 red("amax_ties_axis1", "amax", lambda x: x.amax(dim=1), lambda c: ties(c, 4, 6), axes=(1,))
 red("amin_ties_all", "amin", lambda x: x.amin(), lambda c: torch.tensor([[1.0, -2.0, 3.0], [-2.0, 0.5, -2.0]],
                                                                           dtype=torch.float64))

@@ -239,6 +239,24 @@ static int cpu_conv2d_backward_data(const struct pdi_kcall *k) { return cpu_conv
 static int cpu_conv2d_backward_weight(const struct pdi_kcall *k) { return cpu_conv(k, K_CONV_WEIGHT); }
 
 /* ---- pooling through oneDNN (max/avg forward, avg backward) ----------- */
+/* The right padding that makes the last of `out` windows fit: pad, or more
+ * under ceil_mode. */
+static int64_t right_pad(int64_t in, int64_t out, int64_t k, int64_t s, int64_t pad)
+{
+    int64_t r = (out - 1) * s + k - in - pad;
+    return r > pad ? r : pad;
+}
+
+/* With count_include_pad, a window past the right padding (ceil_mode)
+ * divides by its part inside the padded input (PyTorch); oneDNN's
+ * include-padding average would count the whole window. */
+static int avg_past_padding(const struct pdi_kcall *k, const struct pd_kview *x, const struct pd_kview *y)
+{
+    const struct pdi_attrs_avg_pool2d *p = &k->a->avg_pool2d;
+    return p->count_include_pad && (right_pad(x->shape[2], y->shape[2], p->kernel_h, p->stride_h, p->pad_h) > p->pad_h ||
+                                    right_pad(x->shape[3], y->shape[3], p->kernel_w, p->stride_w, p->pad_w) > p->pad_w);
+}
+
 static dnnl_status_t build_pool(const void *key, struct pdi_dnnl_entry *e)
 {
     const struct conv_key *k = key;
@@ -250,10 +268,13 @@ static dnnl_status_t build_pool(const void *key, struct pdi_dnnl_entry *e)
     if (st != dnnl_success) return st;
     const struct pdi_attrs_pool2d *p = &k->pool;
     dnnl_dims_t kern = {p->kernel_h, p->kernel_w}, strides = {p->stride_h, p->stride_w}, pad = {p->pad_h, p->pad_w};
+    /* ceil_mode: the last window may reach past the right padding */
+    dnnl_dims_t pad_r = {right_pad(k->x[2], k->y[2], p->kernel_h, p->stride_h, p->pad_h),
+                         right_pad(k->x[3], k->y[3], p->kernel_w, p->stride_w, p->pad_w)};
     dnnl_pooling_desc_t fd, bd;
     dnnl_alg_kind_t alg = (dnnl_alg_kind_t)k->alg;
     dnnl_prop_kind_t prop = k->kind == K_POOL_FWD ? dnnl_forward_inference : dnnl_forward_training;
-    st = dnnl_pooling_forward_desc_init(&fd, prop, alg, &x, &y, strides, kern, pad, pad);
+    st = dnnl_pooling_forward_desc_init(&fd, prop, alg, &x, &y, strides, kern, pad, pad_r);
     if (st != dnnl_success) return st;
     dnnl_primitive_attr_t attr = pdi_dnnl_user_scratchpad();
     if (k->kind == K_POOL_FWD) {
@@ -261,7 +282,7 @@ static dnnl_status_t build_pool(const void *key, struct pdi_dnnl_entry *e)
     } else {
         dnnl_primitive_desc_t hint = NULL;
         st = dnnl_primitive_desc_create(&hint, &fd, NULL, pdi_dnnl_engine(), NULL);
-        if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bd, alg, &x, &y, strides, kern, pad, pad);
+        if (st == dnnl_success) st = dnnl_pooling_backward_desc_init(&bd, alg, &x, &y, strides, kern, pad, pad_r);
         if (st == dnnl_success) st = dnnl_primitive_desc_create(&e->pd, &bd, attr, pdi_dnnl_engine(), hint);
         if (hint) dnnl_primitive_desc_destroy(hint);
     }
@@ -276,6 +297,10 @@ static int cpu_pool(const struct pdi_kcall *k, int kind, dnnl_alg_kind_t alg)
     const struct pd_kview *res = &k->out[0];
     const struct pd_kview *x = kind == K_POOL_FWD ? &k->in[0] : res, *y = kind == K_POOL_FWD ? res : &k->in[0];
     if (pdi_kview_numel(res) == 0) return PD_OK;
+    if (alg == dnnl_pooling_avg_include_padding && avg_past_padding(k, x, y)) {
+        pdi_kernel_fn ref = pdi_kernel_lookup(PDI_BACKEND_REF, k->op, res->dtype);
+        if (ref) return ref(k);
+    }
     struct conv_key key;
     memset(&key, 0, sizeof key);
     key.kind = kind;

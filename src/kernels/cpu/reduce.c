@@ -544,6 +544,11 @@ static void store_all(const struct pd_kview *y, const double *res, int64_t n)
 static int cpu_float_reduce(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    double np = k->op == PD_OP_norm ? k->a->reduce_norm.p : 1.0;
+    if (np != 1.0 && np != 2.0 && np != INFINITY) { /* norm's other orders: the reference kernel */
+        pdi_kernel_fn ref = pdi_kernel_lookup(PDI_BACKEND_REF, k->op, x->dtype);
+        return ref ? ref(k) : pdi_errorf(PD_ERR_UNSUPPORTED, "norm: no kernel for p = %g", np);
+    }
     struct rgeom g;
     rgeom_init(x, pdi_attrs_axes_mask(k->a, x->ndim), 1, &g);
     int64_t nout = g.nout;

@@ -162,14 +162,17 @@ static void window_argmax(const struct pd_kview *x, const struct pdi_attrs_pool2
     }
 }
 
-/* Number of input elements averaged by window (i, j). */
+/* The divisor of window (i, j): its input elements, or with
+ * count_include_pad the window clipped to the padded input (the whole
+ * window unless ceil_mode let it hang past the right padding; PyTorch's
+ * rule). */
 static int64_t window_count(const struct pdi_attrs_avg_pool2d *p, int64_t hh, int64_t ww, int64_t i, int64_t j)
 {
-    if (p->count_include_pad) return p->kernel_h * p->kernel_w;
     int64_t h0 = i * p->stride_h - p->pad_h, v0 = j * p->stride_w - p->pad_w;
-    int64_t h1 = h0 + p->kernel_h < hh ? h0 + p->kernel_h : hh, v1 = v0 + p->kernel_w < ww ? v0 + p->kernel_w : ww;
-    if (h0 < 0) h0 = 0;
-    if (v0 < 0) v0 = 0;
+    int64_t he = p->count_include_pad ? hh + p->pad_h : hh, we = p->count_include_pad ? ww + p->pad_w : ww;
+    int64_t h1 = h0 + p->kernel_h < he ? h0 + p->kernel_h : he, v1 = v0 + p->kernel_w < we ? v0 + p->kernel_w : we;
+    if (h0 < 0 && !p->count_include_pad) h0 = 0;
+    if (v0 < 0 && !p->count_include_pad) v0 = 0;
     return (h1 - h0) * (v1 - v0);
 }
 

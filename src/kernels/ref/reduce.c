@@ -123,15 +123,19 @@ static double reduce_float(enum pd_op op, const struct pdi_attrs *a, const struc
         if (isinf(m)) m = 0; /* all -inf gives log(0) = -inf; +inf gives inf */
         for (int64_t r = 0; r < n; r++) s += exp(pdi_load(elem(g, base, r), dt) - m);
         return log(s) + m;
-    case PD_OP_norm: {
+    case PD_OP_norm: { /* p = 0: nonzeros; +-inf: max/min |x|; else (sum |x|^p)^(1/p) */
         double p = a->reduce_norm.p;
+        if (p == -INFINITY) s = INFINITY;
         for (int64_t r = 0; r < n; r++) {
             double v = fabs(pdi_load(elem(g, base, r), dt));
             if (p == 1.0) s += v;
             else if (p == 2.0) s += v * v;
-            else if (isnan(v) || v > s) s = isnan(s) ? s : v;
+            else if (p == 0.0) s += v != 0; /* NaN counts, as torch's x != 0 */
+            else if (p == INFINITY) { if (isnan(v) || v > s) s = isnan(s) ? s : v; }
+            else if (p == -INFINITY) { if (isnan(v) || v < s) s = isnan(s) ? s : v; }
+            else s += pow(v, p);
         }
-        return p == 2.0 ? sqrt(s) : s;
+        return p == 2.0 ? sqrt(s) : p == 1.0 || p == 0.0 || isinf(p) ? s : pow(s, 1.0 / p);
     }
     case PD_OP_all:
         for (int64_t r = 0; r < n; r++)
