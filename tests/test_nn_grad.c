@@ -1,7 +1,8 @@
 /* paddle.c — nn family beyond the op-harness rows:
  *   - second-order gradients (Hessian-vector products through create_graph)
- *     of softmax, log_softmax, layer_norm, rms_norm, cross_entropy against
- *     central differences of the first gradient;
+ *     of softmax, log_softmax, layer_norm, rms_norm, cross_entropy (also
+ *     with class weights) against central differences of the first gradient;
+ *   - class weights: no gradient for them (a backward asking fails);
  *   - embedding's weight gradient with repeated ids (exact sums);
  *   - dropout: reproducible masks, scale, p = 0 / 1, eval;
  *   - one_hot inference; the error messages of bad ids, targets and shapes;
@@ -33,6 +34,12 @@ static struct pd_tensor *f_cross_entropy(struct pd_tensor *x)
 {
     int64_t t[3] = {1, -1, 3}, n = 3;
     return pd_cross_entropy(x, pd_from_buffer(t, &n, 1, PD_I64), -1, 0.1, PD_REDUCE_MEAN);
+}
+
+static struct pd_tensor *f_cross_entropy_w(struct pd_tensor *x)
+{
+    int64_t t[3] = {1, -1, 3}, n = 3;
+    return pd_cross_entropy_weighted(x, pd_from_buffer(t, &n, 1, PD_I64), pd_abs(g_w), -1, 0.1, PD_REDUCE_MEAN);
 }
 
 /* First gradient of L = sum(c * f(x)) at x (create_graph when asked). */
@@ -99,6 +106,7 @@ static void test_second_order(void)
     check_hvp("layer_norm 2 axes", f_layer_norm2, s26, 2);
     check_hvp("rms_norm", f_rms_norm, s34, 2);
     check_hvp("cross_entropy", f_cross_entropy, s34, 2);
+    check_hvp("cross_entropy with class weights", f_cross_entropy_w, s34, 2);
     pd_scope_end(scope_tok);
 }
 
@@ -131,6 +139,31 @@ static void test_embedding_grad(void)
     PT_CHECK(!pd_embedding(pd_from_buffer(ids, &n, 1, PD_I64), pd_rand(&n, 1, PD_F32, NULL)) &&
              strstr(pd_last_error(), "2-d"));
     PT_CHECK(!pd_embedding(pd_rand(&n, 1, PD_F32, NULL), w) && strstr(pd_last_error(), "integers"));
+    pd_scope_end(scope_tok);
+}
+
+/* Class weights are constants: the forward accepts weights that require
+ * grad, the backward that would need their gradient fails and says so;
+ * the weights' dtype follows the logits'; a bad shape names [C]. */
+static void test_class_weights(void)
+{
+    int scope_tok = pd_scope_begin();
+    int64_t xs[2] = {3, 4}, four = 4, three = 3, t[3] = {1, -1, 3};
+    struct pd_tensor *x = pd_requires_grad_(pd_rand(xs, 2, PD_F64, NULL), 1);
+    struct pd_tensor *tg = pd_from_buffer(t, &three, 1, PD_I64);
+    struct pd_tensor *w = pd_requires_grad_(pd_add_scalar(pd_rand(&four, 1, PD_F64, NULL), 0.5), 1);
+    struct pd_tensor *l = pd_cross_entropy_weighted(x, tg, w, -1, 0, PD_REDUCE_MEAN), *g[2] = {NULL, NULL};
+    struct pd_tensor *leaves[2] = {x, w};
+    PT_CHECK(l && pd_grad(&l, 1, leaves, 2, NULL, 0, 0, 0, g) != 0);
+    PT_CHECK(strstr(pd_last_error(), "class weights have no gradient"));
+    l = pd_cross_entropy_weighted(x, tg, pd_detach(w), -1, 0, PD_REDUCE_MEAN);
+    PT_CHECK(l && pd_grad(&l, 1, &x, 1, NULL, 0, 0, 0, g) == 0 && g[0]);
+    /* f32 weights with f64 logits: cast to f64 */
+    PT_CHECK(pd_cross_entropy_weighted(x, tg, pd_cast(pd_detach(w), PD_F32), -1, 0.1, PD_REDUCE_SUM));
+    PT_CHECK(!pd_cross_entropy_weighted(x, tg, pd_rand(&three, 1, PD_F64, NULL), -1, 0, PD_REDUCE_MEAN) &&
+             strstr(pd_last_error(), "[C] = [4]"));
+    PT_CHECK(!pd_nll_loss_weighted(x, tg, pd_rand(&three, 1, PD_F64, NULL), -1, PD_REDUCE_MEAN) &&
+             strstr(pd_last_error(), "[C] = [4]"));
     pd_scope_end(scope_tok);
 }
 
@@ -359,6 +392,7 @@ int main(void)
 {
     test_second_order();
     test_embedding_grad();
+    test_class_weights();
     test_dropout();
     test_one_hot_and_errors();
     test_low_precision_backward();

@@ -304,12 +304,12 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
     /* nn */
     if (IS("softmax")) return pd_softmax(x, (int)ai(f, "axis"));
     if (IS("log_softmax")) return pd_log_softmax(x, (int)ai(f, "axis"));
-    if (IS("cross_entropy"))
-        return pd_cross_entropy(arg(c, "logits"), arg(c, "target"), ai(f, "ignore_index"), af(f, "label_smoothing"),
-                                (enum pd_reduction)ai(f, "reduction"));
+    if (IS("cross_entropy")) /* class weights when the case has an input "weight" (a constant: no grad line) */
+        return pd_cross_entropy_weighted(arg(c, "logits"), arg(c, "target"), arg(c, "weight"), ai(f, "ignore_index"),
+                                         af(f, "label_smoothing"), (enum pd_reduction)ai(f, "reduction"));
     if (IS("nll_loss"))
-        return pd_nll_loss(arg(c, "logp"), arg(c, "target"), ai(f, "ignore_index"),
-                           (enum pd_reduction)ai(f, "reduction"));
+        return pd_nll_loss_weighted(arg(c, "logp"), arg(c, "target"), arg(c, "weight"), ai(f, "ignore_index"),
+                                    (enum pd_reduction)ai(f, "reduction"));
     if (IS("mse_loss")) return pd_mse_loss(x, y, (enum pd_reduction)ai(f, "reduction"));
     if (IS("layer_norm"))
         return pd_layer_norm(arg(c, "x"), (int)ai(f, "n_norm_axes"), arg(c, "weight"), arg(c, "bias"), af(f, "eps"));

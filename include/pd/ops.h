@@ -165,6 +165,16 @@ struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *t
                                    double label_smoothing, enum pd_reduction reduction);
 struct pd_tensor *pd_nll_loss(struct pd_tensor *logp, struct pd_tensor *target, int64_t ignore_index,
                               enum pd_reduction reduction);
+/* With class weights weight [C] (NULL: none), as PyTorch's weight=: each
+ * target's loss is scaled by weight[target], and mean divides by the sum of
+ * the weights of the targets that are not ignore_index. label_smoothing's
+ * term is weighted the same way. The weights are constants: they get no
+ * gradient (a backward that asks for one fails). */
+struct pd_tensor *pd_cross_entropy_weighted(struct pd_tensor *logits, struct pd_tensor *target,
+                                            struct pd_tensor *weight, int64_t ignore_index, double label_smoothing,
+                                            enum pd_reduction reduction);
+struct pd_tensor *pd_nll_loss_weighted(struct pd_tensor *logp, struct pd_tensor *target, struct pd_tensor *weight,
+                                       int64_t ignore_index, enum pd_reduction reduction);
 struct pd_tensor *pd_mse_loss(struct pd_tensor *x, struct pd_tensor *y, enum pd_reduction reduction);
 /* Normalise over the last n_norm_axes dims; weight/bias may be NULL. */
 struct pd_tensor *pd_layer_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight,

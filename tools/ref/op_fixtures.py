@@ -79,6 +79,10 @@ class Case:
 
 
 CASES = []
+# Inputs that are constants of the op (no gradient; PyTorch has none for
+# them, e.g. cross_entropy's class weights): case name -> input names. Their
+# files carry no grad line for those inputs.
+CONST_INPUTS = {}
 
 
 def case(name, op, fn, make, **attrs):
@@ -319,6 +323,51 @@ case("embedding_repeat_ids", "embedding", lambda ids, w: F.embedding(ids, w),
      lambda c: [("ids", torch.tensor([[1, 4, 1], [6, 0, 4]], dtype=torch.int64)), ("weight", c.randn(7, 4))])
 
 
+# ---------------------------------------------------------------- nn: class weights, group_norm, interpolate
+def weighted(name, op, fn, make, **attrs):
+    """A loss case whose input "weight" (class weights) is a constant."""
+    CONST_INPUTS[name] = ("weight",)
+    case(name, op, fn, make, **attrs)
+
+
+weighted("cross_entropy_w_mean", "cross_entropy", lambda x, t, w: F.cross_entropy(x, t, weight=w),
+         lambda c: [("logits", c.randn(6, 5, scale=2.0)), ("target", c.randint(0, 5, 6)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=-100, label_smoothing=0.0, reduction=1)
+weighted("cross_entropy_w_ls_ignore_mean", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=-1, label_smoothing=0.1),
+         lambda c: [("logits", c.randn(7, 5, scale=2.0)), ("target", ce_targets(c, 7, 5, -1)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=-1, label_smoothing=0.1, reduction=1)
+weighted("cross_entropy_w_ls_ignore_sum", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=2, label_smoothing=0.2, reduction="sum"),
+         lambda c: [("logits", c.randn(6, 4, scale=2.0)), ("target", ce_targets(c, 6, 4, 2)),
+                    ("weight", c.uniform(0.2, 2.0, 4))],
+         ignore_index=2, label_smoothing=0.2, reduction=2)
+weighted("cross_entropy_w_ls_none", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=-100, label_smoothing=0.25, reduction="none"),
+         lambda c: [("logits", c.randn(5, 4, scale=2.0)), ("target", c.randint(0, 4, 5)),
+                    ("weight", c.uniform(0.2, 2.0, 4))],
+         ignore_index=-100, label_smoothing=0.25, reduction=0)
+weighted("cross_entropy_w_spatial_ls_mean", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=0, label_smoothing=0.15),
+         lambda c: [("logits", c.randn(2, 4, 3, 2, scale=2.0)), ("target", c.randint(0, 4, 2, 3, 2)),
+                    ("weight", c.uniform(0.2, 2.0, 4))],
+         ignore_index=0, label_smoothing=0.15, reduction=1)
+weighted("cross_entropy_w_probs_ls_mean", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, label_smoothing=0.2),
+         lambda c: [("logits", c.randn(4, 5, scale=2.0)), ("target", torch.softmax(c.randn(4, 5), 1)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=-100, label_smoothing=0.2, reduction=1)
+weighted("nll_loss_w_ignore_mean", "nll_loss", lambda x, t, w: F.nll_loss(x, t, weight=w, ignore_index=3),
+         lambda c: [("logp", torch.log_softmax(c.randn(7, 5), 1)), ("target", c.randint(0, 5, 7)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=3, reduction=1)
+weighted("nll_loss_w_spatial_none", "nll_loss", lambda x, t, w: F.nll_loss(x, t, weight=w, reduction="none"),
+         lambda c: [("logp", c.randn(2, 3, 4)), ("target", c.randint(0, 3, 2, 4)), ("weight", c.uniform(0.2, 2.0, 3))],
+         ignore_index=-100, reduction=0)
+
+
 # ---------------------------------------------------------------- index and shape
 case("gather_axis1", "gather", lambda x, i: torch.gather(x, 1, i),
      lambda c: [("x", c.randn(3, 5)), ("index", c.randint(0, 5, 3, 4))], axis=1)
@@ -468,8 +517,9 @@ def build(name, op, fn, make, attrs):
     c = Case(name)
     inputs = make(c)
     leaves = []
-    for _, t in inputs:
-        if t.dtype.is_floating_point:
+    consts = CONST_INPUTS.get(name, ())
+    for n, t in inputs:
+        if t.dtype.is_floating_point and n not in consts:
             t.requires_grad_(True)
             leaves.append(t)
     out = fn(*[t for _, t in inputs])
@@ -492,7 +542,7 @@ def build(name, op, fn, make, attrs):
     blobs.append(tensor_bytes(cot))
     gi = 0
     for n, t in inputs:
-        if t.dtype.is_floating_point:
+        if t.dtype.is_floating_point and n not in consts:
             head.append(tensor_line("grad", n, grads[gi]))
             blobs.append(tensor_bytes(grads[gi]))
             gi += 1

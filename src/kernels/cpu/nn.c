@@ -738,6 +738,7 @@ out:
 static int cpu_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
+    const struct pd_kview *w = k->a->nll_loss.has_weight ? &k->in[2] : NULL;
     int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
@@ -747,8 +748,7 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
     }
     size_t les = pd_dtype_size(lp->dtype), tes = pd_dtype_size(t->dtype), yes = pd_dtype_size(y->dtype);
     int64_t cstride = lp->ndim >= 2 ? lp->strides[1] : lp->strides[0], nstride = lp->ndim >= 2 ? lp->strides[0] : 0;
-    double sum = 0;
-    int64_t count = 0;
+    double sum = 0, count = 0; /* count: the kept targets' weights (1 each without weights) */
     for (int64_t n = 0; n < N; n++) {
         for (int64_t d = 0; d < D; d++) {
             int64_t ti = n * D + d;
@@ -759,15 +759,16 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
                     return pdi_errorf(PD_ERR_INVALID, "nll_loss: target %lld at position %lld out of range [0, %lld)",
                                       (long long)c, (long long)ti, (long long)C);
                 int64_t off = n * nstride + c * cstride + (lp->ndim > 2 ? lin_offset(lp, 2, lp->ndim, -1, d) : 0);
-                v = -pdi_load(lp->data + off * (int64_t)les, lp->dtype);
+                double wc = w ? pdi_load(w->data + c * w->strides[0] * (int64_t)les, w->dtype) : 1.0;
+                v = -pdi_load(lp->data + off * (int64_t)les, lp->dtype) * wc;
                 sum += v;
-                count++;
+                count += wc;
             }
             if (reduction == PD_REDUCE_NONE) pdi_store(y->data + ti * (int64_t)yes, y->dtype, v);
         }
     }
     if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
-    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / (double)count); /* 0/0: NaN, as torch */
+    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
     return PD_OK;
 }
 

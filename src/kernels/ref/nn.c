@@ -52,10 +52,11 @@ static int ref_softmax(const struct pdi_kcall *k)
     return PD_OK;
 }
 
-/* logp [N, C, D...] (or [C]), target [N, D...] (or []). */
+/* logp [N, C, D...] (or [C]), target [N, D...] (or []), [weight [C]]. */
 static int ref_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
+    const struct pd_kview *w = k->a->nll_loss.has_weight ? &k->in[2] : NULL;
     int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
@@ -63,8 +64,7 @@ static int ref_nll_loss(const struct pdi_kcall *k)
         C = lp->shape[1];
         for (int d = 2; d < lp->ndim; d++) D *= lp->shape[d];
     }
-    double sum = 0;
-    int64_t count = 0;
+    double sum = 0, count = 0; /* count: the kept targets' weights (1 each without weights) */
     for (int64_t n = 0; n < N; n++) {
         for (int64_t d = 0; d < D; d++) {
             int64_t ti = n * D + d, c = pdi_load_int(pdi_kview_ptr(t, ti), t->dtype);
@@ -73,15 +73,16 @@ static int ref_nll_loss(const struct pdi_kcall *k)
                 if (c < 0 || c >= C)
                     return pdi_errorf(PD_ERR_INVALID, "nll_loss: target %lld at position %lld out of range [0, %lld)",
                                       (long long)c, (long long)ti, (long long)C);
-                v = -pdi_load(pdi_kview_ptr(lp, (n * C + c) * D + d), lp->dtype);
+                double wc = w ? pdi_load(pdi_kview_ptr(w, c), w->dtype) : 1.0;
+                v = -pdi_load(pdi_kview_ptr(lp, (n * C + c) * D + d), lp->dtype) * wc;
                 sum += v;
-                count++;
+                count += wc;
             }
             if (reduction == PD_REDUCE_NONE) pdi_store(pdi_kview_ptr(y, ti), y->dtype, v);
         }
     }
     if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
-    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / (double)count); /* 0/0: NaN, as torch */
+    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
     return PD_OK;
 }
 
