@@ -1,7 +1,8 @@
 /* paddle.c — nn family beyond the op-harness rows:
  *   - second-order gradients (Hessian-vector products through create_graph)
- *     of softmax, log_softmax, layer_norm, rms_norm, cross_entropy (also
- *     with class weights) against central differences of the first gradient;
+ *     of softmax, log_softmax, layer_norm, rms_norm, group_norm,
+ *     cross_entropy (also with class weights) against central differences
+ *     of the first gradient;
  *   - class weights: no gradient for them (a backward asking fails);
  *   - embedding's weight gradient with repeated ids (exact sums);
  *   - dropout: reproducible masks, scale, p = 0 / 1, eval;
@@ -36,6 +37,7 @@ static struct pd_tensor *f_cross_entropy(struct pd_tensor *x)
     return pd_cross_entropy(x, pd_from_buffer(t, &n, 1, PD_I64), -1, 0.1, PD_REDUCE_MEAN);
 }
 
+static struct pd_tensor *f_group_norm(struct pd_tensor *x) { return pd_group_norm(x, 2, g_w, g_b, 1e-5); }
 static struct pd_tensor *f_cross_entropy_w(struct pd_tensor *x)
 {
     int64_t t[3] = {1, -1, 3}, n = 3;
@@ -107,6 +109,8 @@ static void test_second_order(void)
     check_hvp("rms_norm", f_rms_norm, s34, 2);
     check_hvp("cross_entropy", f_cross_entropy, s34, 2);
     check_hvp("cross_entropy with class weights", f_cross_entropy_w, s34, 2);
+    int64_t s143[3] = {1, 4, 3};
+    check_hvp("group_norm", f_group_norm, s143, 3);
     pd_scope_end(scope_tok);
 }
 

@@ -313,6 +313,8 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
     if (IS("mse_loss")) return pd_mse_loss(x, y, (enum pd_reduction)ai(f, "reduction"));
     if (IS("layer_norm"))
         return pd_layer_norm(arg(c, "x"), (int)ai(f, "n_norm_axes"), arg(c, "weight"), arg(c, "bias"), af(f, "eps"));
+    if (IS("group_norm"))
+        return pd_group_norm(arg(c, "x"), ai(f, "num_groups"), arg(c, "weight"), arg(c, "bias"), af(f, "eps"));
     if (IS("rms_norm")) return pd_rms_norm(arg(c, "x"), (int)ai(f, "n_norm_axes"), arg(c, "weight"), af(f, "eps"));
     if (IS("embedding")) return pd_embedding(arg(c, "ids"), arg(c, "weight"));
     /* index and shape */

@@ -180,6 +180,12 @@ struct pd_tensor *pd_mse_loss(struct pd_tensor *x, struct pd_tensor *y, enum pd_
 struct pd_tensor *pd_layer_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight,
                                 struct pd_tensor *bias, double eps);
 struct pd_tensor *pd_rms_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight, double eps);
+/* x [N, C, d...]: the C channels of each sample in num_groups groups (C
+ * divisible by it), each group normalised over its channels and d...
+ * (biased variance, eps added), then y * weight[c] + bias[c]; weight and
+ * bias [C] may be NULL. As torch.nn.functional.group_norm. */
+struct pd_tensor *pd_group_norm(struct pd_tensor *x, int64_t num_groups, struct pd_tensor *weight,
+                                struct pd_tensor *bias, double eps);
 /* Counter-based: the same generator state gives the same mask. */
 struct pd_tensor *pd_dropout(struct pd_tensor *x, double p, int training, struct pd_generator *g);
 struct pd_tensor *pd_embedding(struct pd_tensor *ids, struct pd_tensor *weight);

@@ -1,6 +1,6 @@
 /* paddle.c — the neural-network family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, norm_backward, embedding, one_hot (rows in
- * ops_nn.def), and the
+ * layer_norm, rms_norm, group_norm, norm_backward, embedding, one_hot (rows
+ * in ops_nn.def), and the
  * composite public functions built from public ops: cross_entropy,
  * mse_loss, dropout.
  *
@@ -147,6 +147,42 @@ int pdi_infer_norm(struct pdi_call *c)
     m->dtype = x->dtype;
     m->ndim = x->ndim;
     memcpy(m->shape, x->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* group_norm: x [N, C, d...], [w [C]], [b [C]] of x's dtype; C divisible
+ * by num_groups. */
+int pdi_infer_group_norm(struct pdi_call *c)
+{
+    int has_w = c->a.group_norm.has_w != 0, has_b = c->a.group_norm.has_b != 0;
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (c->n_in != 1 + has_w + has_b)
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: expected %d inputs (x%s%s), got %d", 1 + has_w + has_b,
+                          has_w ? ", weight" : "", has_b ? ", bias" : "", c->n_in);
+    const struct pd_tensor *x = c->in[0];
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: x must be floating point, got %s", pd_dtype_name(x->dtype));
+    if (x->ndim < 2)
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: x must be [N, C, d...] (at least 2 dims), got %s",
+                          pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    int64_t G = c->a.group_norm.num_groups, C = x->shape[1];
+    if (G < 1 || C % G)
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: %lld channels are not divisible into num_groups = %lld",
+                          (long long)C, (long long)G);
+    if (!(c->a.group_norm.eps >= 0))
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: eps must be >= 0, got %g", c->a.group_norm.eps);
+    for (int i = 1; i < c->n_in; i++) {
+        const struct pd_tensor *t = c->in[i];
+        const char *what = i == 1 && has_w ? "weight" : "bias";
+        if (t->dtype != x->dtype)
+            return pdi_errorf(PD_ERR_INVALID, "group_norm: %s dtype %s differs from x dtype %s", what,
+                              pd_dtype_name(t->dtype), pd_dtype_name(x->dtype));
+        if (t->ndim != 1 || t->shape[0] != C)
+            return pdi_errorf(PD_ERR_INVALID, "group_norm: %s shape %s must be [C] = [%lld] for x %s", what,
+                              pdi_shape_str(t->shape, t->ndim, b0, sizeof b0), (long long)C,
+                              pdi_shape_str(x->shape, x->ndim, b1, sizeof b1));
+    }
+    pdi_meta_of(x, &c->meta[0]);
     return PD_OK;
 }
 
@@ -376,6 +412,57 @@ int pdi_vjp_rms_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
     return pd_is_grad_enabled() ? norm_vjp(n, g, gin, 0) : norm_vjp_fused(n, g, gin, 0);
 }
 
+/* group_norm's shapes: x [N, C, d...] seen as [N, G, M] (M = C / G times
+ * the d... sizes), and [1, C, 1...] for a parameter along x's channels. */
+static void group_shapes(const struct pdi_meta *x, int64_t G, int64_t grp[3], int64_t chan[PD_MAX_DIMS])
+{
+    int64_t numel = pdi_numel(x->shape, x->ndim);
+    grp[0] = x->shape[0];
+    grp[1] = G;
+    grp[2] = x->shape[0] && G ? numel / (x->shape[0] * G) : 0;
+    for (int d = 0; d < x->ndim; d++) chan[d] = d == 1 ? x->shape[1] : 1;
+}
+
+/* group_norm: with xr = x as [N, G, M], xhat = (xr - mean) rstd over M and
+ * gh = (g w) as [N, G, M]:
+ *   dx = rstd (gh - mean(gh) - xhat mean(gh xhat)),
+ *   dw = sum over N and d... of g xhat, db = the same of g.
+ * Public ops only (differentiable again); bf16/f16 in f32. */
+int pdi_vjp_group_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *w = NULL;
+    if (!x) return pd_last_status();
+    int has_w = n->a.group_norm.has_w != 0, has_b = n->a.group_norm.has_b != 0;
+    if (has_w && !(w = pdi_node_in(n, 1))) return pd_last_status();
+    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    const struct pdi_meta *xm = &n->in_meta[0];
+    int64_t grp[3], chan[PD_MAX_DIMS];
+    group_shapes(xm, n->a.group_norm.num_groups, grp, chan);
+    int ax2 = 2, nd = xm->ndim, pax[PD_MAX_DIMS], np = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != 1) pax[np++] = d;
+    struct pd_tensor *xr = pd_reshape(cast_to(x, ct), grp, 3), *gc = cast_to(g[0], ct);
+    struct pd_tensor *xc = pd_sub(xr, pd_mean(xr, &ax2, 1, 1));
+    struct pd_tensor *rstd = pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xc), &ax2, 1, 1), n->a.group_norm.eps));
+    struct pd_tensor *xhat = pd_mul(xc, rstd);
+    if (pdi_node_needs(n, 0)) {
+        struct pd_tensor *gh = pd_reshape(has_w ? pd_mul(gc, pd_reshape(cast_to(w, ct), chan, nd)) : gc, grp, 3);
+        struct pd_tensor *inner = pd_sub(pd_sub(gh, pd_mean(gh, &ax2, 1, 1)),
+                                         pd_mul(xhat, pd_mean(pd_mul(gh, xhat), &ax2, 1, 1)));
+        gin[0] = cast_to(pd_reshape(pd_mul(rstd, inner), xm->shape, nd), dt);
+        if (!gin[0]) return pdi_status_of(NULL, __func__);
+    }
+    if (has_w && pdi_node_needs(n, 1)) {
+        gin[1] = cast_to(pd_sum(pd_mul(gc, pd_reshape(xhat, xm->shape, nd)), pax, np, 0), dt);
+        if (!gin[1]) return pdi_status_of(NULL, __func__);
+    }
+    if (has_b && pdi_node_needs(n, 1 + has_w)) {
+        gin[1 + has_w] = cast_to(pd_sum(gc, pax, np, 0), dt);
+        if (!gin[1 + has_w]) return pdi_status_of(NULL, __func__);
+    }
+    return PD_OK;
+}
+
 int pdi_vjp_norm_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
 {
     PDI_UNUSED(n);
@@ -505,6 +592,28 @@ static int norm_decomp(const struct pdi_call *c, struct pd_tensor **out, int cen
 }
 
 int pdi_decomp_layer_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 1); }
+
+/* group_norm: x as [N, G, M], centred and scaled over M (means as sums
+ * times 1/M), back to x's shape, times w and plus b along the channels. */
+int pdi_decomp_group_norm(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *x = c->in[0];
+    int has_w = c->a.group_norm.has_w != 0, has_b = c->a.group_norm.has_b != 0, ax2 = 2;
+    enum pd_dtype ct = compute_dtype(x->dtype);
+    struct pdi_meta xm;
+    pdi_meta_of(x, &xm);
+    int64_t grp[3], chan[PD_MAX_DIMS];
+    group_shapes(&xm, c->a.group_norm.num_groups, grp, chan);
+    double inv_m = 1.0 / (double)(grp[2] ? grp[2] : 1);
+    struct pd_tensor *xr = pd_reshape(cast_to(x, ct), grp, 3);
+    struct pd_tensor *xc = pd_sub(xr, pd_scale(pd_sum(xr, &ax2, 1, 1), inv_m));
+    struct pd_tensor *var = pd_scale(pd_sum(pd_square(xc), &ax2, 1, 1), inv_m);
+    struct pd_tensor *y = pd_reshape(pd_mul(xc, pd_rsqrt(pd_add_scalar(var, c->a.group_norm.eps))), x->shape, x->ndim);
+    if (has_w) y = pd_mul(y, pd_reshape(cast_to(c->in[1], ct), chan, x->ndim));
+    if (has_b) y = pd_add(y, pd_reshape(cast_to(c->in[1 + has_w], ct), chan, x->ndim));
+    out[0] = cast_to(y, x->dtype);
+    return pdi_status_of(out[0], __func__);
+}
 int pdi_decomp_rms_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 0); }
 
 /* ---- public wrappers ------------------------------------------------- */
@@ -675,6 +784,20 @@ struct pd_tensor *pd_layer_norm(struct pd_tensor *x, int n_norm_axes, struct pd_
 struct pd_tensor *pd_rms_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight, double eps)
 {
     return norm_call(PD_OP_rms_norm, x, n_norm_axes, weight, NULL, eps);
+}
+
+struct pd_tensor *pd_group_norm(struct pd_tensor *x, int64_t num_groups, struct pd_tensor *weight,
+                                struct pd_tensor *bias, double eps)
+{
+    if (!x) return NULL;
+    struct pd_tensor *in[3] = {x, NULL, NULL};
+    int n = 1;
+    /* mixed precision (bf16 x, f32 weight) is accepted: parameters follow x */
+    if (weight) in[n++] = pd_dtype_is_float(weight->dtype) ? cast_to(weight, x->dtype) : weight;
+    if (bias) in[n++] = pd_dtype_is_float(bias->dtype) ? cast_to(bias, x->dtype) : bias;
+    struct pdi_attrs a = {.group_norm = {.num_groups = num_groups, .eps = eps, .has_w = weight != NULL,
+                                         .has_b = bias != NULL}};
+    return pdi_calln(PD_OP_group_norm, in, n, &a);
 }
 
 /* x * mask * 1/(1-p) with mask ~ Bernoulli(1 - p) from g: the gradient comes

@@ -94,6 +94,15 @@ RF(rms1_w, pd_rms_norm(in[0], 1, in[1], 1e-6))
 RF(rms2_w, pd_rms_norm(in[0], 2, in[1], 1e-5))
 RF(rms2, pd_rms_norm(in[0], 2, NULL, 1e-5))
 
+/* group_norm */
+RF(gn3_wb, pd_group_norm(in[0], 3, in[1], in[2], 1e-5))
+RF(gn1_wb, pd_group_norm(in[0], 1, in[1], in[2], 1e-5))
+RF(gn2, pd_group_norm(in[0], 2, NULL, NULL, 1e-5))
+RF(gn2_w, pd_group_norm(in[0], 2, in[1], NULL, 0.1))
+RF(gn2_b, pd_group_norm(in[0], 2, NULL, in[1], 1e-5))
+RF(gn4_wb, pd_group_norm(in[0], 4, in[1], in[2], 1e-5))
+RF(gn8_wb, pd_group_norm(in[0], 8, in[1], in[2], 1e-5))
+
 /* norm_backward called directly: x, g, [w]; returns dx, [dw], [db]
  * flattened and concatenated (the norms' rows above reach it through their
  * gradcheck, which runs the fused first-order backward) */
@@ -164,6 +173,22 @@ static const struct opt_row rows[] = {
     {"log_softmax/wide_values", PD_OP_log_softmax, 1, {OPT_FR(-30, 30, 4, 9)}, f_lsm_last, FL},
     {"log_softmax/large_last", PD_OP_log_softmax, 1, {OPT_FR(-8, 8, 67, 1001)}, f_lsm_last, FL, .no_gradcheck = BIG},
     {"log_softmax/large_axis0", PD_OP_log_softmax, 1, {OPT_FR(-8, 8, 300, 259)}, f_lsm_ax0, FL, .no_gradcheck = BIG},
+    /* group_norm: G = 1 (over all of C and d...), G = C (instance norm), with
+     * and without weight/bias, [N, C] input, transposed and strided inputs
+     * (the CPU kernel's copy path), zero-size batch, a large shape that
+     * reaches the parallel path */
+    {"group_norm/g3_affine", PD_OP_group_norm, 3, {OPT_F(2, 6, 3, 2), OPT_F(6), OPT_F(6)}, f_gn3_wb, FL},
+    {"group_norm/g1_affine", PD_OP_group_norm, 3, {OPT_F(2, 4, 5), OPT_F(4), OPT_F(4)}, f_gn1_wb, FL},
+    {"group_norm/instance", PD_OP_group_norm, 3, {OPT_F(3, 4, 5), OPT_F(4), OPT_F(4)}, f_gn4_wb, FL},
+    {"group_norm/plain", PD_OP_group_norm, 1, {OPT_F(2, 4, 3, 3)}, f_gn2, FL},
+    {"group_norm/weight", PD_OP_group_norm, 2, {OPT_F(2, 4, 3), OPT_F(4)}, f_gn2_w, FL},
+    {"group_norm/bias", PD_OP_group_norm, 2, {OPT_F(2, 4, 3), OPT_F(4)}, f_gn2_b, FL},
+    {"group_norm/2d", PD_OP_group_norm, 3, {OPT_F(5, 6), OPT_F(6), OPT_F(6)}, f_gn3_wb, FL},
+    {"group_norm/transposed", PD_OP_group_norm, 3, {OPT_FT(2, 6, 4), OPT_F(6), OPT_FS(6)}, f_gn3_wb, FL},
+    {"group_norm/strided", PD_OP_group_norm, 1, {OPT_FS(3, 4, 4)}, f_gn2, FL},
+    {"group_norm/zero_batch", PD_OP_group_norm, 3, {OPT_F(0, 6, 2), OPT_F(6), OPT_F(6)}, f_gn3_wb, FL},
+    {"group_norm/large", PD_OP_group_norm, 3, {OPT_F(4, 32, 24, 24), OPT_F(32), OPT_F(32)}, f_gn8_wb, FL,
+     .no_gradcheck = BIG},
     /* nll_loss: inputs need not be log-probabilities */
     {"nll_loss/none", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_none, FL},
     {"nll_loss/mean", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_mean, FL},

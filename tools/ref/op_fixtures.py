@@ -366,6 +366,17 @@ weighted("nll_loss_w_ignore_mean", "nll_loss", lambda x, t, w: F.nll_loss(x, t, 
 weighted("nll_loss_w_spatial_none", "nll_loss", lambda x, t, w: F.nll_loss(x, t, weight=w, reduction="none"),
          lambda c: [("logp", c.randn(2, 3, 4)), ("target", c.randint(0, 3, 2, 4)), ("weight", c.uniform(0.2, 2.0, 3))],
          ignore_index=-100, reduction=0)
+case("group_norm_g3_affine", "group_norm", lambda x, w, b: F.group_norm(x, 3, w, b, 1e-5),
+     lambda c: [("x", c.randn(2, 6, 3, 2, scale=2.0)), ("weight", c.randn(6)), ("bias", c.randn(6))],
+     num_groups=3, eps=1e-5)
+case("group_norm_g2_plain", "group_norm", lambda x: F.group_norm(x, 2, eps=1e-3),
+     lambda c: [("x", c.randn(3, 4, 5))], num_groups=2, eps=1e-3)
+case("group_norm_2d_weight", "group_norm", lambda x, w: F.group_norm(x, 3, w, None, 1e-5),
+     lambda c: [("x", c.randn(4, 6) + 3.0), ("weight", c.randn(6))], num_groups=3, eps=1e-5)
+case("group_norm_instance", "group_norm", lambda x, w, b: F.group_norm(x, 4, w, b, 1e-5),
+     lambda c: [("x", c.randn(2, 4, 3, 3)), ("weight", c.randn(4)), ("bias", c.randn(4))], num_groups=4, eps=1e-5)
+case("group_norm_g1_affine", "group_norm", lambda x, w, b: F.group_norm(x, 1, w, b, 1e-5),
+     lambda c: [("x", c.randn(2, 3, 2, 2, 2)), ("weight", c.randn(3)), ("bias", c.randn(3))], num_groups=1, eps=1e-5)
 
 
 # ---------------------------------------------------------------- index and shape
