@@ -190,6 +190,16 @@ struct pd_tensor *pd_group_norm(struct pd_tensor *x, int64_t num_groups, struct 
 struct pd_tensor *pd_dropout(struct pd_tensor *x, double p, int training, struct pd_generator *g);
 struct pd_tensor *pd_embedding(struct pd_tensor *ids, struct pd_tensor *weight);
 struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes);
+/* Resize x [N, C, H, W] to [N, C, size[0], size[1]] (scale NULL) or, with
+ * size NULL, to floor(H * scale[0]) x floor(W * scale[1]), where positions
+ * then map with 1 / scale (torch.nn.functional.interpolate with
+ * recompute_scale_factor off). Nearest picks floor(dst * in / out) (the
+ * legacy 'nearest' of PyTorch, not 'nearest-exact'); bilinear blends the
+ * 4 neighbours, with align_corners (1) aligning the corner pixels' centres
+ * (nearest takes 0). Differentiable to any order. */
+enum pd_interp_mode { PD_INTERP_NEAREST = 0, PD_INTERP_BILINEAR = 1 };
+struct pd_tensor *pd_interpolate(struct pd_tensor *x, const int64_t *size, const double *scale,
+                                 enum pd_interp_mode mode, int align_corners);
 /* x [N, C_in, L], w [C_out, C_in/groups, K]. */
 struct pd_tensor *pd_conv1d(struct pd_tensor *x, struct pd_tensor *w, struct pd_tensor *bias, int stride,
                             int padding, int dilation, int groups);

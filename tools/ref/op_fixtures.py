@@ -375,6 +375,36 @@ case("group_norm_2d_weight", "group_norm", lambda x, w: F.group_norm(x, 3, w, No
      lambda c: [("x", c.randn(4, 6) + 3.0), ("weight", c.randn(6))], num_groups=3, eps=1e-5)
 case("group_norm_instance", "group_norm", lambda x, w, b: F.group_norm(x, 4, w, b, 1e-5),
      lambda c: [("x", c.randn(2, 4, 3, 3)), ("weight", c.randn(4)), ("bias", c.randn(4))], num_groups=4, eps=1e-5)
+
+
+def interp(name, mode, size=None, scale=None, align=None, shape=(2, 3, 3, 4)):
+    kw = dict(mode=mode, align_corners=align)
+    if size is not None:
+        kw["size"] = size
+    else:
+        kw["scale_factor"] = scale
+    attrs = dict(mode=0 if mode == "nearest" else 1, align_corners=1 if align else 0)
+    # both keys always; the unused one is zeros
+    attrs["size"] = list(size) if size is not None else [0, 0]
+    attrs["scale"] = [float(v) for v in scale] if scale is not None else [0.0, 0.0]
+    case(name, "interpolate", lambda x: F.interpolate(x, **kw), lambda c: [("x", c.randn(*shape))], **attrs)
+
+
+interp("interpolate_nearest_up", "nearest", size=(5, 7))
+interp("interpolate_nearest_down", "nearest", size=(2, 3), shape=(1, 2, 5, 7))
+interp("interpolate_nearest_scale", "nearest", scale=(1.7, 0.6), shape=(2, 1, 4, 6))
+interp("interpolate_nearest_scale2", "nearest", scale=(2.0, 3.0), shape=(1, 2, 3, 2))
+# No case where a nearest scale factor other than 1 gives out == in: torch 1.13's backward maps those
+# positions differently from its NCHW forward (src/kernels/interp_util.h); test_nn_grad checks ours.
+interp("interpolate_nearest_scale_down", "nearest", scale=(0.5, 0.7), shape=(2, 2, 5, 7))
+interp("interpolate_bilinear_up", "bilinear", size=(5, 7), align=False)
+interp("interpolate_bilinear_up_align", "bilinear", size=(5, 7), align=True)
+interp("interpolate_bilinear_down", "bilinear", size=(2, 3), align=False, shape=(1, 2, 5, 7))
+interp("interpolate_bilinear_down_align", "bilinear", size=(2, 3), align=True, shape=(1, 2, 5, 7))
+interp("interpolate_bilinear_scale", "bilinear", scale=(1.5, 2.3), align=False, shape=(2, 2, 3, 3))
+interp("interpolate_bilinear_scale_down", "bilinear", scale=(0.6, 0.45), align=False, shape=(1, 2, 6, 9))
+interp("interpolate_bilinear_scale_align", "bilinear", scale=(0.7, 1.3), align=True, shape=(1, 3, 5, 4))
+interp("interpolate_bilinear_1px_align", "bilinear", size=(1, 1), align=True)
 case("group_norm_g1_affine", "group_norm", lambda x, w, b: F.group_norm(x, 1, w, b, 1e-5),
      lambda c: [("x", c.randn(2, 3, 2, 2, 2)), ("weight", c.randn(3)), ("bias", c.randn(3))], num_groups=1, eps=1e-5)
 
