@@ -184,6 +184,11 @@ static void test_class_weights(void)
              strstr(pd_last_error(), "[C] = [4]"));
     PT_CHECK(!pd_nll_loss_weighted(x, tg, pd_rand(&three, 1, PD_F64, NULL), -1, PD_REDUCE_MEAN) &&
              strstr(pd_last_error(), "[C] = [4]"));
+    /* nll_loss is variadic: a call with too few inputs fails before any is read */
+    struct pdi_attrs a = {.nll_loss = {.ignore_index = -100, .reduction = PD_REDUCE_MEAN, .has_weight = 1}};
+    PT_CHECK(!pdi_calln(PD_OP_nll_loss, &x, 1, &a) && strstr(pd_last_error(), "expected 3 inputs"));
+    a.nll_loss.has_weight = 0;
+    PT_CHECK(!pdi_calln(PD_OP_nll_loss, &x, 1, &a) && strstr(pd_last_error(), "expected 2 inputs"));
     pd_scope_end(scope_tok);
 }
 

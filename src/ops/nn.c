@@ -65,6 +65,10 @@ static int check_class_target(const char *op, const struct pd_tensor *logp, cons
 
 int pdi_infer_nll_loss(struct pdi_call *c)
 {
+    int has_weight = c->a.nll_loss.has_weight != 0;
+    if (c->n_in != 2 + has_weight)
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss: expected %d inputs (logp, target%s), got %d", 2 + has_weight,
+                          has_weight ? ", weight" : "", c->n_in);
     const struct pd_tensor *lp = c->in[0], *t = c->in[1];
     if (!pd_dtype_is_float(lp->dtype))
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: input must be floating point, got %s", pd_dtype_name(lp->dtype));
@@ -75,10 +79,6 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     if (red < 0 || red >= PD_REDUCTION_COUNT)
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: reduction %lld is not none (0), mean (1) or sum (2)",
                           (long long)red);
-    int has_weight = c->a.nll_loss.has_weight != 0;
-    if (c->n_in != 2 + has_weight)
-        return pdi_errorf(PD_ERR_INVALID, "nll_loss: expected %d inputs (logp, target%s), got %d", 2 + has_weight,
-                          has_weight ? ", weight" : "", c->n_in);
     int rc = check_class_target("nll_loss", lp, t);
     if (rc) return rc;
     if (has_weight) {
