@@ -19,7 +19,10 @@
  *     PyTorch's opmath type.
  * Every index is clamped into [0, in - 1]: the op's attributes may carry a
  * scale that disagrees with the sizes (the wrapper never makes one), and
- * a kernel must not read outside its input then.
+ * a kernel must not read outside its input then. For the same reason the
+ * factor 1 / scale is capped at in and source positions at in before any
+ * conversion to f32 or to an integer (no overflow); a scale that agrees
+ * with the sizes (out = floor(in * scale) >= 1) never reaches either cap.
  */
 #ifndef PD_KERNELS_INTERP_UTIL_H
 #define PD_KERNELS_INTERP_UTIL_H
@@ -29,6 +32,13 @@
 
 #include "core/kernel.h"
 
+/* 1 / scale (scale > 0: the user's factor) or in / out, capped at in. */
+static inline double pdi_interp_inv_scale(int64_t in, int64_t out, double scale)
+{
+    double s = scale > 0 ? 1.0 / scale : (double)in / (double)out;
+    return s < (double)in ? s : (double)in;
+}
+
 /* One axis: for output position j, sources i0[j], i1[j] with weights
  * l0[j], l1[j] (nearest: i1 = i0, l0 = 1, l1 = 0). */
 static inline void pdi_interp_axis(int64_t in, int64_t out, int bilinear, int align, double scale, int f64,
@@ -37,13 +47,14 @@ static inline void pdi_interp_axis(int64_t in, int64_t out, int bilinear, int al
     for (int64_t j = 0; j < out; j++) {
         if (!bilinear) {
             int64_t i;
+            double sd = pdi_interp_inv_scale(in, out, scale), v;
             if (f64) {
-                double s = scale > 0 ? 1.0 / scale : (double)in / (double)out;
-                i = (int64_t)floorf((float)(s * (double)j));
+                v = sd * (double)j;
             } else {
-                float s = scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out;
-                i = (int64_t)floorf(s * (float)j);
+                float s = scale > 0 ? (float)sd : (float)in / (float)out;
+                v = (double)(s * (float)j);
             }
+            i = v < (double)in ? (int64_t)floorf((float)v) : in - 1;
             i0[j] = i1[j] = i < in - 1 ? i : in - 1;
             l0[j] = 1;
             l1[j] = 0;
@@ -58,9 +69,10 @@ static inline void pdi_interp_axis(int64_t in, int64_t out, int bilinear, int al
         double src;
         if (f64) {
             double r = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0.0)
-                             : (scale > 0 ? 1.0 / scale : (double)in / (double)out);
+                             : pdi_interp_inv_scale(in, out, scale);
             src = align ? r * (double)j : r * ((double)j + 0.5) - 0.5;
             if (src < 0) src = 0;
+            if (src > (double)in) src = (double)in;
             int64_t a = (int64_t)src;
             double w = src - (double)a;
             if (a > in - 1) a = in - 1; /* only a scale that disagrees with the sizes gets here */
@@ -70,8 +82,10 @@ static inline void pdi_interp_axis(int64_t in, int64_t out, int bilinear, int al
             l0[j] = 1.0 - l1[j];
         } else {
             float r = align ? (out > 1 ? (float)(in - 1) / (float)(out - 1) : 0.0f)
-                            : (scale > 0 ? (float)(1.0 / scale) : (float)in / (float)out);
-            float sf = align ? r * (float)j : (float)((double)r * ((double)j + 0.5) - 0.5);
+                            : (scale > 0 ? (float)pdi_interp_inv_scale(in, out, scale) : (float)in / (float)out);
+            double sd = align ? (double)(r * (float)j) : (double)r * ((double)j + 0.5) - 0.5;
+            if (sd > (double)in) sd = (double)in;
+            float sf = (float)sd;
             if (sf < 0) sf = 0;
             int64_t a = (int64_t)sf;
             float w = sf - (float)a;
