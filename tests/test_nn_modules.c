@@ -250,6 +250,34 @@ static void test_modules(void)
     pd_generator_destroy(g);
 }
 
+/* GroupNorm: weight 1 / bias 0 at create, the op's result, named
+ * parameters, bad sizes refused, a wrong channel count named. */
+static void test_groupnorm(void)
+{
+    int scope_tok = pd_scope_begin();
+    struct pd_nn_groupnorm *gn = pd_nn_groupnorm_create(2, 4, 1e-5, 1);
+    PT_CHECK(gn && mean_of(gn->weight) == 1 && amax_abs(gn->bias) == 0);
+    struct pd_tensor *x = pd_randn((int64_t[]){3, 4, 5}, 3, PD_F32, NULL);
+    if (gn) {
+        pd_init_uniform_(gn->weight, 0.5, 1.5, NULL);
+        pd_init_uniform_(gn->bias, -1, 1, NULL);
+        PT_CHECK(maxdiff(pd_nn_groupnorm_forward(gn, x), pd_group_norm(x, 2, gn->weight, gn->bias, 1e-5)) == 0);
+        struct pd_state_dict *sd = pd_state_dict_create();
+        PT_CHECK(pd_nn_groupnorm_params(gn, "gn", sd) == PD_OK && pd_state_dict_get(sd, "gn.weight") &&
+                 pd_state_dict_get(sd, "gn.bias"));
+        pd_state_dict_destroy(sd);
+        PT_CHECK(!pd_nn_groupnorm_forward(gn, pd_randn((int64_t[]){3, 6, 5}, 3, PD_F32, NULL)) &&
+                 strstr(pd_last_error(), "[N, 4, ...]"));
+    }
+    struct pd_nn_groupnorm *plain = pd_nn_groupnorm_create(4, 4, 1e-5, 0);
+    PT_CHECK(plain && !plain->weight &&
+             maxdiff(pd_nn_groupnorm_forward(plain, x), pd_group_norm(x, 4, NULL, NULL, 1e-5)) == 0);
+    PT_CHECK(!pd_nn_groupnorm_create(3, 4, 1e-5, 1) && strstr(pd_last_error(), "dividing"));
+    pd_nn_groupnorm_destroy(gn);
+    pd_nn_groupnorm_destroy(plain);
+    pd_scope_end(scope_tok);
+}
+
 int main(void)
 {
     int64_t live = pd_live_tensors();
@@ -258,6 +286,7 @@ int main(void)
     test_random_inits();
     test_orthogonal_and_constants();
     test_modules();
+    test_groupnorm();
     pd_scope_end(scope_tok);
     PT_CHECK(pd_live_tensors() == live);
     /* modules created outside any scope own their parameters: no leak */

@@ -329,15 +329,29 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
     /* nn */
     if (IS("softmax")) return pd_softmax(x, (int)ai(f, "axis"));
     if (IS("log_softmax")) return pd_log_softmax(x, (int)ai(f, "axis"));
-    if (IS("cross_entropy"))
-        return pd_cross_entropy(arg(c, "logits"), arg(c, "target"), ai(f, "ignore_index"), af(f, "label_smoothing"),
-                                (enum pd_reduction)ai(f, "reduction"));
+    if (IS("cross_entropy")) /* class weights when the case has an input "weight" (a constant: no grad line) */
+        return pd_cross_entropy_weighted(arg(c, "logits"), arg(c, "target"), arg(c, "weight"), ai(f, "ignore_index"),
+                                         af(f, "label_smoothing"), (enum pd_reduction)ai(f, "reduction"));
     if (IS("nll_loss"))
-        return pd_nll_loss(arg(c, "logp"), arg(c, "target"), ai(f, "ignore_index"),
-                           (enum pd_reduction)ai(f, "reduction"));
+        return pd_nll_loss_weighted(arg(c, "logp"), arg(c, "target"), arg(c, "weight"), ai(f, "ignore_index"),
+                                    (enum pd_reduction)ai(f, "reduction"));
     if (IS("mse_loss")) return pd_mse_loss(x, y, (enum pd_reduction)ai(f, "reduction"));
     if (IS("layer_norm"))
         return pd_layer_norm(arg(c, "x"), (int)ai(f, "n_norm_axes"), arg(c, "weight"), arg(c, "bias"), af(f, "eps"));
+    if (IS("interpolate")) {
+        int64_t sz[2];
+        double sc[2];
+        /* both attributes are always there; the unused one is zeros */
+        const struct fx_attr *s = attr(f, "size"), *k = attr(f, "scale");
+        for (int i = 0; i < 2; i++) {
+            sz[i] = s && s->n == 2 && !s->is_float ? s->i[i] : 0;
+            sc[i] = k && k->n == 2 && k->is_float ? k->f[i] : 0;
+        }
+        return pd_interpolate(x, sz[0] ? sz : NULL, sz[0] ? NULL : sc, (enum pd_interp_mode)ai(f, "mode"),
+                              (int)ai(f, "align_corners"));
+    }
+    if (IS("group_norm"))
+        return pd_group_norm(arg(c, "x"), ai(f, "num_groups"), arg(c, "weight"), arg(c, "bias"), af(f, "eps"));
     if (IS("rms_norm")) return pd_rms_norm(arg(c, "x"), (int)ai(f, "n_norm_axes"), arg(c, "weight"), af(f, "eps"));
     if (IS("embedding")) return pd_embedding(arg(c, "ids"), arg(c, "weight"));
     /* index and shape */

@@ -6,7 +6,7 @@
  *   LOWER  to the autocast dtype; the op runs and returns in bf16 (f16):
  *          matmul (so linear, bmm, dot, outer), conv2d, sdpa
  *   F32    to f32; the op returns f32: softmax, log_softmax, nll_loss (so
- *          cross_entropy), layer_norm, rms_norm, sum, mean, prod, cumsum,
+ *          cross_entropy), layer_norm, rms_norm, group_norm, sum, mean, prod, cumsum,
  *          cumprod, norm, var, std, logsumexp, exp, expm1, log, log1p, log2,
  *          pow, pow_scalar, reciprocal, rsqrt, tan, softplus
  *   FOLLOW no cast: the op promotes its inputs as usual (bf16 + f32 -> f32)

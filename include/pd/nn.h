@@ -120,6 +120,19 @@ void pd_nn_layernorm_destroy(struct pd_nn_layernorm *n);
 struct pd_tensor *pd_nn_layernorm_forward(struct pd_nn_layernorm *n, struct pd_tensor *x);
 int pd_nn_layernorm_params(struct pd_nn_layernorm *n, const char *prefix, struct pd_state_dict *sd);
 
+/* GroupNorm (pd_group_norm) over x [N, num_channels, ...] in num_groups
+ * groups; affine: per-channel weight 1 and bias 0 (both NULL without), as
+ * torch.nn.GroupNorm. */
+struct pd_nn_groupnorm {
+    struct pd_tensor *weight, *bias;
+    int64_t num_groups, num_channels;
+    double eps;
+};
+struct pd_nn_groupnorm *pd_nn_groupnorm_create(int64_t num_groups, int64_t num_channels, double eps, int affine);
+void pd_nn_groupnorm_destroy(struct pd_nn_groupnorm *n);
+struct pd_tensor *pd_nn_groupnorm_forward(struct pd_nn_groupnorm *n, struct pd_tensor *x);
+int pd_nn_groupnorm_params(struct pd_nn_groupnorm *n, const char *prefix, struct pd_state_dict *sd);
+
 /* Dropout with probability p, active only while training (created in
  * training mode). It owns its generator, seeded at create. */
 struct pd_nn_dropout {

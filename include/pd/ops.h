@@ -168,15 +168,41 @@ struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *t
                                    double label_smoothing, enum pd_reduction reduction);
 struct pd_tensor *pd_nll_loss(struct pd_tensor *logp, struct pd_tensor *target, int64_t ignore_index,
                               enum pd_reduction reduction);
+/* With class weights weight [C] (NULL: none), as PyTorch's weight=: each
+ * target's loss is scaled by weight[target], and mean divides by the sum of
+ * the weights of the targets that are not ignore_index. label_smoothing's
+ * term is weighted the same way. The weights are constants: they get no
+ * gradient (a backward that asks for one fails). */
+struct pd_tensor *pd_cross_entropy_weighted(struct pd_tensor *logits, struct pd_tensor *target,
+                                            struct pd_tensor *weight, int64_t ignore_index, double label_smoothing,
+                                            enum pd_reduction reduction);
+struct pd_tensor *pd_nll_loss_weighted(struct pd_tensor *logp, struct pd_tensor *target, struct pd_tensor *weight,
+                                       int64_t ignore_index, enum pd_reduction reduction);
 struct pd_tensor *pd_mse_loss(struct pd_tensor *x, struct pd_tensor *y, enum pd_reduction reduction);
 /* Normalise over the last n_norm_axes dims; weight/bias may be NULL. */
 struct pd_tensor *pd_layer_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight,
                                 struct pd_tensor *bias, double eps);
 struct pd_tensor *pd_rms_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight, double eps);
+/* x [N, C, d...]: the C channels of each sample in num_groups groups (C
+ * divisible by it), each group normalised over its channels and d...
+ * (biased variance, eps added), then y * weight[c] + bias[c]; weight and
+ * bias [C] may be NULL. As torch.nn.functional.group_norm. */
+struct pd_tensor *pd_group_norm(struct pd_tensor *x, int64_t num_groups, struct pd_tensor *weight,
+                                struct pd_tensor *bias, double eps);
 /* Counter-based: the same generator state gives the same mask. */
 struct pd_tensor *pd_dropout(struct pd_tensor *x, double p, int training, struct pd_generator *g);
 struct pd_tensor *pd_embedding(struct pd_tensor *ids, struct pd_tensor *weight);
 struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes);
+/* Resize x [N, C, H, W] to [N, C, size[0], size[1]] (scale NULL) or, with
+ * size NULL, to floor(H * scale[0]) x floor(W * scale[1]), where positions
+ * then map with 1 / scale (torch.nn.functional.interpolate with
+ * recompute_scale_factor off). Nearest picks floor(dst * in / out) (the
+ * legacy 'nearest' of PyTorch, not 'nearest-exact'); bilinear blends the
+ * 4 neighbours, with align_corners (1) aligning the corner pixels' centres
+ * (nearest takes 0). Differentiable to any order. */
+enum pd_interp_mode { PD_INTERP_NEAREST = 0, PD_INTERP_BILINEAR = 1 };
+struct pd_tensor *pd_interpolate(struct pd_tensor *x, const int64_t *size, const double *scale,
+                                 enum pd_interp_mode mode, int align_corners);
 /* x [N, C_in, L], w [C_out, C_in/groups, K]. */
 struct pd_tensor *pd_conv1d(struct pd_tensor *x, struct pd_tensor *w, struct pd_tensor *bias, int stride,
                             int padding, int dilation, int groups);

@@ -1,6 +1,6 @@
 /* paddle.c — the neural-network family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, norm_backward, embedding, one_hot (rows in
- * ops_nn.def), and the
+ * layer_norm, rms_norm, group_norm, norm_backward, embedding, one_hot (rows
+ * in ops_nn.def), and the
  * composite public functions built from public ops: cross_entropy,
  * mse_loss, dropout.
  *
@@ -65,6 +65,10 @@ static int check_class_target(const char *op, const struct pd_tensor *logp, cons
 
 int pdi_infer_nll_loss(struct pdi_call *c)
 {
+    int has_weight = c->a.nll_loss.has_weight != 0;
+    if (c->n_in != 2 + has_weight)
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss: expected %d inputs (logp, target%s), got %d", 2 + has_weight,
+                          has_weight ? ", weight" : "", c->n_in);
     const struct pd_tensor *lp = c->in[0], *t = c->in[1];
     if (!pd_dtype_is_float(lp->dtype))
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: input must be floating point, got %s", pd_dtype_name(lp->dtype));
@@ -77,6 +81,17 @@ int pdi_infer_nll_loss(struct pdi_call *c)
                           (long long)red);
     int rc = check_class_target("nll_loss", lp, t);
     if (rc) return rc;
+    if (has_weight) {
+        const struct pd_tensor *w = c->in[2];
+        int64_t C = lp->ndim == 1 ? lp->shape[0] : lp->shape[1];
+        char b0[PDI_SHAPE_BUF];
+        if (w->dtype != lp->dtype)
+            return pdi_errorf(PD_ERR_INVALID, "nll_loss: weight dtype %s differs from input dtype %s",
+                              pd_dtype_name(w->dtype), pd_dtype_name(lp->dtype));
+        if (w->ndim != 1 || w->shape[0] != C)
+            return pdi_errorf(PD_ERR_INVALID, "nll_loss: weight shape %s must be [C] = [%lld]",
+                              pdi_shape_str(w->shape, w->ndim, b0, sizeof b0), (long long)C);
+    }
     struct pdi_meta *m = &c->meta[0];
     m->dtype = lp->dtype;
     m->ndim = red == PD_REDUCE_NONE ? t->ndim : 0;
@@ -132,6 +147,42 @@ int pdi_infer_norm(struct pdi_call *c)
     m->dtype = x->dtype;
     m->ndim = x->ndim;
     memcpy(m->shape, x->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* group_norm: x [N, C, d...], [w [C]], [b [C]] of x's dtype; C divisible
+ * by num_groups. */
+int pdi_infer_group_norm(struct pdi_call *c)
+{
+    int has_w = c->a.group_norm.has_w != 0, has_b = c->a.group_norm.has_b != 0;
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (c->n_in != 1 + has_w + has_b)
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: expected %d inputs (x%s%s), got %d", 1 + has_w + has_b,
+                          has_w ? ", weight" : "", has_b ? ", bias" : "", c->n_in);
+    const struct pd_tensor *x = c->in[0];
+    if (!pd_dtype_is_float(x->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: x must be floating point, got %s", pd_dtype_name(x->dtype));
+    if (x->ndim < 2)
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: x must be [N, C, d...] (at least 2 dims), got %s",
+                          pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    int64_t G = c->a.group_norm.num_groups, C = x->shape[1];
+    if (G < 1 || C % G)
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: %lld channels are not divisible into num_groups = %lld",
+                          (long long)C, (long long)G);
+    if (!(c->a.group_norm.eps >= 0))
+        return pdi_errorf(PD_ERR_INVALID, "group_norm: eps must be >= 0, got %g", c->a.group_norm.eps);
+    for (int i = 1; i < c->n_in; i++) {
+        const struct pd_tensor *t = c->in[i];
+        const char *what = i == 1 && has_w ? "weight" : "bias";
+        if (t->dtype != x->dtype)
+            return pdi_errorf(PD_ERR_INVALID, "group_norm: %s dtype %s differs from x dtype %s", what,
+                              pd_dtype_name(t->dtype), pd_dtype_name(x->dtype));
+        if (t->ndim != 1 || t->shape[0] != C)
+            return pdi_errorf(PD_ERR_INVALID, "group_norm: %s shape %s must be [C] = [%lld] for x %s", what,
+                              pdi_shape_str(t->shape, t->ndim, b0, sizeof b0), (long long)C,
+                              pdi_shape_str(x->shape, x->ndim, b1, sizeof b1));
+    }
+    pdi_meta_of(x, &c->meta[0]);
     return PD_OK;
 }
 
@@ -226,23 +277,46 @@ int pdi_vjp_log_softmax(struct pdi_node *n, struct pd_tensor *const *g, struct p
     return pdi_status_of(gin[0], __func__);
 }
 
-/* nll_loss: d logp = scatter of -g (over the count of kept targets for
- * mean) at the target classes: one_hot(target) * (-g * valid / count),
- * moved from [N, d..., C] to the [N, C, d...] layout. */
+/* weight[target] where target != ignore_index, else 0, in dt: the weight
+ * of each target (1 without class weights) as [N, d...]. */
+static struct pd_tensor *target_weights(struct pd_tensor *target, struct pd_tensor *valid, struct pd_tensor *safe,
+                                        struct pd_tensor *weight, enum pd_dtype dt)
+{
+    if (!weight) return pd_cast(valid, dt);
+    int64_t cnt = pd_tensor_numel(target);
+    struct pd_tensor *flat = pd_reshape(pd_cast(safe, PD_I64), &cnt, 1);
+    struct pd_tensor *wt = pd_reshape(pd_index_select(pd_cast(weight, dt), 0, flat), target->shape, target->ndim);
+    return pd_where(valid, wt, pd_scalar(0, dt));
+}
+
+/* nll_loss: d logp = scatter of -g (over the count, or the summed class
+ * weights, of kept targets for mean) at the target classes:
+ * one_hot(target) * (-g * w_t / count), with w_t = weight[target] (1
+ * without class weights) at kept targets and 0 at ignored ones, moved from
+ * [N, d..., C] to the [N, C, d...] layout. Class weights get no gradient,
+ * as in PyTorch. */
 int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
+    int has_weight = n->a.nll_loss.has_weight != 0;
+    if (has_weight && pdi_node_needs(n, 2))
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss: the class weights have no gradient (they are constants, as in "
+                          "PyTorch); detach them or clear their requires_grad");
     if (!pdi_node_needs(n, 0)) return PD_OK;
-    struct pd_tensor *target = pdi_node_in(n, 1);
-    if (!target) return pd_last_status();
+    struct pd_tensor *target = pdi_node_in(n, 1), *weight = NULL;
+    if (!target || (has_weight && !(weight = pdi_node_in(n, 2)))) return pd_last_status();
     const struct pdi_meta *lm = &n->in_meta[0];
     enum pd_dtype dt = lm->dtype;
     int64_t C = lm->ndim == 1 ? lm->shape[0] : lm->shape[1];
     struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.nll_loss.ignore_index, PD_I64));
     /* ignored targets may hold any value (e.g. -100): point them at class 0, their weight is 0 */
     struct pd_tensor *safe = pd_where(valid, target, pd_scalar(0, target->dtype));
-    struct pd_tensor *w = pd_cast(valid, dt);
-    if (n->a.nll_loss.reduction == PD_REDUCE_MEAN) /* when every target is ignored, w is all 0: divide by 1, not 0 */
-        w = pd_div(w, pd_clip(pd_sum(w, NULL, 0, 0), 1.0, INFINITY));
+    struct pd_tensor *w = target_weights(target, valid, safe, weight, dt);
+    if (n->a.nll_loss.reduction == PD_REDUCE_MEAN) {
+        /* when every target is ignored, w is all 0: divide by 1, not 0 */
+        struct pd_tensor *s = pd_sum(w, NULL, 0, 0);
+        w = pd_div(w, has_weight ? pd_where(pd_eq(s, pd_scalar(0, dt)), pd_scalar(1, dt), s)
+                                 : pd_clip(s, 1.0, INFINITY));
+    }
     w = pd_neg(pd_mul(w, g[0]));
     struct pd_tensor *grad = pd_mul(pd_cast(pd_one_hot(safe, C), dt), pd_unsqueeze(w, -1));
     if (grad && lm->ndim >= 2) {
@@ -338,6 +412,57 @@ int pdi_vjp_rms_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
     return pd_is_grad_enabled() ? norm_vjp(n, g, gin, 0) : norm_vjp_fused(n, g, gin, 0);
 }
 
+/* group_norm's shapes: x [N, C, d...] seen as [N, G, M] (M = C / G times
+ * the d... sizes), and [1, C, 1...] for a parameter along x's channels. */
+static void group_shapes(const struct pdi_meta *x, int64_t G, int64_t grp[3], int64_t chan[PD_MAX_DIMS])
+{
+    int64_t numel = pdi_numel(x->shape, x->ndim);
+    grp[0] = x->shape[0];
+    grp[1] = G;
+    grp[2] = x->shape[0] && G ? numel / (x->shape[0] * G) : 0;
+    for (int d = 0; d < x->ndim; d++) chan[d] = d == 1 ? x->shape[1] : 1;
+}
+
+/* group_norm: with xr = x as [N, G, M], xhat = (xr - mean) rstd over M and
+ * gh = (g w) as [N, G, M]:
+ *   dx = rstd (gh - mean(gh) - xhat mean(gh xhat)),
+ *   dw = sum over N and d... of g xhat, db = the same of g.
+ * Public ops only (differentiable again); bf16/f16 in f32. */
+int pdi_vjp_group_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    struct pd_tensor *x = pdi_node_in(n, 0), *w = NULL;
+    if (!x) return pd_last_status();
+    int has_w = n->a.group_norm.has_w != 0, has_b = n->a.group_norm.has_b != 0;
+    if (has_w && !(w = pdi_node_in(n, 1))) return pd_last_status();
+    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    const struct pdi_meta *xm = &n->in_meta[0];
+    int64_t grp[3], chan[PD_MAX_DIMS];
+    group_shapes(xm, n->a.group_norm.num_groups, grp, chan);
+    int ax2 = 2, nd = xm->ndim, pax[PD_MAX_DIMS], np = 0;
+    for (int d = 0; d < nd; d++)
+        if (d != 1) pax[np++] = d;
+    struct pd_tensor *xr = pd_reshape(cast_to(x, ct), grp, 3), *gc = cast_to(g[0], ct);
+    struct pd_tensor *xc = pd_sub(xr, pd_mean(xr, &ax2, 1, 1));
+    struct pd_tensor *rstd = pd_rsqrt(pd_add_scalar(pd_mean(pd_square(xc), &ax2, 1, 1), n->a.group_norm.eps));
+    struct pd_tensor *xhat = pd_mul(xc, rstd);
+    if (pdi_node_needs(n, 0)) {
+        struct pd_tensor *gh = pd_reshape(has_w ? pd_mul(gc, pd_reshape(cast_to(w, ct), chan, nd)) : gc, grp, 3);
+        struct pd_tensor *inner = pd_sub(pd_sub(gh, pd_mean(gh, &ax2, 1, 1)),
+                                         pd_mul(xhat, pd_mean(pd_mul(gh, xhat), &ax2, 1, 1)));
+        gin[0] = cast_to(pd_reshape(pd_mul(rstd, inner), xm->shape, nd), dt);
+        if (!gin[0]) return pdi_status_of(NULL, __func__);
+    }
+    if (has_w && pdi_node_needs(n, 1)) {
+        gin[1] = cast_to(pd_sum(pd_mul(gc, pd_reshape(xhat, xm->shape, nd)), pax, np, 0), dt);
+        if (!gin[1]) return pdi_status_of(NULL, __func__);
+    }
+    if (has_b && pdi_node_needs(n, 1 + has_w)) {
+        gin[1 + has_w] = cast_to(pd_sum(gc, pax, np, 0), dt);
+        if (!gin[1 + has_w]) return pdi_status_of(NULL, __func__);
+    }
+    return PD_OK;
+}
+
 int pdi_vjp_norm_backward(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
 {
     PDI_UNUSED(n);
@@ -414,9 +539,11 @@ int pdi_decomp_log_softmax(const struct pdi_call *c, struct pd_tensor **out)
     return pdi_status_of(out[0], __func__);
 }
 
-/* nll_loss: l = -logp[target] where target != ignore_index, else 0 (a
- * gather along the class axis); sum, or mean over the kept targets (0/0 =
- * NaN when every target is ignored, as the kernels give). */
+/* nll_loss: l = -logp[target] * weight[target] where target !=
+ * ignore_index, else 0 (gathers along the class axis and from the
+ * weights); sum, or mean over the kept targets' weights (their count
+ * without class weights; 0/0 = NaN when every target is ignored, as the
+ * kernels give). */
 int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
 {
     struct pd_tensor *lp = c->in[0], *t = c->in[1];
@@ -427,9 +554,16 @@ int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
     /* ignored targets may hold any value (e.g. -100): gather class 0 there and drop it */
     struct pd_tensor *safe = cast_to(pd_where(valid, t, pd_scalar(0, t->dtype)), PD_I64);
     struct pd_tensor *picked = pd_squeeze(pd_gather(cast_to(lp, ct), cax, pd_unsqueeze(safe, cax)), cax);
+    struct pd_tensor *wt = pd_cast(valid, ct);
+    if (c->a.nll_loss.has_weight) {
+        int64_t cnt = pd_tensor_numel(t);
+        struct pd_tensor *tw = pd_index_select(cast_to(c->in[2], ct), 0, pd_reshape(safe, &cnt, 1));
+        wt = pd_where(valid, pd_reshape(tw, t->shape, t->ndim), pd_scalar(0, ct));
+        picked = pd_mul(picked, wt);
+    }
     struct pd_tensor *l = pd_where(valid, pd_neg(picked), pd_scalar(0, ct));
     if (red == PD_REDUCE_SUM) l = pd_sum(l, NULL, 0, 0);
-    if (red == PD_REDUCE_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(pd_cast(valid, ct), NULL, 0, 0));
+    if (red == PD_REDUCE_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(wt, NULL, 0, 0));
     out[0] = cast_to(l, lp->dtype);
     return pdi_status_of(out[0], __func__);
 }
@@ -458,6 +592,28 @@ static int norm_decomp(const struct pdi_call *c, struct pd_tensor **out, int cen
 }
 
 int pdi_decomp_layer_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 1); }
+
+/* group_norm: x as [N, G, M], centred and scaled over M (means as sums
+ * times 1/M), back to x's shape, times w and plus b along the channels. */
+int pdi_decomp_group_norm(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *x = c->in[0];
+    int has_w = c->a.group_norm.has_w != 0, has_b = c->a.group_norm.has_b != 0, ax2 = 2;
+    enum pd_dtype ct = compute_dtype(x->dtype);
+    struct pdi_meta xm;
+    pdi_meta_of(x, &xm);
+    int64_t grp[3], chan[PD_MAX_DIMS];
+    group_shapes(&xm, c->a.group_norm.num_groups, grp, chan);
+    double inv_m = 1.0 / (double)(grp[2] ? grp[2] : 1);
+    struct pd_tensor *xr = pd_reshape(cast_to(x, ct), grp, 3);
+    struct pd_tensor *xc = pd_sub(xr, pd_scale(pd_sum(xr, &ax2, 1, 1), inv_m));
+    struct pd_tensor *var = pd_scale(pd_sum(pd_square(xc), &ax2, 1, 1), inv_m);
+    struct pd_tensor *y = pd_reshape(pd_mul(xc, pd_rsqrt(pd_add_scalar(var, c->a.group_norm.eps))), x->shape, x->ndim);
+    if (has_w) y = pd_mul(y, pd_reshape(cast_to(c->in[1], ct), chan, x->ndim));
+    if (has_b) y = pd_add(y, pd_reshape(cast_to(c->in[1 + has_w], ct), chan, x->ndim));
+    out[0] = cast_to(y, x->dtype);
+    return pdi_status_of(out[0], __func__);
+}
 int pdi_decomp_rms_norm(const struct pdi_call *c, struct pd_tensor **out) { return norm_decomp(c, out, 0); }
 
 /* ---- public wrappers ------------------------------------------------- */
@@ -482,6 +638,17 @@ struct pd_tensor *pd_nll_loss(struct pd_tensor *logp, struct pd_tensor *target, 
     return pdi_call2(PD_OP_nll_loss, logp, target, &a);
 }
 
+struct pd_tensor *pd_nll_loss_weighted(struct pd_tensor *logp, struct pd_tensor *target, struct pd_tensor *weight,
+                                       int64_t ignore_index, enum pd_reduction reduction)
+{
+    if (!weight) return pd_nll_loss(logp, target, ignore_index, reduction);
+    if (!logp || !target) return NULL;
+    /* the weights follow logp's dtype, as the norms' parameters follow x */
+    struct pd_tensor *in[3] = {logp, target, pd_dtype_is_float(weight->dtype) ? cast_to(weight, logp->dtype) : weight};
+    struct pdi_attrs a = {.nll_loss = {.ignore_index = ignore_index, .reduction = (int64_t)reduction, .has_weight = 1}};
+    return pdi_calln(PD_OP_nll_loss, in, 3, &a);
+}
+
 static struct pd_tensor *reduce_loss(struct pd_tensor *l, enum pd_reduction r)
 {
     if (r == PD_REDUCE_SUM) return pd_sum(l, NULL, 0, 0);
@@ -489,35 +656,60 @@ static struct pd_tensor *reduce_loss(struct pd_tensor *l, enum pd_reduction r)
     return l;
 }
 
-/* Probability targets (torch semantics): loss = -sum_c t_c log_softmax(x)_c
- * with t smoothed to t (1 - eps) + eps / C; mean divides by numel / C. */
-static struct pd_tensor *cross_entropy_probs(struct pd_tensor *logp, struct pd_tensor *target, int cax, int64_t C,
-                                             double ls, enum pd_reduction reduction)
+/* The class weights [C] shaped to broadcast along logp's class axis. */
+static struct pd_tensor *weight_along(struct pd_tensor *w, const struct pd_tensor *logp, int cax)
+{
+    int64_t shape[PD_MAX_DIMS];
+    for (int d = 0; d < logp->ndim; d++) shape[d] = d == cax ? logp->shape[cax] : 1;
+    return pd_reshape(w, shape, logp->ndim);
+}
+
+/* Probability targets (torch semantics): loss = -sum_c w_c t_c log_softmax(x)_c
+ * with t smoothed to t (1 - eps) + eps / C and w the class weights (1
+ * without); mean divides by numel / C, whatever the weights. */
+static struct pd_tensor *cross_entropy_probs(struct pd_tensor *logp, struct pd_tensor *target, struct pd_tensor *w,
+                                             int cax, int64_t C, double ls, enum pd_reduction reduction)
 {
     struct pd_tensor *t = cast_to(target, logp->dtype);
     if (ls > 0) t = pd_add_scalar(pd_scale(t, 1.0 - ls), ls / (double)C);
-    struct pd_tensor *l = pd_neg(pd_sum(pd_mul(logp, t), &cax, 1, 0));
+    struct pd_tensor *lt = pd_mul(logp, t);
+    if (w) lt = pd_mul(lt, weight_along(w, logp, cax));
+    struct pd_tensor *l = pd_neg(pd_sum(lt, &cax, 1, 0));
     if (reduction != PD_REDUCE_MEAN) return reduce_loss(l, reduction);
     int64_t rows = C > 0 ? pd_tensor_numel(logp) / C : 0;
     return pd_scale(pd_sum(l, NULL, 0, 0), rows ? 1.0 / (double)rows : NAN);
 }
 
 /* Class targets: (1 - eps) * nll + eps / C * smooth, where smooth is
- * -sum_c logp (0 at ignored targets) reduced like nll (mean over kept). */
-static struct pd_tensor *cross_entropy_classes(struct pd_tensor *logp, struct pd_tensor *target, int cax, int64_t C,
-                                               int64_t ignore_index, double ls, enum pd_reduction reduction)
+ * -sum_c w_c logp_c (w the class weights, 1 without; 0 at ignored targets)
+ * reduced like nll (mean: over the kept targets' weights, their count
+ * without class weights), as PyTorch's cross_entropy. */
+static struct pd_tensor *cross_entropy_classes(struct pd_tensor *logp, struct pd_tensor *target, struct pd_tensor *w,
+                                               int cax, int64_t C, int64_t ignore_index, double ls,
+                                               enum pd_reduction reduction)
 {
-    struct pd_tensor *nll = pd_nll_loss(logp, target, ignore_index, reduction);
+    struct pd_tensor *nll = pd_nll_loss_weighted(logp, target, w, ignore_index, reduction);
     if (!(ls > 0)) return nll;
     struct pd_tensor *valid = pd_ne(target, pd_scalar((double)ignore_index, PD_I64));
-    struct pd_tensor *smooth = pd_where(valid, pd_neg(pd_sum(logp, &cax, 1, 0)), pd_scalar(0, logp->dtype));
+    struct pd_tensor *lw = w ? pd_mul(logp, weight_along(w, logp, cax)) : logp;
+    struct pd_tensor *smooth = pd_where(valid, pd_neg(pd_sum(lw, &cax, 1, 0)), pd_scalar(0, logp->dtype));
     struct pd_tensor *s = reduce_loss(smooth, reduction == PD_REDUCE_MEAN ? PD_REDUCE_SUM : reduction);
-    if (reduction == PD_REDUCE_MEAN) s = pd_div(s, pd_sum(pd_cast(valid, logp->dtype), NULL, 0, 0));
+    if (reduction == PD_REDUCE_MEAN) {
+        struct pd_tensor *safe = w ? pd_where(valid, target, pd_scalar(0, target->dtype)) : NULL;
+        s = pd_div(s, pd_sum(target_weights(target, valid, safe, w, logp->dtype), NULL, 0, 0));
+    }
     return pd_add(pd_scale(nll, 1.0 - ls), pd_scale(s, ls / (double)C));
 }
 
 struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *target, int64_t ignore_index,
                                    double label_smoothing, enum pd_reduction reduction)
+{
+    return pd_cross_entropy_weighted(logits, target, NULL, ignore_index, label_smoothing, reduction);
+}
+
+struct pd_tensor *pd_cross_entropy_weighted(struct pd_tensor *logits, struct pd_tensor *target,
+                                            struct pd_tensor *weight, int64_t ignore_index, double label_smoothing,
+                                            enum pd_reduction reduction)
 {
     if (!logits || !target) return NULL;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
@@ -532,6 +724,13 @@ struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *t
         return pdi_error(PD_ERR_INVALID, "cross_entropy: label_smoothing must be in [0, 1], got %g", label_smoothing);
     int cax = logits->ndim == 1 ? 0 : 1;
     int64_t C = logits->shape[cax];
+    if (weight) {
+        if (!pd_dtype_is_float(weight->dtype) || weight->ndim != 1 || weight->shape[0] != C)
+            return pdi_error(PD_ERR_INVALID, "cross_entropy: weight must be floating point of shape [C] = [%lld], "
+                             "got %s %s", (long long)C, pd_dtype_name(weight->dtype),
+                             pdi_shape_str(weight->shape, weight->ndim, b0, sizeof b0));
+        weight = cast_to(weight, logits->dtype);
+    }
     if (pd_dtype_is_float(target->dtype)) {
         if (target->ndim != logits->ndim ||
             memcmp(target->shape, logits->shape, sizeof(int64_t) * (size_t)logits->ndim))
@@ -544,14 +743,14 @@ struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *t
             return pdi_error(PD_ERR_INVALID,
                              "cross_entropy: ignore_index (%lld) is not supported with probability targets",
                              (long long)ignore_index);
-        return cross_entropy_probs(pd_log_softmax(logits, cax), target, cax, C, label_smoothing, reduction);
+        return cross_entropy_probs(pd_log_softmax(logits, cax), target, weight, cax, C, label_smoothing, reduction);
     }
     if (!is_int_dtype(target->dtype))
         return pdi_error(PD_ERR_INVALID, "cross_entropy: target must be integer class indices or float "
                          "probabilities, got %s", pd_dtype_name(target->dtype));
     if (check_class_target("cross_entropy", logits, target)) return NULL;
-    return cross_entropy_classes(pd_log_softmax(logits, cax), target, cax, C, ignore_index, label_smoothing,
-                                 reduction);
+    return cross_entropy_classes(pd_log_softmax(logits, cax), target, weight, cax, C, ignore_index,
+                                 label_smoothing, reduction);
 }
 
 struct pd_tensor *pd_mse_loss(struct pd_tensor *x, struct pd_tensor *y, enum pd_reduction reduction)
@@ -585,6 +784,20 @@ struct pd_tensor *pd_layer_norm(struct pd_tensor *x, int n_norm_axes, struct pd_
 struct pd_tensor *pd_rms_norm(struct pd_tensor *x, int n_norm_axes, struct pd_tensor *weight, double eps)
 {
     return norm_call(PD_OP_rms_norm, x, n_norm_axes, weight, NULL, eps);
+}
+
+struct pd_tensor *pd_group_norm(struct pd_tensor *x, int64_t num_groups, struct pd_tensor *weight,
+                                struct pd_tensor *bias, double eps)
+{
+    if (!x) return NULL;
+    struct pd_tensor *in[3] = {x, NULL, NULL};
+    int n = 1;
+    /* mixed precision (bf16 x, f32 weight) is accepted: parameters follow x */
+    if (weight) in[n++] = pd_dtype_is_float(weight->dtype) ? cast_to(weight, x->dtype) : weight;
+    if (bias) in[n++] = pd_dtype_is_float(bias->dtype) ? cast_to(bias, x->dtype) : bias;
+    struct pdi_attrs a = {.group_norm = {.num_groups = num_groups, .eps = eps, .has_w = weight != NULL,
+                                         .has_b = bias != NULL}};
+    return pdi_calln(PD_OP_group_norm, in, n, &a);
 }
 
 /* x * mask * 1/(1-p) with mask ~ Bernoulli(1 - p) from g: the gradient comes

@@ -23,6 +23,9 @@
 /* integer ids of a fixed dtype, values in [lo, hi) */
 #define IDS(dt, lo_, hi_, ...) \
     {OPT_SHAPE(__VA_ARGS__), .kind = OPT_FIXED, .lo = lo_, .hi = hi_, .dtype = dt, .no_grad = 1}
+/* class weights [C] in [0.2, 2): constants, never differentiated */
+#define WGT(c) {OPT_SHAPE(c), .kind = OPT_FLOAT, .lo = 0.2, .hi = 2, .no_grad = 1}
+#define WGT_S(c) {OPT_SHAPE(c), .kind = OPT_FLOAT, .lo = 0.2, .hi = 2, .layout = OPT_STRIDED, .no_grad = 1}
 /* a 0-d int64 class index */
 #define IDX0(lo_, hi_) {.ndim = 0, .kind = OPT_INDEX, .lo = lo_, .hi = hi_, .no_grad = 1}
 
@@ -46,6 +49,11 @@ RF(nll_ign2_sum, pd_nll_loss(in[0], in[1], 2, PD_REDUCE_SUM))
 /* every target ignored: mean is NaN (0/0), the gradient is 0 */
 RF(nll_all_ign_sum, pd_nll_loss(in[0], in[1], 0, PD_REDUCE_SUM))
 
+/* nll_loss with class weights in[2] */
+RF(nllw_none, pd_nll_loss_weighted(in[0], in[1], in[2], -100, PD_REDUCE_NONE))
+RF(nllw_ign_mean, pd_nll_loss_weighted(in[0], in[1], in[2], -1, PD_REDUCE_MEAN))
+RF(nllw_sum, pd_nll_loss_weighted(in[0], in[1], in[2], 2, PD_REDUCE_SUM))
+
 /* cross_entropy */
 RF(ce_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_MEAN))
 RF(ce_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_SUM))
@@ -59,6 +67,14 @@ RF(ce_p_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_MEAN))
 RF(ce_p_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_SUM))
 RF(ce_p_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_NONE))
 RF(ce_p_ls_mean, pd_cross_entropy(in[0], in[1], -100, 0.1, PD_REDUCE_MEAN))
+
+/* cross_entropy with class weights in[2] */
+RF(cew_mean, pd_cross_entropy_weighted(in[0], in[1], in[2], -100, 0, PD_REDUCE_MEAN))
+RF(cew_ls_ign_mean, pd_cross_entropy_weighted(in[0], in[1], in[2], -1, 0.1, PD_REDUCE_MEAN))
+RF(cew_ls_ign_sum, pd_cross_entropy_weighted(in[0], in[1], in[2], -1, 0.2, PD_REDUCE_SUM))
+RF(cew_ls_none, pd_cross_entropy_weighted(in[0], in[1], in[2], 1, 0.15, PD_REDUCE_NONE))
+RF(cew_p_ls_mean, pd_cross_entropy_weighted(in[0], in[1], in[2], -100, 0.1, PD_REDUCE_MEAN))
+RF(cew_p_none, pd_cross_entropy_weighted(in[0], in[1], in[2], -100, 0, PD_REDUCE_NONE))
 
 /* mse_loss */
 RF(mse_mean, pd_mse_loss(in[0], in[1], PD_REDUCE_MEAN))
@@ -77,6 +93,15 @@ RF(rms1, pd_rms_norm(in[0], 1, NULL, 1e-5))
 RF(rms1_w, pd_rms_norm(in[0], 1, in[1], 1e-6))
 RF(rms2_w, pd_rms_norm(in[0], 2, in[1], 1e-5))
 RF(rms2, pd_rms_norm(in[0], 2, NULL, 1e-5))
+
+/* group_norm */
+RF(gn3_wb, pd_group_norm(in[0], 3, in[1], in[2], 1e-5))
+RF(gn1_wb, pd_group_norm(in[0], 1, in[1], in[2], 1e-5))
+RF(gn2, pd_group_norm(in[0], 2, NULL, NULL, 1e-5))
+RF(gn2_w, pd_group_norm(in[0], 2, in[1], NULL, 0.1))
+RF(gn2_b, pd_group_norm(in[0], 2, NULL, in[1], 1e-5))
+RF(gn4_wb, pd_group_norm(in[0], 4, in[1], in[2], 1e-5))
+RF(gn8_wb, pd_group_norm(in[0], 8, in[1], in[2], 1e-5))
 
 /* norm_backward called directly: x, g, [w]; returns dx, [dw], [db]
  * flattened and concatenated (the norms' rows above reach it through their
@@ -148,6 +173,22 @@ static const struct opt_row rows[] = {
     {"log_softmax/wide_values", PD_OP_log_softmax, 1, {OPT_FR(-30, 30, 4, 9)}, f_lsm_last, FL},
     {"log_softmax/large_last", PD_OP_log_softmax, 1, {OPT_FR(-8, 8, 67, 1001)}, f_lsm_last, FL, .no_gradcheck = BIG},
     {"log_softmax/large_axis0", PD_OP_log_softmax, 1, {OPT_FR(-8, 8, 300, 259)}, f_lsm_ax0, FL, .no_gradcheck = BIG},
+    /* group_norm: G = 1 (over all of C and d...), G = C (instance norm), with
+     * and without weight/bias, [N, C] input, transposed and strided inputs
+     * (the CPU kernel's copy path), zero-size batch, a large shape that
+     * reaches the parallel path */
+    {"group_norm/g3_affine", PD_OP_group_norm, 3, {OPT_F(2, 6, 3, 2), OPT_F(6), OPT_F(6)}, f_gn3_wb, FL},
+    {"group_norm/g1_affine", PD_OP_group_norm, 3, {OPT_F(2, 4, 5), OPT_F(4), OPT_F(4)}, f_gn1_wb, FL},
+    {"group_norm/instance", PD_OP_group_norm, 3, {OPT_F(3, 4, 5), OPT_F(4), OPT_F(4)}, f_gn4_wb, FL},
+    {"group_norm/plain", PD_OP_group_norm, 1, {OPT_F(2, 4, 3, 3)}, f_gn2, FL},
+    {"group_norm/weight", PD_OP_group_norm, 2, {OPT_F(2, 4, 3), OPT_F(4)}, f_gn2_w, FL},
+    {"group_norm/bias", PD_OP_group_norm, 2, {OPT_F(2, 4, 3), OPT_F(4)}, f_gn2_b, FL},
+    {"group_norm/2d", PD_OP_group_norm, 3, {OPT_F(5, 6), OPT_F(6), OPT_F(6)}, f_gn3_wb, FL},
+    {"group_norm/transposed", PD_OP_group_norm, 3, {OPT_FT(2, 6, 4), OPT_F(6), OPT_FS(6)}, f_gn3_wb, FL},
+    {"group_norm/strided", PD_OP_group_norm, 1, {OPT_FS(3, 4, 4)}, f_gn2, FL},
+    {"group_norm/zero_batch", PD_OP_group_norm, 3, {OPT_F(0, 6, 2), OPT_F(6), OPT_F(6)}, f_gn3_wb, FL},
+    {"group_norm/large", PD_OP_group_norm, 3, {OPT_F(4, 32, 24, 24), OPT_F(32), OPT_F(32)}, f_gn8_wb, FL,
+     .no_gradcheck = BIG},
     /* nll_loss: inputs need not be log-probabilities */
     {"nll_loss/none", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_none, FL},
     {"nll_loss/mean", PD_OP_nll_loss, 2, {OPT_F(5, 4), OPT_IDX(0, 4, 5)}, f_nll_mean, FL},
@@ -167,6 +208,17 @@ static const struct opt_row rows[] = {
     {"nll_loss/zero_batch", PD_OP_nll_loss, 2, {OPT_F(0, 4), OPT_IDX(0, 4, 0)}, f_nll_sum, FL},
     {"nll_loss/large", PD_OP_nll_loss, 2, {OPT_F(3000, 10), OPT_IDX(-1, 10, 3000)}, f_nll_ign_mean, FL,
      .no_gradcheck = BIG},
+    /* nll_loss with class weights */
+    {"nll_loss/weight_none", PD_OP_nll_loss, 3, {OPT_F(5, 4), OPT_IDX(0, 4, 5), WGT(4)}, f_nllw_none, FL},
+    {"nll_loss/weight_ignore_mean", PD_OP_nll_loss, 3, {OPT_F(8, 4), OPT_IDX(-1, 4, 8), WGT(4)}, f_nllw_ign_mean, FL},
+    {"nll_loss/weight_ignore_class_sum", PD_OP_nll_loss, 3, {OPT_F(8, 4), OPT_IDX(0, 4, 8), WGT(4)}, f_nllw_sum, FL},
+    {"nll_loss/weight_spatial_mean", PD_OP_nll_loss, 3, {OPT_F(2, 4, 3, 2), OPT_IDX(-1, 4, 2, 3, 2), WGT(4)},
+     f_nllw_ign_mean, FL},
+    {"nll_loss/weight_transposed_strided", PD_OP_nll_loss, 3, {OPT_FT(6, 4), OPT_IDX(-1, 4, 6), WGT_S(4)},
+     f_nllw_ign_mean, FL},
+    {"nll_loss/weight_1d", PD_OP_nll_loss, 3, {OPT_F(5), IDX0(0, 5), WGT(5)}, f_nllw_sum, FL},
+    {"nll_loss/weight_large", PD_OP_nll_loss, 3, {OPT_F(3000, 10), OPT_IDX(-1, 10, 3000), WGT(10)}, f_nllw_ign_mean,
+     FL, .no_gradcheck = BIG},
     /* cross_entropy (composite): class indices */
     {"cross_entropy/mean", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_IDX(0, 5, 6)}, f_ce_mean, FL},
     {"cross_entropy/sum", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_IDX(0, 5, 6)}, f_ce_sum, FL},
@@ -189,6 +241,19 @@ static const struct opt_row rows[] = {
     {"cross_entropy/probs_none", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5)}, f_ce_p_none, FL},
     {"cross_entropy/probs_smooth_mean", PD_OP_COUNT, 2, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5)}, f_ce_p_ls_mean, FL},
     {"cross_entropy/probs_spatial_mean", PD_OP_COUNT, 2, {OPT_F(2, 4, 3), OPT_FR(0, 1, 2, 4, 3)}, f_ce_p_mean, FL},
+    /* cross_entropy with class weights */
+    {"cross_entropy/weight_mean", PD_OP_COUNT, 3, {OPT_F(6, 5), OPT_IDX(0, 5, 6), WGT(5)}, f_cew_mean, FL},
+    {"cross_entropy/weight_smooth_ignore_mean", PD_OP_COUNT, 3, {OPT_F(8, 5), OPT_IDX(-1, 5, 8), WGT(5)},
+     f_cew_ls_ign_mean, FL},
+    {"cross_entropy/weight_smooth_ignore_sum", PD_OP_COUNT, 3, {OPT_F(8, 5), OPT_IDX(-1, 5, 8), WGT(5)},
+     f_cew_ls_ign_sum, FL},
+    {"cross_entropy/weight_smooth_none", PD_OP_COUNT, 3, {OPT_F(8, 5), OPT_IDX(0, 5, 8), WGT(5)}, f_cew_ls_none, FL},
+    {"cross_entropy/weight_spatial_smooth_mean", PD_OP_COUNT, 3, {OPT_F(2, 4, 3, 2), OPT_IDX(-1, 4, 2, 3, 2), WGT(4)},
+     f_cew_ls_ign_mean, FL},
+    {"cross_entropy/weight_probs_smooth_mean", PD_OP_COUNT, 3, {OPT_F(6, 5), OPT_FR(0, 1, 6, 5), WGT(5)},
+     f_cew_p_ls_mean, FL},
+    {"cross_entropy/weight_probs_spatial_none", PD_OP_COUNT, 3, {OPT_F(2, 4, 3), OPT_FR(0, 1, 2, 4, 3), WGT(4)},
+     f_cew_p_none, FL},
     /* mse_loss (composite) */
     {"mse_loss/mean", PD_OP_COUNT, 2, {OPT_F(4, 5), OPT_F(4, 5)}, f_mse_mean, FL},
     {"mse_loss/sum", PD_OP_COUNT, 2, {OPT_F(4, 5), OPT_FT(4, 5)}, f_mse_sum, FL},

@@ -79,6 +79,10 @@ class Case:
 
 
 CASES = []
+# Inputs that are constants of the op (no gradient; PyTorch has none for
+# them, e.g. cross_entropy's class weights): case name -> input names. Their
+# files carry no grad line for those inputs.
+CONST_INPUTS = {}
 
 
 def case(name, op, fn, make, **attrs):
@@ -362,6 +366,92 @@ case("embedding_repeat_ids", "embedding", lambda ids, w: F.embedding(ids, w),
      lambda c: [("ids", torch.tensor([[1, 4, 1], [6, 0, 4]], dtype=torch.int64)), ("weight", c.randn(7, 4))])
 
 
+# ---------------------------------------------------------------- nn: class weights, group_norm, interpolate
+def weighted(name, op, fn, make, **attrs):
+    """A loss case whose input "weight" (class weights) is a constant."""
+    CONST_INPUTS[name] = ("weight",)
+    case(name, op, fn, make, **attrs)
+
+
+weighted("cross_entropy_w_mean", "cross_entropy", lambda x, t, w: F.cross_entropy(x, t, weight=w),
+         lambda c: [("logits", c.randn(6, 5, scale=2.0)), ("target", c.randint(0, 5, 6)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=-100, label_smoothing=0.0, reduction=1)
+weighted("cross_entropy_w_ls_ignore_mean", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=-1, label_smoothing=0.1),
+         lambda c: [("logits", c.randn(7, 5, scale=2.0)), ("target", ce_targets(c, 7, 5, -1)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=-1, label_smoothing=0.1, reduction=1)
+weighted("cross_entropy_w_ls_ignore_sum", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=2, label_smoothing=0.2, reduction="sum"),
+         lambda c: [("logits", c.randn(6, 4, scale=2.0)), ("target", ce_targets(c, 6, 4, 2)),
+                    ("weight", c.uniform(0.2, 2.0, 4))],
+         ignore_index=2, label_smoothing=0.2, reduction=2)
+weighted("cross_entropy_w_ls_none", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=-100, label_smoothing=0.25, reduction="none"),
+         lambda c: [("logits", c.randn(5, 4, scale=2.0)), ("target", c.randint(0, 4, 5)),
+                    ("weight", c.uniform(0.2, 2.0, 4))],
+         ignore_index=-100, label_smoothing=0.25, reduction=0)
+weighted("cross_entropy_w_spatial_ls_mean", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=0, label_smoothing=0.15),
+         lambda c: [("logits", c.randn(2, 4, 3, 2, scale=2.0)), ("target", c.randint(0, 4, 2, 3, 2)),
+                    ("weight", c.uniform(0.2, 2.0, 4))],
+         ignore_index=0, label_smoothing=0.15, reduction=1)
+weighted("cross_entropy_w_probs_ls_mean", "cross_entropy",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, label_smoothing=0.2),
+         lambda c: [("logits", c.randn(4, 5, scale=2.0)), ("target", torch.softmax(c.randn(4, 5), 1)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=-100, label_smoothing=0.2, reduction=1)
+weighted("nll_loss_w_ignore_mean", "nll_loss", lambda x, t, w: F.nll_loss(x, t, weight=w, ignore_index=3),
+         lambda c: [("logp", torch.log_softmax(c.randn(7, 5), 1)), ("target", c.randint(0, 5, 7)),
+                    ("weight", c.uniform(0.2, 2.0, 5))],
+         ignore_index=3, reduction=1)
+weighted("nll_loss_w_spatial_none", "nll_loss", lambda x, t, w: F.nll_loss(x, t, weight=w, reduction="none"),
+         lambda c: [("logp", c.randn(2, 3, 4)), ("target", c.randint(0, 3, 2, 4)), ("weight", c.uniform(0.2, 2.0, 3))],
+         ignore_index=-100, reduction=0)
+case("group_norm_g3_affine", "group_norm", lambda x, w, b: F.group_norm(x, 3, w, b, 1e-5),
+     lambda c: [("x", c.randn(2, 6, 3, 2, scale=2.0)), ("weight", c.randn(6)), ("bias", c.randn(6))],
+     num_groups=3, eps=1e-5)
+case("group_norm_g2_plain", "group_norm", lambda x: F.group_norm(x, 2, eps=1e-3),
+     lambda c: [("x", c.randn(3, 4, 5))], num_groups=2, eps=1e-3)
+case("group_norm_2d_weight", "group_norm", lambda x, w: F.group_norm(x, 3, w, None, 1e-5),
+     lambda c: [("x", c.randn(4, 6) + 3.0), ("weight", c.randn(6))], num_groups=3, eps=1e-5)
+case("group_norm_instance", "group_norm", lambda x, w, b: F.group_norm(x, 4, w, b, 1e-5),
+     lambda c: [("x", c.randn(2, 4, 3, 3)), ("weight", c.randn(4)), ("bias", c.randn(4))], num_groups=4, eps=1e-5)
+
+
+def interp(name, mode, size=None, scale=None, align=None, shape=(2, 3, 3, 4)):
+    kw = dict(mode=mode, align_corners=align)
+    if size is not None:
+        kw["size"] = size
+    else:
+        kw["scale_factor"] = scale
+    attrs = dict(mode=0 if mode == "nearest" else 1, align_corners=1 if align else 0)
+    # both keys always; the unused one is zeros
+    attrs["size"] = list(size) if size is not None else [0, 0]
+    attrs["scale"] = [float(v) for v in scale] if scale is not None else [0.0, 0.0]
+    case(name, "interpolate", lambda x: F.interpolate(x, **kw), lambda c: [("x", c.randn(*shape))], **attrs)
+
+
+interp("interpolate_nearest_up", "nearest", size=(5, 7))
+interp("interpolate_nearest_down", "nearest", size=(2, 3), shape=(1, 2, 5, 7))
+interp("interpolate_nearest_scale", "nearest", scale=(1.7, 0.6), shape=(2, 1, 4, 6))
+interp("interpolate_nearest_scale2", "nearest", scale=(2.0, 3.0), shape=(1, 2, 3, 2))
+# No case where a nearest scale factor other than 1 gives out == in: torch 1.13's backward maps those
+# positions differently from its NCHW forward (src/kernels/interp_util.h); test_nn_grad checks ours.
+interp("interpolate_nearest_scale_down", "nearest", scale=(0.5, 0.7), shape=(2, 2, 5, 7))
+interp("interpolate_bilinear_up", "bilinear", size=(5, 7), align=False)
+interp("interpolate_bilinear_up_align", "bilinear", size=(5, 7), align=True)
+interp("interpolate_bilinear_down", "bilinear", size=(2, 3), align=False, shape=(1, 2, 5, 7))
+interp("interpolate_bilinear_down_align", "bilinear", size=(2, 3), align=True, shape=(1, 2, 5, 7))
+interp("interpolate_bilinear_scale", "bilinear", scale=(1.5, 2.3), align=False, shape=(2, 2, 3, 3))
+interp("interpolate_bilinear_scale_down", "bilinear", scale=(0.6, 0.45), align=False, shape=(1, 2, 6, 9))
+interp("interpolate_bilinear_scale_align", "bilinear", scale=(0.7, 1.3), align=True, shape=(1, 3, 5, 4))
+interp("interpolate_bilinear_1px_align", "bilinear", size=(1, 1), align=True)
+case("group_norm_g1_affine", "group_norm", lambda x, w, b: F.group_norm(x, 1, w, b, 1e-5),
+     lambda c: [("x", c.randn(2, 3, 2, 2, 2)), ("weight", c.randn(3)), ("bias", c.randn(3))], num_groups=1, eps=1e-5)
+
+
 # ---------------------------------------------------------------- index and shape
 case("gather_axis1", "gather", lambda x, i: torch.gather(x, 1, i),
      lambda c: [("x", c.randn(3, 5)), ("index", c.randint(0, 5, 3, 4))], axis=1)
@@ -543,8 +633,9 @@ def build(name, op, fn, make, attrs):
     c = Case(name)
     inputs = make(c)
     leaves = []
-    for _, t in inputs:
-        if t.dtype.is_floating_point:
+    consts = CONST_INPUTS.get(name, ())
+    for n, t in inputs:
+        if t.dtype.is_floating_point and n not in consts:
             t.requires_grad_(True)
             leaves.append(t)
     out = fn(*[t for _, t in inputs])
@@ -567,7 +658,7 @@ def build(name, op, fn, make, attrs):
     blobs.append(tensor_bytes(cot))
     gi = 0
     for n, t in inputs:
-        if t.dtype.is_floating_point:
+        if t.dtype.is_floating_point and n not in consts:
             head.append(tensor_line("grad", n, grads[gi]))
             blobs.append(tensor_bytes(grads[gi]))
             gi += 1

@@ -1,5 +1,5 @@
 /* paddle.c — CPU kernels for the nn family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, norm_backward, embedding, one_hot.
+ * layer_norm, rms_norm, group_norm, norm_backward, embedding, one_hot.
  *
  * Row ops (softmax over an axis, the norms over trailing dims) share one
  * driver: a "row" is a 1-d strided run of the input; rows are split over
@@ -589,6 +589,83 @@ static int cpu_norm(const struct pdi_kcall *k)
     return rc;
 }
 
+/* ---- group_norm ------------------------------------------------------ */
+/* One group of one sample: cg channels of S elements, contiguous in ct, in
+ * place; w, b: this group's cg parameters (w never NULL, b may be). The
+ * statistics as the norms' rows (mean relative to x[0], then the second
+ * moment about it, in T blocks added into double). */
+#define NN_GROUP_ROW(T, SFX)                                                                        \
+    static void group_row_##SFX(T *x, int64_t cg, int64_t S, const T *w, const T *b, double eps)   \
+    {                                                                                               \
+        int64_t n = cg * S;                                                                         \
+        double mean = row_mean_##SFX(x, n), ss = 0;                                                 \
+        T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
+        for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
+            int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
+            T bs = 0;                                                                               \
+            _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) {              \
+                T d = (x[j] - mu) - mulo;                                                           \
+                bs += d * d;                                                                        \
+            }                                                                                       \
+            ss += bs;                                                                               \
+        }                                                                                           \
+        T rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                            \
+        for (int64_t c = 0; c < cg; c++) {                                                          \
+            T *xc = x + c * S, sc = rstd * w[c], sh = b ? b[c] : (T)0;                              \
+            _Pragma("omp simd") for (int64_t j = 0; j < S; j++) xc[j] = ((xc[j] - mu) - mulo) * sc + sh; \
+        }                                                                                           \
+    }
+NN_GROUP_ROW(float, f32)
+NN_GROUP_ROW(double, f64)
+
+/* x [N, C, d...] as N * G rows of M = C / G * S elements: the dims after
+ * the first form one strided run (or a contiguous copy), so row r starts at
+ * (r / G) * stride0 + (r % G) * M * xs. Each row is widened into a
+ * per-thread buffer in the compute type, normalised there and stored into
+ * y (contiguous). Rows are split over threads; each row's result does not
+ * depend on the split. */
+static int cpu_group_norm(const struct pdi_kcall *k)
+{
+    const struct pd_kview *y = &k->out[0];
+    struct pd_kview x = k->in[0];
+    int has_w = k->a->group_norm.has_w != 0, has_b = k->a->group_norm.has_b != 0;
+    int64_t G = k->a->group_norm.num_groups, C = x.shape[1], S = pdi_numel(x.shape + 2, x.ndim - 2);
+    int64_t rows = x.shape[0] * G, cg = C / G, M = cg * S;
+    if (rows * M == 0) return PD_OK;
+    int64_t xs;
+    void *copy;
+    if (norm_row_layout(k, &x, 1, rows * M, "group_norm", &xs, &copy)) return PD_ERR_NOMEM;
+    enum pd_dtype ct = x.dtype == PD_F64 ? PD_F64 : PD_F32;
+    size_t ces = pd_dtype_size(ct), xes = pd_dtype_size(x.dtype), yes = pd_dtype_size(y->dtype);
+    void *w = param_buf(k, has_w ? &k->in[1] : NULL, C, ct, 1);
+    void *b = param_buf(k, has_b ? &k->in[1 + has_w] : NULL, C, ct, 0);
+    double eps = k->a->group_norm.eps;
+    const int params_ok = w && (!has_b || b);
+    int failed = !params_ok, par = params_ok && rows > 1 && rows * M >= NN_GRAIN;
+    size_t bbytes = ces * (size_t)M + 1;
+#pragma omp parallel if (par) reduction(| : failed)
+    {
+        void *buf = params_ok ? pdi_kscratch(k, bbytes) : NULL;
+        if (!buf) failed = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!buf) continue;
+            int64_t n = r / G, g = r % G;
+            load_row(x.data + (n * x.strides[0] + g * M * xs) * (int64_t)xes, xs, x.dtype, buf, ct, M);
+            if (ct == PD_F64)
+                group_row_f64(buf, cg, S, (const double *)w + g * cg, b ? (const double *)b + g * cg : NULL, eps);
+            else
+                group_row_f32(buf, cg, S, (const float *)w + g * cg, b ? (const float *)b + g * cg : NULL, eps);
+            store_row(buf, ct, y->data + r * M * (int64_t)yes, 1, y->dtype, M);
+        }
+        pdi_kscratch_free(k, buf, bbytes);
+    }
+    pdi_kscratch_free(k, w, param_bytes(C, ct));
+    pdi_kscratch_free(k, b, param_bytes(C, ct));
+    pdi_kscratch_free(k, copy, xes * (size_t)(rows * M));
+    return failed ? pdi_errorf(PD_ERR_NOMEM, "out of memory (group_norm)") : PD_OK;
+}
+
 /* ---- norm_backward --------------------------------------------------- */
 #define NB_MAX_CHUNKS 64
 #define NB_MAX_PARTIAL (1 << 18) /* chunk partial sums kept: chunks * M doubles, per parameter */
@@ -738,6 +815,7 @@ out:
 static int cpu_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
+    const struct pd_kview *w = k->a->nll_loss.has_weight ? &k->in[2] : NULL;
     int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
@@ -747,8 +825,7 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
     }
     size_t les = pd_dtype_size(lp->dtype), tes = pd_dtype_size(t->dtype), yes = pd_dtype_size(y->dtype);
     int64_t cstride = lp->ndim >= 2 ? lp->strides[1] : lp->strides[0], nstride = lp->ndim >= 2 ? lp->strides[0] : 0;
-    double sum = 0;
-    int64_t count = 0;
+    double sum = 0, count = 0; /* count: the kept targets' weights (1 each without weights) */
     for (int64_t n = 0; n < N; n++) {
         for (int64_t d = 0; d < D; d++) {
             int64_t ti = n * D + d;
@@ -759,15 +836,16 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
                     return pdi_errorf(PD_ERR_INVALID, "nll_loss: target %lld at position %lld out of range [0, %lld)",
                                       (long long)c, (long long)ti, (long long)C);
                 int64_t off = n * nstride + c * cstride + (lp->ndim > 2 ? lin_offset(lp, 2, lp->ndim, -1, d) : 0);
-                v = -pdi_load(lp->data + off * (int64_t)les, lp->dtype);
+                double wc = w ? pdi_load(w->data + c * w->strides[0] * (int64_t)les, w->dtype) : 1.0;
+                v = -pdi_load(lp->data + off * (int64_t)les, lp->dtype) * wc;
                 sum += v;
-                count++;
+                count += wc;
             }
             if (reduction == PD_REDUCE_NONE) pdi_store(y->data + ti * (int64_t)yes, y->dtype, v);
         }
     }
     if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
-    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / (double)count); /* 0/0: NaN, as torch */
+    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
     return PD_OK;
 }
 
@@ -830,6 +908,7 @@ void pdi_register_cpu_nn(void)
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_layer_norm, PDI_DT_FLOATS, cpu_norm);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_rms_norm, PDI_DT_FLOATS, cpu_norm);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_norm_backward, PDI_DT_FLOATS, cpu_norm_backward);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_group_norm, PDI_DT_FLOATS, cpu_group_norm);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_embedding, PDI_DT_ALL, cpu_embedding);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_one_hot, PDI_DT_INTS, cpu_one_hot);
 }

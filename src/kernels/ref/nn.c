@@ -1,5 +1,6 @@
 /* paddle.c — reference kernels for the nn family: softmax, log_softmax,
- * nll_loss, layer_norm, rms_norm, norm_backward, embedding, one_hot.
+ * nll_loss, layer_norm, rms_norm, group_norm, norm_backward, embedding,
+ * one_hot.
  *
  * The oracle: element by element through pdi_kview_ptr (any strides), in
  * double, written for obviousness and never optimised. Index values (targets,
@@ -52,10 +53,11 @@ static int ref_softmax(const struct pdi_kcall *k)
     return PD_OK;
 }
 
-/* logp [N, C, D...] (or [C]), target [N, D...] (or []). */
+/* logp [N, C, D...] (or [C]), target [N, D...] (or []), [weight [C]]. */
 static int ref_nll_loss(const struct pdi_kcall *k)
 {
     const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *y = &k->out[0];
+    const struct pd_kview *w = k->a->nll_loss.has_weight ? &k->in[2] : NULL;
     int64_t ignore = k->a->nll_loss.ignore_index, reduction = k->a->nll_loss.reduction;
     int64_t N = 1, C = lp->shape[0], D = 1;
     if (lp->ndim >= 2) {
@@ -63,8 +65,7 @@ static int ref_nll_loss(const struct pdi_kcall *k)
         C = lp->shape[1];
         for (int d = 2; d < lp->ndim; d++) D *= lp->shape[d];
     }
-    double sum = 0;
-    int64_t count = 0;
+    double sum = 0, count = 0; /* count: the kept targets' weights (1 each without weights) */
     for (int64_t n = 0; n < N; n++) {
         for (int64_t d = 0; d < D; d++) {
             int64_t ti = n * D + d, c = pdi_load_int(pdi_kview_ptr(t, ti), t->dtype);
@@ -73,15 +74,16 @@ static int ref_nll_loss(const struct pdi_kcall *k)
                 if (c < 0 || c >= C)
                     return pdi_errorf(PD_ERR_INVALID, "nll_loss: target %lld at position %lld out of range [0, %lld)",
                                       (long long)c, (long long)ti, (long long)C);
-                v = -pdi_load(pdi_kview_ptr(lp, (n * C + c) * D + d), lp->dtype);
+                double wc = w ? pdi_load(pdi_kview_ptr(w, c), w->dtype) : 1.0;
+                v = -pdi_load(pdi_kview_ptr(lp, (n * C + c) * D + d), lp->dtype) * wc;
                 sum += v;
-                count++;
+                count += wc;
             }
             if (reduction == PD_REDUCE_NONE) pdi_store(pdi_kview_ptr(y, ti), y->dtype, v);
         }
     }
     if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
-    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / (double)count); /* 0/0: NaN, as torch */
+    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
     return PD_OK;
 }
 
@@ -174,6 +176,31 @@ static int ref_norm_backward(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* x [N, C, d...] as rows [N * G, M] (M = C / G times the d... sizes: a
+ * group's elements are consecutive in x's logical order); element j of a
+ * row is channel (row % G) * C / G + j / S, S the d... size. */
+static int ref_group_norm(const struct pdi_kcall *k)
+{
+    const struct pd_kview *x = &k->in[0], *y = &k->out[0];
+    int has_w = k->a->group_norm.has_w != 0, has_b = k->a->group_norm.has_b != 0;
+    const struct pd_kview *w = has_w ? &k->in[1] : NULL, *b = has_b ? &k->in[1 + has_w] : NULL;
+    int64_t G = k->a->group_norm.num_groups, C = x->shape[1], S = 1;
+    for (int d = 2; d < x->ndim; d++) S *= x->shape[d];
+    int64_t rows = x->shape[0] * G, M = C / G * S;
+    for (int64_t r = 0; r < rows; r++) {
+        double mean, rstd;
+        row_stats(x, r, M, 1, k->a->group_norm.eps, &mean, &rstd);
+        for (int64_t j = 0; j < M; j++) {
+            int64_t c = (r % G) * (C / G) + j / S;
+            double v = (pdi_load(pdi_kview_ptr(x, r * M + j), x->dtype) - mean) * rstd;
+            if (w) v *= pdi_load(pdi_kview_ptr(w, c), w->dtype);
+            if (b) v += pdi_load(pdi_kview_ptr(b, c), b->dtype);
+            pdi_store(pdi_kview_ptr(y, r * M + j), y->dtype, v);
+        }
+    }
+    return PD_OK;
+}
+
 /* out[i, :] = weight[ids[i], :] (bytes copied: any dtype). */
 static int ref_embedding(const struct pdi_kcall *k)
 {
@@ -213,6 +240,7 @@ void pdi_register_ref_nn(void)
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_layer_norm, PDI_DT_FLOATS, ref_norm);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_rms_norm, PDI_DT_FLOATS, ref_norm);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_norm_backward, PDI_DT_FLOATS, ref_norm_backward);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_group_norm, PDI_DT_FLOATS, ref_group_norm);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_embedding, PDI_DT_ALL, ref_embedding);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_one_hot, PDI_DT_INTS, ref_one_hot);
 }
