@@ -526,8 +526,8 @@ static struct pd_tensor *loss_of(struct pd_llama *m, struct pd_tensor *logits, s
 {
     if (!logits) return NULL;
     int64_t n = ids->shape[0] * ids->shape[1];
-    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2),
-                            pd_reshape(targets, &n, 1), -1, 0.0, PD_REDUCE_MEAN);
+    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2), pd_reshape(targets, &n, 1), -1,
+                            0.0, PD_REDUCTION_MEAN);
 }
 
 static int check_targets(struct pd_tensor *ids, struct pd_tensor *targets)
