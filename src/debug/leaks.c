@@ -52,11 +52,12 @@ int pd_debug_track_live(int on)
     return prev;
 }
 
-/* One line per call site (the sites with most tensors first, at most
- * MAX_SITES), each with a count and up to three examples. */
+/* One line per call site (resolved: two calls on one line are one site),
+ * the sites with most tensors first, at most MAX_SITES, each with a count
+ * and up to three examples. */
 #define MAX_SITES 64
 struct site_count {
-    void *site;
+    const char *where; /* interned (pdi_site_str), or NULL: unknown */
     int64_t n;
     const struct pd_tensor *ex[3];
 };
@@ -75,14 +76,13 @@ int64_t pd_debug_report_live(FILE *f)
     pthread_mutex_lock(&live_mu);
     for (struct pd_tensor *t = live_head; t; t = t->dbg_live_next) {
         total++;
+        if (!f) continue;
+        const char *where = pdi_site_str(t->dbg_site); /* cached per address */
         int k = 0;
-        while (k < n_sites && sc[k].site != t->dbg_site) k++;
+        while (k < n_sites && sc[k].where != where) k++;
         if (k == n_sites) {
-            if (n_sites == MAX_SITES) {
-                other++;
-                continue;
-            }
-            sc[n_sites++] = (struct site_count){.site = t->dbg_site};
+            if (n_sites == MAX_SITES) { other++; continue; }
+            sc[n_sites++] = (struct site_count){.where = where};
         }
         if (sc[k].n < 3) sc[k].ex[sc[k].n] = t;
         sc[k].n++;
@@ -92,8 +92,7 @@ int64_t pd_debug_report_live(FILE *f)
         fprintf(f, "paddle.c: %lld tensor%s still alive (made while leak tracking was on):\n", (long long)total,
                 total == 1 ? "" : "s");
         for (int k = 0; k < n_sites; k++) {
-            const char *where = pdi_site_str(sc[k].site);
-            fprintf(f, "  %lld made at %s:", (long long)sc[k].n, where ? where : "(unknown site)");
+            fprintf(f, "  %lld made at %s:", (long long)sc[k].n, sc[k].where ? sc[k].where : "(unknown site)");
             for (int j = 0; j < 3 && j < sc[k].n; j++) {
                 char name[PDI_NAME_BUF], shape[PDI_SHAPE_BUF];
                 const struct pd_tensor *t = sc[k].ex[j];
