@@ -137,13 +137,12 @@ static void test_determinism(void)
 {
 #ifdef _OPENMP
     int scope_tok = pd_scope_begin();
-    struct { int64_t shape[3]; int nd; int axes[2]; int na;
-    } cases[] = {
-        {{1 << 21}, 1, {0}, 0},        /* full: chunk-parallel */
-        {{3, 300001}, 2, {1}, 1},      /* few long rows */
-        {{100000, 3}, 2, {0}, 1},      /* column sums: row-block parallel */
-        {{512, 1000}, 2, {0}, 1},      /* column sums: task parallel */
-        {{40, 300, 50}, 3, {0, 2}, 2}, /* mixed */
+    struct { int64_t shape[3]; int nd; int axes[2]; int na; } cases[] = {
+        {{1 << 21}, 1, {0}, 0},         /* full: chunk-parallel */
+        {{3, 300001}, 2, {1}, 1},       /* few long rows */
+        {{100000, 3}, 2, {0}, 1},       /* column sums: row-block parallel */
+        {{512, 1000}, 2, {0}, 1},       /* column sums: task parallel */
+        {{40, 300, 50}, 3, {0, 2}, 2},  /* mixed */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         struct pd_generator *g = pd_generator_create(7 + c);
