@@ -299,8 +299,8 @@ int cmd_bench(int argc, char **argv)
     struct pd_generation *out = cli_hold(pd_generate(m, &pp, &one, 1, &gc, NULL), cli_dtor_generation);
     double dt = cli_now() - t0;
     if (!out) cli_fail_pd("decoding failed");
-    printf("{\"bench\":\"decode\",\"batch\":1,\"tokens\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f,\"dtype\":\"f32\",%"
-           "s}\n",
+    printf("{\"bench\":\"decode\",\"batch\":1,\"tokens\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f,"
+           "\"dtype\":\"f32\",%s}\n",
            pd_generation_len(out, 0), dt, pd_generation_len(out, 0) / dt, tj);
     cli_free_all();   /* out, t, g, m */
     return 0;

@@ -9,9 +9,9 @@
  * process is busy on the machine, those spinning threads take the CPU from
  * the thread that has work, and a training step ran 5-7x slower than with
  * OMP_WAIT_POLICY=passive (docs/benchmarks.md, "Threads"). So, when the
- * user set neither variable, a computing command sets OMP_WAIT_POLICY to
- * the policy measured best and runs itself again (execv of /proc/self/exe,
- * same arguments): libgomp then starts with it. If the exec fails the
+ * user set neither variable, a computing command sets CLI_WAIT_VAR to
+ * CLI_WAIT_VALUE (cli.h: OMP_WAIT_POLICY=passive) and runs itself again
+ * (execv of /proc/self/exe, same arguments): libgomp then starts with it. If the exec fails the
  * command runs on under libgomp's default. A variable the user set is
  * always kept, so OMP_WAIT_POLICY=active restores spinning.
  */
