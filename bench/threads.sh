@@ -3,7 +3,8 @@
 # wait policy, on an idle machine and with one competing busy process
 # (docs/benchmarks.md, "Threads: the default against the best setting").
 #   bash bench/threads.sh [PADDLEC] [STEPS] [REPEATS]
-# (defaults: build/paddlec, 40 steps, 3 runs per case). Settings:
+# (defaults: build/paddlec, 40 steps, 3 runs per case;
+# PD_THREADS_SETTINGS="default passive" runs only those settings). Settings:
 #   default  neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT set: what a user
 #            gets (paddlec picks its policy itself, tools/paddlec/threads.c)
 #   passive  OMP_WAIT_POLICY=passive (sleep at once at a barrier)
@@ -60,7 +61,7 @@ run() { # setting
 }
 
 for load in idle busy; do
-  for setting in default passive active spin3ms spin100us; do
+  for setting in ${PD_THREADS_SETTINGS:-default passive active spin3ms spin100us}; do
     vals=()
     for r in $(seq 1 "$reps"); do
       if [ "$load" = busy ]; then bash -c 'while :; do :; done' & busy=$!; fi
