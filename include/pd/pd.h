@@ -17,4 +17,5 @@
 #include "pd/flashmask.h"
 #include "pd/meta.h"
 #include "pd/runtime.h"
+#include "pd/dist.h"
 #endif

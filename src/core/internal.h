@@ -79,6 +79,10 @@ struct pd_tensor {
     uint8_t dbg_tracked;
     void *dbg_site;
     struct pd_tensor *dbg_live_prev, *dbg_live_next;
+    /* a distributed tensor's global shape, mesh and placements (src/dist;
+     * NULL for a plain tensor), freed by dist_free */
+    void *dist;
+    void (*dist_free)(void *dist);
 };
 
 /* How a tensor drops its grad_fn: set by autograd (node.c) before the first
