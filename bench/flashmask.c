@@ -215,7 +215,7 @@ static void run_call(struct run *r)
                                   : dense_attention(r);
     pd_grad_mode_end(mode);
     if (!r->out) fprintf(stderr, "%s: %s\n", impl_names[r->impl], pd_last_error());
-    else if (r->backward && pd_grad(&r->out, 1, in, 3, &r->dout, 0, 0, 0, r->grads))
+    else if (r->backward && pd_grad(&r->out, 1, in, 3, r->grads, &(struct pd_grad_options){.grad_outputs = &r->dout}))
         fprintf(stderr, "%s backward: %s\n", impl_names[r->impl], pd_last_error());
 }
 

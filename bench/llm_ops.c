@@ -95,7 +95,7 @@ static void run_sdpa(void *p)
         int f = c->impl == FLASHMASK;
         struct pd_tensor *L = pd_sum(pd_mul(y, f ? c->wf : c->w), NULL, 0, 0), *g[3];
         struct pd_tensor *in[3] = {f ? c->qf : c->q, f ? c->kf : c->k, f ? c->vf : c->v};
-        if (pd_grad(&L, 1, in, 3, NULL, 0, 0, 0, g)) fprintf(stderr, "grad: %s\n", pd_last_error());
+        if (pd_grad(&L, 1, in, 3, g, NULL)) fprintf(stderr, "grad: %s\n", pd_last_error());
     }
     pd_scope_end(scope_tok);
 }
@@ -132,7 +132,7 @@ static double validate(struct ctx *c, int n_impl)
         struct pd_tensor *in[3] = {fm ? c->qf : c->q, fm ? c->kf : c->k, fm ? c->vf : c->v};
         y[f] = attend(c, f);
         struct pd_tensor *L = pd_sum(pd_mul(y[f], fm ? c->wf : c->w), NULL, 0, 0);
-        if (pd_grad(&L, 1, in, 3, NULL, 0, 0, 0, g[f])) return INFINITY;
+        if (pd_grad(&L, 1, in, 3, g[f], NULL)) return INFINITY;
         if (fm) {
             y[f] = swap12(y[f]);
             for (int i = 0; i < 3; i++) g[f][i] = swap12(g[f][i]);
@@ -224,7 +224,7 @@ static void run_ew(void *p)
     else y = pd_mul(pd_silu(e->a), e->b);
     if (e->op >= 3) { /* fwd+bwd: gradients of sum(y) w.r.t. gate and up */
         struct pd_tensor *L = pd_sum(y, NULL, 0, 0), *in[2] = {e->a, e->b}, *g[2];
-        if (pd_grad(&L, 1, in, 2, NULL, 0, 0, 0, g)) fprintf(stderr, "grad: %s\n", pd_last_error());
+        if (pd_grad(&L, 1, in, 2, g, NULL)) fprintf(stderr, "grad: %s\n", pd_last_error());
     }
     pd_scope_end(scope_tok);
 }

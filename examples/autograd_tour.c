@@ -27,7 +27,7 @@ int main(void)
     struct pd_tensor *g = pd_mul(pd_sin(x), pd_exp(x));
     for (int k = 0; k < 4; k++) {
         struct pd_tensor *s = pd_sum(g, NULL, 0, 0);
-        pd_grad(&s, 1, &x, 1, NULL, /*create_graph=*/1, /*retain_graph=*/1, /*allow_unused=*/0, &g);
+        pd_grad(&s, 1, &x, 1, &g, &(struct pd_grad_options){.create_graph = 1, .retain_graph = 1});
     }
     printf("d4/dx4   = ");
     pd_tensor_print(g);

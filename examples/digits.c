@@ -217,7 +217,7 @@ int main(int argc, char **argv)
         gather(&d, train + cursor, BATCH, &x, &y);
         cursor += BATCH;
         struct pd_tensor *logits = forward(p, x);
-        struct pd_tensor *loss = pd_cross_entropy(logits, y, -100, 0.0, PD_REDUCE_MEAN);
+        struct pd_tensor *loss = pd_cross_entropy(logits, y, -100, 0.0, PD_REDUCTION_MEAN);
         if (!loss || pd_backward(loss, NULL, 0)) {
             fprintf(stderr, "digits: %s\n", pd_last_error());
             failed = 1;

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     for (int step = 1; step <= steps; step++) {
         int scope_tok = pd_scope_begin();
         struct pd_tensor *logits = forward(p, x);
-        struct pd_tensor *loss = pd_cross_entropy(logits, y, -100, 0.0, PD_REDUCE_MEAN);
+        struct pd_tensor *loss = pd_cross_entropy(logits, y, -100, 0.0, PD_REDUCTION_MEAN);
         if (!loss || pd_backward(loss, NULL, 0)) {
             fprintf(stderr, "train_mlp: %s\n", pd_last_error());
             return 1;

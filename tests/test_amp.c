@@ -48,7 +48,7 @@ static void test_dtypes(void)
     PT_CHECK(pd_tensor_dtype(pd_exp(y)) == PD_F32);
     PT_CHECK(pd_tensor_dtype(pd_rms_norm(y, 1, NULL, 1e-5)) == PD_F32);
     struct pd_tensor *tgt = pd_zeros((int64_t[]){8}, 1, PD_I64);
-    struct pd_tensor *ce = pd_cross_entropy(y, tgt, -100, 0.0, PD_REDUCE_MEAN);
+    struct pd_tensor *ce = pd_cross_entropy(y, tgt, -100, 0.0, PD_REDUCTION_MEAN);
     PT_CHECK(ce && pd_tensor_dtype(ce) == PD_F32);
     PT_CHECK(pd_tensor_dtype(pd_matmul(pd_cast(x, PD_F64), pd_cast(x, PD_F64), 0, 1)) == PD_F64); /* f64 untouched */
     /* nesting: an inner f16 region, then back to bf16 */
@@ -130,7 +130,7 @@ static void net_free(struct net *n) { pd_state_dict_destroy(n->sd); }
 static struct pd_tensor *net_loss(struct net *n, struct pd_tensor *x, struct pd_tensor *labels)
 {
     struct pd_tensor *h = pd_gelu(pd_linear(x, n->w1, n->b1), 1);
-    return pd_cross_entropy(pd_linear(h, n->w2, n->b2), labels, -100, 0.0, PD_REDUCE_MEAN);
+    return pd_cross_entropy(pd_linear(h, n->w2, n->b2), labels, -100, 0.0, PD_REDUCTION_MEAN);
 }
 
 static double train(enum pd_dtype amp, int steps)

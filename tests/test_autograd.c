@@ -56,7 +56,7 @@ static void test_fourth_order(void)
     struct pd_tensor *g = y;
     for (int k = 0; k < 4; k++) {
         struct pd_tensor *s = pd_sum(g, NULL, 0, 0), *d = NULL;
-        PT_CHECK(pd_grad(&s, 1, &x, 1, NULL, 1, 1, 0, &d) == 0);
+        PT_CHECK(pd_grad(&s, 1, &x, 1, &d, &(struct pd_grad_options){.create_graph = 1, .retain_graph = 1}) == 0);
         g = d;
         if (!g) break;
     }
@@ -73,9 +73,9 @@ static void test_hvp(void)
     struct pd_tensor *x = pd_requires_grad_(vec(xv, 3), 1), *v = vec(vv, 3);
     struct pd_tensor *xx = pd_sum(pd_mul(x, x), NULL, 0, 0);
     struct pd_tensor *f = pd_mul(xx, xx), *g = NULL, *hv = NULL;
-    PT_CHECK(pd_grad(&f, 1, &x, 1, NULL, 1, 1, 0, &g) == 0);
+    PT_CHECK(pd_grad(&f, 1, &x, 1, &g, &(struct pd_grad_options){.create_graph = 1, .retain_graph = 1}) == 0);
     struct pd_tensor *gv = pd_sum(pd_mul(g, v), NULL, 0, 0);
-    PT_CHECK(pd_grad(&gv, 1, &x, 1, NULL, 0, 0, 0, &hv) == 0);
+    PT_CHECK(pd_grad(&gv, 1, &x, 1, &hv, NULL) == 0);
     double dxx = 0, xdv = 0;
     for (int i = 0; i < 3; i++) { dxx += xv[i] * xv[i]; xdv += xv[i] * vv[i]; }
     for (int i = 0; hv && i < 3; i++) PT_NEAR(at(hv, i), 4 * dxx * vv[i] + 8 * xv[i] * xdv, 1e-12);
@@ -87,6 +87,38 @@ static struct pd_tensor *double_it(struct pd_tensor *g, void *ctx)
 {
     (*(int *)ctx)++;
     return pd_scale(g, 2.0);
+}
+
+/* pd_backward_ex with create_graph: .grad carries a graph, so a second
+ * backward through it gives second derivatives. f = sum(x^3 * y):
+ * df/dx = 3x^2 y; d/dx sum(df/dx) = 6xy, d/dy sum(df/dx) = 3x^2. */
+static void test_backward_create_graph(void)
+{
+    int scope_tok = pd_scope_begin();
+    double xv[] = {-1.5, 0.5, 2.0}, yv[] = {2.0, -3.0, 0.25};
+    struct pd_tensor *x = pd_requires_grad_(vec(xv, 3), 1), *y = pd_requires_grad_(vec(yv, 3), 1);
+    struct pd_tensor *f = pd_sum(pd_mul(pd_mul(pd_mul(x, x), x), y), NULL, 0, 0);
+    PT_CHECK(pd_backward_ex(f, &(struct pd_grad_options){.create_graph = 1}) == 0);
+    struct pd_tensor *gx = pd_tensor_grad(x);
+    PT_CHECK(gx && pd_tensor_requires_grad(gx) && pd_tensor_grad_fn_name(gx));
+    for (int i = 0; gx && i < 3; i++) PT_NEAR(at(gx, i), 3 * xv[i] * xv[i] * yv[i], 1e-12);
+    /* second order through the .grad field (pd_grad leaves .grad alone) */
+    struct pd_tensor *s = pd_sum(gx, NULL, 0, 0), *ins[2] = {x, y}, *h[2] = {NULL, NULL};
+    PT_CHECK(pd_grad(&s, 1, ins, 2, h, NULL) == 0 && h[0] && h[1]);
+    for (int i = 0; h[0] && h[1] && i < 3; i++) {
+        PT_NEAR(at(h[0], i), 6 * xv[i] * yv[i], 1e-12);
+        PT_NEAR(at(h[1], i), 3 * xv[i] * xv[i], 1e-12);
+    }
+    /* without create_graph (NULL options) .grad has no history */
+    pd_tensor_zero_grad(x);
+    pd_tensor_zero_grad(y);
+    f = pd_sum(pd_mul(pd_mul(pd_mul(x, x), x), y), NULL, 0, 0);
+    PT_CHECK(pd_backward_ex(f, NULL) == 0 && pd_tensor_grad(x) && !pd_tensor_requires_grad(pd_tensor_grad(x)));
+    /* the graph was freed (retain_graph defaults to 0) */
+    PT_CHECK(pd_backward_ex(f, NULL) != 0 && strstr(pd_last_error(), "freed"));
+    pd_tensor_zero_grad(x);
+    pd_tensor_zero_grad(y);
+    pd_scope_end(scope_tok);
 }
 
 static void test_guards_hooks(void)
@@ -148,11 +180,13 @@ static void test_errors_inplace(void)
     /* pd_grad: unused inputs */
     struct pd_tensor *q = pd_requires_grad_(pd_ones((int64_t[]){2}, 1, PD_F64), 1), *gr[2];
     struct pd_tensor *L = pd_sum(pd_mul(x, x), NULL, 0, 0), *ins[2] = {x, q};
-    PT_CHECK(pd_grad(&L, 1, ins, 2, NULL, 0, 1, 0, gr) != 0 && strstr(pd_last_error(), "not used"));
-    PT_CHECK(pd_grad(&L, 1, ins, 2, NULL, 0, 1, 1, gr) == 0 && gr[1] == NULL && gr[0] && at(gr[0], 2) == 4.0);
+    PT_CHECK(pd_grad(&L, 1, ins, 2, gr, &(struct pd_grad_options){.retain_graph = 1}) != 0 &&
+             strstr(pd_last_error(), "not used"));
+    PT_CHECK(pd_grad(&L, 1, ins, 2, gr, &(struct pd_grad_options){.retain_graph = 1, .allow_unused = 1}) == 0 &&
+             gr[1] == NULL && gr[0] && at(gr[0], 2) == 4.0);
     /* gradient w.r.t. an intermediate */
     struct pd_tensor *m = pd_scale(x, 3.0), *L2 = pd_sum(pd_mul(m, m), NULL, 0, 0), *gm = NULL;
-    PT_CHECK(pd_grad(&L2, 1, &m, 1, NULL, 0, 0, 0, &gm) == 0 && gm && at(gm, 0) == 12.0);
+    PT_CHECK(pd_grad(&L2, 1, &m, 1, &gm, NULL) == 0 && gm && at(gm, 0) == 12.0);
     /* NULL propagates through ops and is refused by backward */
     PT_CHECK(pd_mul(NULL, x) == NULL && pd_backward(NULL, NULL, 0) != 0);
     pd_scope_end(scope_tok);
@@ -193,6 +227,7 @@ int main(void)
     test_broadcast();
     test_fourth_order();
     test_hvp();
+    test_backward_create_graph();
     test_guards_hooks();
     test_errors_inplace();
     test_lifetime();

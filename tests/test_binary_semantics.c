@@ -191,7 +191,7 @@ static void grads2(struct pd_tensor *y, struct pd_tensor *a, struct pd_tensor *b
 {
     struct pd_tensor *in[2] = {a, b}, *L = pd_sum(y, NULL, 0, 0);
     g[0] = g[1] = NULL;
-    PT_CHECK(L && pd_grad(&L, 1, in, 2, NULL, 0, 0, 1, g) == 0);
+    PT_CHECK(L && pd_grad(&L, 1, in, 2, g, &(struct pd_grad_options){.allow_unused = 1}) == 0);
 }
 
 static void test_grad_special_points(void)
@@ -233,9 +233,9 @@ static void test_grad_special_points(void)
     a = leaf(two, 1);
     b = leaf(four, 1);
     struct pd_tensor *y = pd_div(pd_pow(a, pd_scalar(3, PD_F64)), b), *ga[1], *gaa[1];
-    PT_CHECK(pd_grad(&y, 1, &a, 1, NULL, 1, 1, 0, ga) == 0);
+    PT_CHECK(pd_grad(&y, 1, &a, 1, ga, &(struct pd_grad_options){.create_graph = 1, .retain_graph = 1}) == 0);
     PT_NEAR(pt_at(ga[0], 0), 3, 1e-12);
-    PT_CHECK(pd_grad(ga, 1, &a, 1, NULL, 0, 0, 0, gaa) == 0);
+    PT_CHECK(pd_grad(ga, 1, &a, 1, gaa, NULL) == 0);
     PT_NEAR(pt_at(gaa[0], 0), 3, 1e-12);
     pd_scope_end(scope_tok);
 }
@@ -249,7 +249,7 @@ static double grad1(bin_fn f, double a, double b, int i)
     int scope_tok = pd_scope_begin();
     struct pd_tensor *in[2] = {leaf(&a, 1), leaf(&b, 1)}, *y = f(in[0], in[1]), *g[2] = {NULL, NULL};
     double r = NAN;
-    if (y && pd_grad(&y, 1, in, 2, NULL, 0, 0, 1, g) == 0) r = g[i] ? pt_at(g[i], 0) : 0;
+    if (y && pd_grad(&y, 1, in, 2, g, &(struct pd_grad_options){.allow_unused = 1}) == 0) r = g[i] ? pt_at(g[i], 0) : 0;
     pd_scope_end(scope_tok);
     return r;
 }
@@ -260,8 +260,10 @@ static void check_second_order(const char *name, bin_fn f, double a, double b)
         int scope_tok = pd_scope_begin();
         struct pd_tensor *in[2] = {leaf(&a, 1), leaf(&b, 1)}, *y = f(in[0], in[1]), *g[2] = {NULL, NULL};
         struct pd_tensor *h[2] = {NULL, NULL};
-        PT_CHECK(y && pd_grad(&y, 1, in, 2, NULL, 1, 1, 1, g) == 0);
-        if (g[i] && pd_tensor_requires_grad(g[i])) PT_CHECK(pd_grad(&g[i], 1, in, 2, NULL, 0, 0, 1, h) == 0);
+        PT_CHECK(y && pd_grad(&y, 1, in, 2, g,
+                              &(struct pd_grad_options){.create_graph = 1, .retain_graph = 1, .allow_unused = 1}) == 0);
+        if (g[i] && pd_tensor_requires_grad(g[i]))
+            PT_CHECK(pd_grad(&g[i], 1, in, 2, h, &(struct pd_grad_options){.allow_unused = 1}) == 0);
         for (int j = 0; j < 2; j++) {
             const double eps = 1e-6;
             double da = j == 0 ? eps : 0, db = j == 1 ? eps : 0;

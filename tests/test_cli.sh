@@ -305,5 +305,24 @@ ok '[ $? -eq 0 ] && [ -f "$dir/st/final.safetensors" ] && [ ! -e "$dir/st/final.
 "$bin" inspect --no-stats --full "$dir/st/final.safetensors" >"$dir/st.out" 2>&1
 ok 'grep -q "\"weight-decay\":0.30000000000000004" "$dir/st.out"'
 
+# ---- threads (issue 13): --threads N; the header and bench lines name threads, dtype and ISA;
+# with neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT set the program picks passive itself
+"$bin" train $tiny --steps 2 --task-n 0 --threads 1 --out "$dir/th" >/dev/null 2>"$dir/th.err"
+ok '[ $? -eq 0 ] && grep -q "; f32, 1 thread (wait policy passive), [a-z0-9]* kernels$" "$dir/th.err"'
+env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$bin" train $tiny --steps 2 --task-n 0 --out "$dir/th" >/dev/null 2>"$dir/th.err"
+ok '[ $? -eq 0 ] && grep -q "thread.* (wait policy passive)" "$dir/th.err"'
+env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1000 "$bin" train $tiny --steps 2 --task-n 0 --out "$dir/th" >/dev/null 2>"$dir/th.err"
+ok '[ $? -eq 0 ] && grep -q "(spin count 1000)" "$dir/th.err"'   # the user's setting is kept
+OMP_WAIT_POLICY=active "$bin" train $tiny --steps 2 --task-n 0 --bf16 --threads 1 --out "$dir/th" >/dev/null 2>"$dir/th.err"
+ok '[ $? -eq 0 ] && grep -q "; f32 weights with bf16 autocast, .* (wait policy active)" "$dir/th.err"'
+printf '{"dim": 32, "n_layers": 1, "n_heads": 2, "n_kv_heads": 1, "hidden_dim": 64, "vocab_size": 64, "max_seq_len": 16}' >"$dir/bc.json"
+"$bin" bench --config "$dir/bc.json" --batch 2 --steps 1 --decode 2 --threads 1 >"$dir/bench.out" 2>"$dir/bench.err"
+ok '[ $? -eq 0 ] && [ $(grep -c "\"dtype\":\"f32\",\"threads\":1,\"isa\":\"[a-z0-9]*\"}" "$dir/bench.out") -eq 2 ]'
+err "threads: -1 is outside" train --threads -1
+err "threads: \"x\" is not an integer" bench --threads x
+err "unknown option" inspect --threads 2 "$dir/a/final.safetensors"
+"$bin" generate --help >"$dir/h.out" 2>&1
+ok 'grep -q -- "--threads N" "$dir/h.out"'
+
 echo "test_cli.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]

@@ -14,6 +14,7 @@
  *   - the wrappers' messages and the infer checks of replayed calls.
  */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -559,6 +560,33 @@ static void test_autograd_and_names(void)
     pd_scope_end(scope_tok);
 }
 
+/* Issue 13: a bad pd_randint's message ("ndim 256 outside [0, 8]") was
+ * overwritten when its NULL went on into pd_to_buffer ("to_buffer: NULL
+ * tensor"). A NULL tensor given to an entry point that is not an op now
+ * keeps the message of the call that made it, as ops always did. */
+static void test_null_keeps_message(void)
+{
+    int64_t shape[256];
+    for (int i = 0; i < 256; i++) shape[i] = 1;
+    char want[256];
+    int64_t buf[1];
+    struct pd_tensor *t = pd_randint(shape, 256, 0, 10, PD_I64, NULL);
+    PT_CHECK(!t && strstr(pd_last_error(), "ndim 256 outside [0, 8]"));
+    snprintf(want, sizeof want, "%s", pd_last_error());
+    PT_CHECK(pd_to_buffer(t, buf, PD_I64) == PD_ERR_NULL);
+    PT_CHECK(!strcmp(pd_last_error(), want));
+    PT_CHECK(isnan(pd_item(t)) && isnan(pd_get(t, shape)) && !strcmp(pd_last_error(), want));
+    struct pd_tensor_stats st;
+    PT_CHECK(pd_tensor_stats(t, &st) == PD_ERR_NULL && !strcmp(pd_last_error(), want));
+    PT_CHECK(pd_init_normal_(t, 0, 1, NULL) == PD_ERR_NULL && !strcmp(pd_last_error(), want));
+    PT_CHECK(pd_tensor_set_name(t, "x") == PD_ERR_NULL && !strcmp(pd_last_error(), want));
+    PT_CHECK(pd_exp(t) == NULL && !strcmp(pd_last_error(), want)); /* ops: as before */
+    PT_CHECK(pd_last_status() == PD_ERR_INVALID);
+    /* with no earlier error, the NULL itself is named */
+    pd_clear_error();
+    PT_CHECK(pd_to_buffer(NULL, buf, PD_I64) == PD_ERR_NULL && strstr(pd_last_error(), "to_buffer: NULL tensor"));
+}
+
 int main(void)
 {
     test_creation_formulas();
@@ -568,5 +596,6 @@ int main(void)
     test_inplace_ops();
     test_messages();
     test_autograd_and_names();
+    test_null_keeps_message();
     PT_DONE();
 }

@@ -241,10 +241,11 @@ static void test_values(void)
     /* take_along_axis (broadcasting) */
     {
         int64_t s21[] = {2, 1};
-        EXPECT(pd_take_along_axis(x23, TT(PD_I64, V(2, 0), 2, 1), 1), s21, V(3, 4));
-        EXPECT(pd_take_along_axis(TT(PD_F32, V(1, 2, 3), 1, 3), TT(PD_I32, V(2, 0), 2, 1), 1), s21, V(3, 1));
+        EXPECT(pd_take_along_axis(x23, 1, TT(PD_I64, V(2, 0), 2, 1)), s21, V(3, 4));
+        EXPECT(pd_take_along_axis(TT(PD_F32, V(1, 2, 3), 1, 3), 1, TT(PD_I32, V(2, 0), 2, 1)), s21, V(3, 1));
         int64_t s23[] = {2, 3};
-        EXPECT(pd_take_along_axis(TT(PD_F32, V(1, 2), 2, 1), TT(PD_I32, V(0, 0, 0), 1, 3), 1), s23, V(1, 1, 1, 2, 2, 2));
+        EXPECT(pd_take_along_axis(TT(PD_F32, V(1, 2), 2, 1), 1, TT(PD_I32, V(0, 0, 0), 1, 3)), s23,
+               V(1, 1, 1, 2, 2, 2));
     }
     /* 0-d tensors (axis 0 / -1, like PyTorch) */
     {
@@ -390,26 +391,27 @@ static void test_grads(void)
     struct pd_tensor *x = TT(PD_F64, V(1, 2, 3), 3);
     pd_requires_grad_(x, 1);
     struct pd_tensor *y = pd_sum(pd_gather(x, 0, TT(PD_I64, V(0, 0, 2), 3)), NULL, 0, 0), *gx = NULL;
-    CHECK(y && pd_grad(&y, 1, &x, 1, NULL, 0, 0, 0, &gx) == 0, "gather backward: %s", pd_last_error());
+    CHECK(y && pd_grad(&y, 1, &x, 1, &gx, NULL) == 0, "gather backward: %s", pd_last_error());
     int64_t s3[] = {3};
     EXPECT(gx, s3, V(2, 0, 1));
     /* reflect pad: out = [x2, x1, x0, x1, x2, x1], w = 1..6 */
     struct pd_tensor *w = TT(PD_F64, V(1, 2, 3, 4, 5, 6), 6);
     y = pd_sum(pd_mul(pd_pad(x, (const int64_t[]){2, 1}, 2, PD_PAD_REFLECT, 0), w), NULL, 0, 0);
-    CHECK(y && pd_grad(&y, 1, &x, 1, NULL, 0, 0, 0, &gx) == 0, "pad backward: %s", pd_last_error());
+    CHECK(y && pd_grad(&y, 1, &x, 1, &gx, NULL) == 0, "pad backward: %s", pd_last_error());
     EXPECT(gx, s3, V(3, 12, 6));
     /* sort: the gradient goes back to where each value came from */
     struct pd_tensor *z = TT(PD_F64, V(3, 1, 2), 3);
     pd_requires_grad_(z, 1);
     y = pd_sum(pd_mul(pd_sort(z, 0, 0, NULL), TT(PD_F64, V(10, 20, 30), 3)), NULL, 0, 0);
-    CHECK(y && pd_grad(&y, 1, &z, 1, NULL, 0, 0, 0, &gx) == 0, "sort backward: %s", pd_last_error());
+    CHECK(y && pd_grad(&y, 1, &z, 1, &gx, NULL) == 0, "sort backward: %s", pd_last_error());
     EXPECT(gx, s3, V(30, 10, 20));
     /* second order through gather -> scatter_add: d2/dx2 of sum(gather(x)^2) */
     y = pd_sum(pd_square(pd_gather(x, 0, TT(PD_I64, V(0, 0, 2), 3))), NULL, 0, 0);
-    CHECK(y && pd_grad(&y, 1, &x, 1, NULL, 1, 0, 0, &gx) == 0, "create_graph: %s", pd_last_error());
+    CHECK(y && pd_grad(&y, 1, &x, 1, &gx, &(struct pd_grad_options){.create_graph = 1}) == 0, "create_graph: %s",
+          pd_last_error());
     EXPECT(gx, s3, V(4, 0, 6)); /* 2*x0*2, 0, 2*x2 */
     struct pd_tensor *s = pd_sum(gx, NULL, 0, 0), *gg = NULL;
-    CHECK(s && pd_grad(&s, 1, &x, 1, NULL, 0, 0, 0, &gg) == 0, "second order: %s", pd_last_error());
+    CHECK(s && pd_grad(&s, 1, &x, 1, &gg, NULL) == 0, "second order: %s", pd_last_error());
     EXPECT(gg, s3, V(4, 0, 2));
 }
 
@@ -420,7 +422,7 @@ static double eval_h(struct pd_tensor *(*f)(struct pd_tensor *), struct pd_tenso
 {
     struct pd_tensor *y = f(x), *g = NULL;
     struct pd_tensor *L = y ? pd_sum(pd_mul(pd_square(y), y), NULL, 0, 0) : NULL;
-    if (!L || pd_grad(&L, 1, &x, 1, NULL, create, 0, 0, &g)) return NAN;
+    if (!L || pd_grad(&L, 1, &x, 1, &g, &(struct pd_grad_options){.create_graph = create})) return NAN;
     struct pd_tensor *h = pd_sum(pd_mul(g, v), NULL, 0, 0);
     if (h_out) *h_out = h;
     return h ? pd_item(h) : NAN;
@@ -436,7 +438,7 @@ static void check_second_order(int line, const char *name, struct pd_tensor *(*f
     pd_generator_destroy(gen);
     pd_requires_grad_(x, 1);
     struct pd_tensor *h = NULL, *gg = NULL;
-    if (isnan(eval_h(f, x, v, 1, &h)) || pd_grad(&h, 1, &x, 1, NULL, 0, 0, 0, &gg)) {
+    if (isnan(eval_h(f, x, v, 1, &h)) || pd_grad(&h, 1, &x, 1, &gg, NULL)) {
         printf("FAIL line %d %s: %s\n", line, name, pd_last_error());
         n_fail++;
         pd_scope_end(scope_tok);
@@ -496,7 +498,7 @@ static struct pd_tensor *s_concat(struct pd_tensor *x)
 }
 static struct pd_tensor *s_sort(struct pd_tensor *x) { return pd_mul(pd_sort(x, 1, 1, NULL), pd_arange(1, 5, 1, PD_F64)); }
 static struct pd_tensor *s_topk(struct pd_tensor *x) { return pd_topk(x, 2, 1, 0, NULL); }
-static struct pd_tensor *s_take(struct pd_tensor *x) { return pd_take_along_axis(x, TT(PD_I64, V(3, 0, 0), 3, 1), 1); }
+static struct pd_tensor *s_take(struct pd_tensor *x) { return pd_take_along_axis(x, 1, TT(PD_I64, V(3, 0, 0), 3, 1)); }
 static struct pd_tensor *s_tile(struct pd_tensor *x) { return pd_tile(x, (const int64_t[]){2, 1}, 2); }
 static struct pd_tensor *s_roll(struct pd_tensor *x) { return pd_mul(pd_roll(x, 1, 1), x); }
 
@@ -526,8 +528,7 @@ static void test_second_order(void)
 static struct pd_tensor *det_sum(int threads, struct pd_tensor **in, int which)
 {
 #ifdef _OPENMP
-    int prev = omp_get_max_threads();
-    omp_set_num_threads(threads);
+    pd_set_num_threads(threads);
 #else
     (void)threads;
 #endif
@@ -535,7 +536,7 @@ static struct pd_tensor *det_sum(int threads, struct pd_tensor **in, int which)
                         : which == 1 ? pd_index_add(in[0], 0, in[3], in[2])
                                      : pd_scatter_add(in[4], 1, in[1], in[5]);
 #ifdef _OPENMP
-    omp_set_num_threads(prev);
+    pd_set_num_threads(0);
 #endif
     return r;
 }

@@ -55,7 +55,7 @@ static void run(void)
         ERR(pd_gather(x, 1, imat((const int64_t[]){0, 1, 5, 0, 1, 2}, 2, 3, it)), "gather", "index 5", "axis 1 of size 3");
         ERR(pd_gather(x, 0, imat((const int64_t[]){0, -1, 0}, 1, 3, it)), "index -1", "axis 0 of size 2", "not wrapped");
         ERR(pd_gather(v, 0, ivec((const int64_t[]){3}, 1, it)), "index 3", "size 3", NULL);
-        ERR(pd_take_along_axis(x, imat((const int64_t[]){-2}, 1, 1, it), 1), "index -2", "axis 1", "not wrapped");
+        ERR(pd_take_along_axis(x, 1, imat((const int64_t[]){-2}, 1, 1, it)), "index -2", "axis 1", "not wrapped");
         /* index_select */
         ERR(pd_index_select(x, 0, ivec((const int64_t[]){0, 1, 2}, 3, it)), "index_select", "index 2", "axis 0 of size 2");
         ERR(pd_index_select(x, -1, ivec((const int64_t[]){-3}, 1, it)), "index -3", "axis 1 of size 3", "not wrapped");
@@ -84,7 +84,7 @@ static void run(void)
     ERR(pd_index_select(x, 0, pd_zeros(s23, 2, PD_I64)), "index_select", "1-d", NULL);
     ERR(pd_scatter(x, 0, pd_zeros((const int64_t[]){2, 4}, 2, PD_I64), x), "scatter", "no larger than src", NULL);
     ERR(pd_index_add(x, 0, pd_zeros((const int64_t[]){3}, 1, PD_I64), x), "index_add", "index length", NULL);
-    ERR(pd_take_along_axis(x, pd_zeros((const int64_t[]){3, 1}, 2, PD_I64), 1), "take_along_axis", "broadcast", NULL);
+    ERR(pd_take_along_axis(x, 1, pd_zeros((const int64_t[]){3, 1}, 2, PD_I64)), "take_along_axis", "broadcast", NULL);
     /* masks */
     ERR(pd_masked_select(x, pd_ones(s23, 2, PD_I32)), "masked_select", "bool", NULL);
     ERR(pd_masked_select(x, pd_ones((const int64_t[]){4}, 1, PD_BOOL)), "masked_select", "broadcast", NULL);

@@ -178,7 +178,8 @@ static struct pd_tensor *F_of(fn2 f, struct pd_tensor *x, struct pd_tensor *w, s
     struct pd_tensor *y = f(x, w);
     struct pd_tensor *L = pd_sum(pd_mul(u, pd_mul(y, y)), NULL, 0, 0);
     struct pd_tensor *gx = NULL;
-    if (!L || pd_grad(&L, 1, &x, 1, NULL, create, create, 0, &gx)) return NULL;
+    if (!L || pd_grad(&L, 1, &x, 1, &gx, &(struct pd_grad_options){.create_graph = create, .retain_graph = create}))
+        return NULL;
     return pd_sum(pd_mul(gx, v), NULL, 0, 0);
 }
 
@@ -194,7 +195,7 @@ static void check_second_order(const char *name, fn2 f, const int64_t *xs, int x
     pd_generator_destroy(g);
     struct pd_tensor *F = F_of(f, x, w, u, v, 1);
     struct pd_tensor *in[2] = {x, w}, *gr[2] = {NULL, NULL};
-    PT_CHECK(F && pd_grad(&F, 1, in, 2, NULL, 0, 0, 1, gr) == 0);
+    PT_CHECK(F && pd_grad(&F, 1, in, 2, gr, &(struct pd_grad_options){.allow_unused = 1}) == 0);
     int bad = 0;
     for (int q = 0; q < 2 && !bad; q++) {
         double *p = pd_tensor_data(in[q]);

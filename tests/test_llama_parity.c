@@ -180,16 +180,16 @@ static double composed_forward(const struct fixture *f, int report)
     if (report) printf("  composed: logits: rel. error %.3g\n", e);
 #undef W
     int64_t V = c->vocab_size;
-    struct pd_tensor *loss = pd_cross_entropy(pd_reshape(logits, (int64_t[]){B * T, V}, 2),
-                                              pd_reshape(f->targets, (int64_t[]){B * T}, 1), -1, 0.0,
-                                              PD_REDUCE_MEAN);
+    struct pd_tensor *loss =
+        pd_cross_entropy(pd_reshape(logits, (int64_t[]){B * T, V}, 2), pd_reshape(f->targets, (int64_t[]){B * T}, 1),
+                         -1, 0.0, PD_REDUCTION_MEAN);
     e = rel_err(loss, pd_state_dict_get(f->expected, "loss"));
     worst = fmax(worst, e);
     struct pd_tensor **wt = malloc(sizeof *wt * (size_t)nw), **gr = calloc((size_t)nw, sizeof *gr);
     for (int i = 0; i < nw; i++) wt[i] = pd_state_dict_tensor(w, i);
     double gworst = INFINITY;
     const char *gname = "-";
-    if (loss && pd_grad(&loss, 1, wt, nw, NULL, 0, 0, 0, gr) == PD_OK) {
+    if (loss && pd_grad(&loss, 1, wt, nw, gr, NULL) == PD_OK) {
         gworst = 0;
         for (int i = 0; i < nw; i++) {
             snprintf(name, sizeof name, "grad.%s", pd_state_dict_name(w, i));

@@ -82,7 +82,8 @@ static int grads_of(struct tc *t, int decomp, struct pd_tensor **r, int create_g
     if (outputs_of(t, decomp, out)) return -1;
     for (int i = 0; i < t->n_in; i++)
         if (t->diff[i]) wrt[n++] = t->in[i];
-    return pd_grad(out, t->n_out, wrt, n, r, create_graph, 0, 0, g);
+    return pd_grad(out, t->n_out, wrt, n, g,
+                   &(struct pd_grad_options){.grad_outputs = r, .create_graph = create_graph});
 }
 
 static void check(struct tc *t)

@@ -36,7 +36,7 @@ static struct pd_tensor *f_rms_norm(struct pd_tensor *x) { return pd_rms_norm(x,
 static struct pd_tensor *f_cross_entropy(struct pd_tensor *x)
 {
     int64_t t[3] = {1, -1, 3}, n = 3;
-    return pd_cross_entropy(x, pd_from_buffer(t, &n, 1, PD_I64), -1, 0.1, PD_REDUCE_MEAN);
+    return pd_cross_entropy(x, pd_from_buffer(t, &n, 1, PD_I64), -1, 0.1, PD_REDUCTION_MEAN);
 }
 
 static struct pd_tensor *f_group_norm(struct pd_tensor *x) { return pd_group_norm(x, 2, g_w, g_b, 1e-5); }
@@ -64,7 +64,8 @@ static struct pd_tensor *first_grad(fwd_fn f, struct pd_tensor *x, struct pd_ten
     if (!y) return NULL;
     struct pd_tensor *L = pd_sum(pd_mul(y, pd_expand(c, pd_tensor_shape(y), pd_tensor_ndim(y))), NULL, 0, 0);
     struct pd_tensor *g = NULL;
-    if (!L || pd_grad(&L, 1, &x, 1, NULL, create, create, 0, &g)) return NULL;
+    if (!L || pd_grad(&L, 1, &x, 1, &g, &(struct pd_grad_options){.create_graph = create, .retain_graph = create}))
+        return NULL;
     return g;
 }
 
@@ -86,7 +87,7 @@ static void check_hvp(const char *name, fwd_fn f, const int64_t *shape, int nd)
                                                         : pd_from_buffer(cv, shape, nd, PD_F64);
     struct pd_tensor *g = first_grad(f, x, c, 1), *hv = NULL;
     struct pd_tensor *s = pd_sum(pd_mul(g, v), NULL, 0, 0);
-    int rc = s ? pd_grad(&s, 1, &x, 1, NULL, 0, 0, 0, &hv) : -1;
+    int rc = s ? pd_grad(&s, 1, &x, 1, &hv, NULL) : -1;
     PT_CHECK(rc == 0 && hv);
     if (rc == 0 && hv) {
         double e = 1e-5, worst = 0;
@@ -141,7 +142,7 @@ static void test_embedding_grad(void)
     for (int i = 0; i < 18; i++) gv[i] = i + 1;
     int64_t gs[2] = {6, 3};
     struct pd_tensor *g = pd_from_buffer(gv, gs, 2, PD_F64), *gw = NULL;
-    PT_CHECK(y && pd_grad(&y, 1, &w, 1, &g, 0, 0, 0, &gw) == 0 && gw);
+    PT_CHECK(y && pd_grad(&y, 1, &w, 1, &gw, &(struct pd_grad_options){.grad_outputs = &g}) == 0 && gw);
     if (gw) {
         double want[5][3] = {{0}};
         for (int i = 0; i < 6; i++)
@@ -287,17 +288,17 @@ static void test_one_hot_and_errors(void)
     struct pd_tensor *x = pd_rand(xs, 2, PD_F32, NULL);
     int64_t tv[4] = {0, 1, 7, 2};
     struct pd_tensor *tt = pd_from_buffer(tv, &four, 1, PD_I64);
-    PT_CHECK(!pd_cross_entropy(x, tt, -100, 0, PD_REDUCE_MEAN) && strstr(pd_last_error(), "target 7"));
-    PT_CHECK(!pd_nll_loss(x, tt, -100, PD_REDUCE_SUM) && strstr(pd_last_error(), "[0, 3)"));
+    PT_CHECK(!pd_cross_entropy(x, tt, -100, 0, PD_REDUCTION_MEAN) && strstr(pd_last_error(), "target 7"));
+    PT_CHECK(!pd_nll_loss(x, tt, -100, PD_REDUCTION_SUM) && strstr(pd_last_error(), "[0, 3)"));
     tv[2] = -100; /* ignored, so allowed */
     tt = pd_from_buffer(tv, &four, 1, PD_I64);
-    PT_CHECK(pd_cross_entropy(x, tt, -100, 0, PD_REDUCE_MEAN) != NULL);
+    PT_CHECK(pd_cross_entropy(x, tt, -100, 0, PD_REDUCTION_MEAN) != NULL);
     int64_t three = 3;
-    PT_CHECK(!pd_cross_entropy(x, pd_zeros(&three, 1, PD_I64), -100, 0, PD_REDUCE_MEAN) &&
+    PT_CHECK(!pd_cross_entropy(x, pd_zeros(&three, 1, PD_I64), -100, 0, PD_REDUCTION_MEAN) &&
              strstr(pd_last_error(), "does not match"));
-    PT_CHECK(!pd_cross_entropy(x, pd_zeros(&four, 1, PD_F32), -100, 0, PD_REDUCE_MEAN) &&
+    PT_CHECK(!pd_cross_entropy(x, pd_zeros(&four, 1, PD_F32), -100, 0, PD_REDUCTION_MEAN) &&
              strstr(pd_last_error(), "probabilities"));
-    PT_CHECK(!pd_cross_entropy(x, tt, -100, 1.5, PD_REDUCE_MEAN) && strstr(pd_last_error(), "label_smoothing"));
+    PT_CHECK(!pd_cross_entropy(x, tt, -100, 1.5, PD_REDUCTION_MEAN) && strstr(pd_last_error(), "label_smoothing"));
     PT_CHECK(!pd_nll_loss(x, tt, -100, (enum pd_reduction)7) && strstr(pd_last_error(), "reduction"));
 
     /* softmax / norms: bad axis, dtype, parameter shapes */
@@ -331,7 +332,7 @@ static void test_low_precision_backward(void)
             struct pd_tensor *y = pd_add(pd_layer_norm(x, 1, w, NULL, 1e-5), pd_rms_norm(x, 1, w, 1e-5));
             y = pd_add(y, pd_softmax(x, -1));
             struct pd_tensor *L = pd_sum(pd_mul(pd_cast(y, PD_F32), c), NULL, 0, 0), *in[2] = {x, w}, *g[2] = {0};
-            PT_CHECK(L && pd_grad(&L, 1, in, 2, NULL, 0, 0, 0, g) == 0);
+            PT_CHECK(L && pd_grad(&L, 1, in, 2, g, NULL) == 0);
             PT_CHECK(g[0] && g[1] && pd_tensor_dtype(g[0]) == pd_tensor_dtype(x));
             if (g[0] && g[1]) {
                 pd_to_buffer(g[0], grads[pass][0], PD_F64);
@@ -364,7 +365,7 @@ static int norm_grads(int centre, struct pd_tensor *x0, struct pd_tensor *w0, st
     int n_in = b0 ? 3 : 2;
     struct pd_tensor *y = centre ? pd_layer_norm(in[0], 1, in[1], in[2], 1e-5) : pd_rms_norm(in[0], 1, in[1], 1e-5);
     struct pd_tensor *L = pd_sum(pd_mul(pd_cast(y, PD_F32), c), NULL, 0, 0), *g[3] = {0};
-    if (!L || pd_grad(&L, 1, in, n_in, NULL, create, 0, 0, g)) return -1;
+    if (!L || pd_grad(&L, 1, in, n_in, g, &(struct pd_grad_options){.create_graph = create})) return -1;
     int n = 0;
     for (int i = 0; i < n_in; i++) {
         if (!g[i] || pd_tensor_dtype(g[i]) != pd_tensor_dtype(x0)) return -1;
@@ -406,17 +407,16 @@ static void test_fused_norm_backward(void)
 
     /* dw and db do not depend on the thread count (fixed chunks) */
 #ifdef _OPENMP
-    int nt = omp_get_max_threads();
     int scope_tok = pd_scope_begin();
     int64_t xs[2] = {2048, 288}, ws = 288;
     struct pd_tensor *x = pd_randn(xs, 2, PD_F32, NULL), *w = pd_rand(&ws, 1, PD_F32, NULL);
     struct pd_tensor *bias = pd_randn(&ws, 1, PD_F32, NULL), *c = pd_randn(xs, 2, PD_F32, NULL);
     static double t1[2048 * 288 + 576], t2[2048 * 288 + 576];
-    omp_set_num_threads(1);
+    pd_set_num_threads(1);
     int n1 = norm_grads(1, x, w, bias, c, 0, t1);
-    omp_set_num_threads(2);
+    pd_set_num_threads(2);
     int n2 = norm_grads(1, x, w, bias, c, 0, t2);
-    omp_set_num_threads(nt);
+    pd_set_num_threads(0);
     PT_CHECK(n1 == 2048 * 288 + 576 && n1 == n2);
     PT_CHECK(n1 == n2 && memcmp(t1, t2, sizeof(double) * (size_t)n1) == 0);
     pd_scope_end(scope_tok);
@@ -446,7 +446,7 @@ static void test_fused_norm_backward(void)
     PT_CHECK(pdi_dispatch(&call) == 0);
     /* its outputs are not differentiable: asking says why */
     struct pd_tensor *gx = NULL, *L = pd_sum(out[0], NULL, 0, 0);
-    PT_CHECK(L && pd_grad(&L, 1, &x2, 1, NULL, 0, 0, 0, &gx) != 0 && strstr(pd_last_error(), "not differentiable"));
+    PT_CHECK(L && pd_grad(&L, 1, &x2, 1, &gx, NULL) != 0 && strstr(pd_last_error(), "not differentiable"));
     pd_scope_end(scope_tok);
 }
 

@@ -201,8 +201,8 @@ static void test_reference(int tie)
 
     struct pd_tensor *loss = pd_llama_loss(m, ids, tg);
     int64_t n = 18;
-    struct pd_tensor *rloss = pd_cross_entropy(pd_reshape(rl, (int64_t[]){n, 37}, 2), pd_reshape(tg, &n, 1), -1, 0,
-                                               PD_REDUCE_MEAN);
+    struct pd_tensor *rloss =
+        pd_cross_entropy(pd_reshape(rl, (int64_t[]){n, 37}, 2), pd_reshape(tg, &n, 1), -1, 0, PD_REDUCTION_MEAN);
     PT_NEAR(pd_item(loss), pd_item(rloss), 1e-5);
     PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
     PT_CHECK(pd_backward(rloss, NULL, 0) == PD_OK);

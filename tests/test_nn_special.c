@@ -125,8 +125,8 @@ static void check_ce_big(int backend)
     struct pd_tensor *x = pd_cast(pd_from_buffer(v, shape, 2, PD_F64), PD_F32);
     struct pd_tensor *t = pd_from_buffer(tv, &n, 1, PD_I64);
     pdi_force_backend(backend);
-    struct pd_tensor *lm = pd_cross_entropy(x, t, -100, 0, PD_REDUCE_MEAN);
-    struct pd_tensor *ln = pd_cross_entropy(x, t, -100, 0, PD_REDUCE_NONE);
+    struct pd_tensor *lm = pd_cross_entropy(x, t, -100, 0, PD_REDUCTION_MEAN);
+    struct pd_tensor *ln = pd_cross_entropy(x, t, -100, 0, PD_REDUCTION_NONE);
     pdi_force_backend(-1);
     PT_CHECK(lm && ln);
     if (lm && ln) {
@@ -147,7 +147,7 @@ static void check_ce_big(int backend)
     double nv[2][3] = {{0, NAN, 1}, {0, 1, 2}};
     int64_t ns[2] = {2, 3}, tn[2] = {0, 1}, two = 2;
     struct pd_tensor *l2 = pd_cross_entropy(pd_cast(pd_from_buffer(nv, ns, 2, PD_F64), PD_F32),
-                                            pd_from_buffer(tn, &two, 1, PD_I64), -100, 0, PD_REDUCE_MEAN);
+                                            pd_from_buffer(tn, &two, 1, PD_I64), -100, 0, PD_REDUCTION_MEAN);
     PT_CHECK(l2 && isnan(pd_item(l2)));
     pd_scope_end(scope_tok);
 }
@@ -174,9 +174,9 @@ static void check_ce_semantics(void)
         nll_sum += nll[i];
         smooth_sum += smooth[i];
     }
-    struct pd_tensor *none = pd_cross_entropy(x, t, -1, ls, PD_REDUCE_NONE);
-    struct pd_tensor *sum = pd_cross_entropy(x, t, -1, ls, PD_REDUCE_SUM);
-    struct pd_tensor *mean = pd_cross_entropy(x, t, -1, ls, PD_REDUCE_MEAN);
+    struct pd_tensor *none = pd_cross_entropy(x, t, -1, ls, PD_REDUCTION_NONE);
+    struct pd_tensor *sum = pd_cross_entropy(x, t, -1, ls, PD_REDUCTION_SUM);
+    struct pd_tensor *mean = pd_cross_entropy(x, t, -1, ls, PD_REDUCTION_MEAN);
     PT_CHECK(none && sum && mean);
     for (int i = 0; i < N && none; i++)
         PT_NEAR(pd_get(none, (int64_t[]){i}), (1 - ls) * nll[i] + ls / C * smooth[i], 1e-12);
@@ -192,16 +192,16 @@ static void check_ce_semantics(void)
         softmax_ref(xv[i], C, sm, lsm);
         for (int c = 0; c < C; c++) want -= (pv[i][c] * (1 - ls) + ls / C) * lsm[c];
     }
-    struct pd_tensor *pm = pd_cross_entropy(x, p, -100, ls, PD_REDUCE_MEAN);
+    struct pd_tensor *pm = pd_cross_entropy(x, p, -100, ls, PD_REDUCTION_MEAN);
     PT_CHECK(pm);
     if (pm) PT_NEAR(pd_item(pm), want / N, 1e-12);
     /* ignore_index with probability targets is an error, as in torch */
-    PT_CHECK(!pd_cross_entropy(x, p, 0, 0, PD_REDUCE_MEAN) && strstr(pd_last_error(), "ignore_index"));
+    PT_CHECK(!pd_cross_entropy(x, p, 0, 0, PD_REDUCTION_MEAN) && strstr(pd_last_error(), "ignore_index"));
     /* every target ignored: mean is NaN, sum is 0 */
     int64_t all_ign[N] = {-1, -1, -1, -1, -1};
     struct pd_tensor *ti = pd_from_buffer(all_ign, &tn, 1, PD_I64);
-    struct pd_tensor *m0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_MEAN);
-    struct pd_tensor *s0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCE_SUM);
+    struct pd_tensor *m0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCTION_MEAN);
+    struct pd_tensor *s0 = pd_cross_entropy(x, ti, -1, 0.1, PD_REDUCTION_SUM);
     PT_CHECK(m0 && isnan(pd_item(m0)) && s0 && pd_item(s0) == 0);
     pd_scope_end(scope_tok);
 }

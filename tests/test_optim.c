@@ -57,7 +57,7 @@ static struct pd_tensor *mlp_loss(struct mlp *m, struct pd_tensor *x, struct pd_
 {
     struct pd_tensor *xs = pd_slice(x, 0, r0, r0 + n, 1), *ys = pd_slice(y, 0, r0, r0 + n, 1);
     struct pd_tensor *h = pd_tanh(pd_linear(xs, m->w1, m->b1));
-    return pd_mse_loss(pd_linear(h, m->w2, m->b2), ys, PD_REDUCE_MEAN);
+    return pd_mse_loss(pd_linear(h, m->w2, m->b2), ys, PD_REDUCTION_MEAN);
 }
 
 static void train_steps(struct mlp *m, struct pd_optimizer *opt, struct pd_tensor *x, struct pd_tensor *y, int steps)

@@ -67,7 +67,7 @@ static void check_run(const char *name, const struct pd_optim_config *cfg, int d
     for (int s = 0; s < REF_STEPS; s++) {
         int scope_tok2 = pd_scope_begin();
         pd_optimizer_zero_grad(opt);
-        struct pd_tensor *loss = pd_mse_loss(pd_tanh(pd_linear(x, w, b)), y, PD_REDUCE_MEAN);
+        struct pd_tensor *loss = pd_mse_loss(pd_tanh(pd_linear(x, w, b)), y, PD_REDUCTION_MEAN);
         PT_CHECK(pd_backward(loss, NULL, 0) == PD_OK);
         double l = pd_item(loss);
         if (fabs(l - ref_loss[s]) > 1e-6 * (1 + fabs(ref_loss[s])))

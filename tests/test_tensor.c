@@ -175,12 +175,12 @@ static void test_random(void)
     double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
     struct pd_generator *g = pd_generator_create(42);
 #ifdef _OPENMP
-    omp_set_num_threads(1);
+    pd_set_num_threads(1);
 #endif
     pd_to_buffer(pd_randn(&n, 1, PD_F32, g), a, PD_F64);
     pd_generator_set_state(g, 42, 0);
 #ifdef _OPENMP
-    omp_set_num_threads(2);
+    pd_set_num_threads(2);
 #endif
     pd_to_buffer(pd_randn(&n, 1, PD_F32, g), b, PD_F64);
     PT_CHECK(memcmp(a, b, sizeof *a * (size_t)n) == 0); /* same seed, any thread count */

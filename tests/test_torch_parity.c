@@ -361,7 +361,7 @@ static struct pd_tensor *run_op(struct call *c, int *unknown)
     if (IS("scatter_add")) return pd_scatter_add(arg(c, "x"), (int)ai(f, "axis"), arg(c, "index"), arg(c, "src"));
     if (IS("index_add")) return pd_index_add(arg(c, "x"), (int)ai(f, "axis"), arg(c, "index"), arg(c, "src"));
     if (IS("masked_fill")) return pd_masked_fill(arg(c, "x"), arg(c, "mask"), af(f, "value"));
-    if (IS("take_along_axis")) return pd_take_along_axis(arg(c, "x"), arg(c, "index"), (int)ai(f, "axis"));
+    if (IS("take_along_axis")) return pd_take_along_axis(arg(c, "x"), (int)ai(f, "axis"), arg(c, "index"));
     if (IS("concat")) return pd_concat(c->in, c->n, (int)ai(f, "axis"));
     if (IS("stack")) return pd_stack(c->in, c->n, (int)ai(f, "axis"));
     if (IS("flip")) {
@@ -536,7 +536,7 @@ static int run_layout(struct fixture *f, int lay, int *n_grads, double *worst, c
     if (compare("out", out, wout, worst, msg, len)) goto done;
     if (nl) {
         struct pd_tensor *cot = pd_from_buffer(wcot->data, wcot->shape, wcot->ndim, PD_F64);
-        if (pd_grad(&out, 1, leaves, nl, &cot, 0, 0, 1, grads)) {
+        if (pd_grad(&out, 1, leaves, nl, grads, &(struct pd_grad_options){.grad_outputs = &cot, .allow_unused = 1})) {
             snprintf(msg, len, "pd_grad failed: %s", pd_last_error());
             goto done;
         }

@@ -323,7 +323,10 @@ static double nth_grad(struct pd_tensor *(*f)(struct pd_tensor *), double x0, in
     struct pd_tensor *y = pd_sum(f(x), NULL, 0, 0);
     for (int k = 0; k < order && y; k++) {
         struct pd_tensor *g = NULL;
-        if (pd_grad(&y, 1, &x, 1, NULL, 1, 1, 0, &g)) { y = NULL; break; }
+        if (pd_grad(&y, 1, &x, 1, &g, &(struct pd_grad_options){.create_graph = 1, .retain_graph = 1})) {
+            y = NULL;
+            break;
+        }
         y = pd_sum(g, NULL, 0, 0);
     }
     double r = y ? pd_item(y) : NAN;
@@ -391,20 +394,20 @@ static void test_grads(void)
     const double xc[] = {-0.5, 0.8, 1.0, 0.0, -2.0};
     struct pd_tensor *x = pd_requires_grad_(pt_vec(PD_F64, 5, xc), 1), *g = NULL;
     struct pd_tensor *y = pd_sum(pd_clip(x, -0.5, 0.8), NULL, 0, 0);
-    PT_CHECK(pd_grad(&y, 1, &x, 1, NULL, 0, 0, 0, &g) == 0);
+    PT_CHECK(pd_grad(&y, 1, &x, 1, &g, NULL) == 0);
     const double eg[] = {1, 1, 0, 1, 0};
     for (int i = 0; i < 5; i++) PT_NEAR(pt_at(g, i), eg[i], 0);
     y = pd_sum(pd_pow_scalar(x, 0.0), NULL, 0, 0);
-    PT_CHECK(pd_grad(&y, 1, &x, 1, NULL, 0, 0, 0, &g) == 0);
+    PT_CHECK(pd_grad(&y, 1, &x, 1, &g, NULL) == 0);
     for (int i = 0; i < 5; i++) PT_NEAR(pt_at(g, i), 0, 0);
     /* relu, abs, leaky_relu */
     y = pd_sum(pd_add(pd_relu(x), pd_add(pd_abs(x), pd_leaky_relu(x, 0.1))), NULL, 0, 0);
-    PT_CHECK(pd_grad(&y, 1, &x, 1, NULL, 0, 0, 0, &g) == 0);
+    PT_CHECK(pd_grad(&y, 1, &x, 1, &g, NULL) == 0);
     PT_NEAR(pt_at(g, 1), 1 + 1 + 1, 0);
     PT_NEAR(pt_at(g, 4), 0 - 1 + 0.1, 1e-15);
     /* cast: the gradient comes back in the input's dtype */
     struct pd_tensor *y32 = pd_sum(pd_scale(pd_cast(x, PD_F32), 3.0), NULL, 0, 0);
-    PT_CHECK(pd_grad(&y32, 1, &x, 1, NULL, 0, 0, 0, &g) == 0);
+    PT_CHECK(pd_grad(&y32, 1, &x, 1, &g, NULL) == 0);
     PT_CHECK(g && pd_tensor_dtype(g) == PD_F64);
     PT_NEAR(pt_at(g, 2), 3.0, 0);
     /* non-differentiable ops do not record */

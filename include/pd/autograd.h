@@ -27,19 +27,40 @@ int pd_retain_grad(struct pd_tensor *t);
 /* Name of the GradNode that produced t ("matmul_12.grad"), NULL for leaves. */
 const char *pd_tensor_grad_fn_name(const struct pd_tensor *t);
 
+/* Options of pd_grad and pd_backward_ex; NULL (or a zeroed struct) means
+ * the defaults, which are PyTorch's:
+ *   retain_graph  keep the graph's saved tensors so it can be run again;
+ *   create_graph  record the backward ops, so the gradients can themselves
+ *                 be differentiated (to any order); implies retain_graph;
+ *   allow_unused  pd_grad only: an input the outputs do not depend on gets
+ *                 NULL instead of failing the call;
+ *   grad_outputs  one gradient per output (NULL entries or a NULL array:
+ *                 ones, for scalar outputs only). */
+struct pd_grad_options {
+    int retain_graph;
+    int create_graph;
+    int allow_unused;
+    struct pd_tensor *const *grad_outputs;
+};
+
 /* Backward from a scalar (or with an explicit grad of loss's shape).
- * Accumulates into the .grad of every leaf that requires grad. */
+ * Accumulates into the .grad of every leaf that requires grad.
+ * pd_backward(loss, grad, r) is pd_backward_ex(loss, &opts) with
+ * opts = {.retain_graph = r, .grad_outputs = &grad}. */
 int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph);
+/* pd_backward with options: with create_graph the accumulated .grad fields
+ * carry a graph, so a second backward (or pd_grad) through them gives
+ * second derivatives. allow_unused is ignored. */
+int pd_backward_ex(struct pd_tensor *loss, const struct pd_grad_options *opts);
 
 /* Gradients of sum(outputs[i] * grad_outputs[i]) w.r.t. inputs, written to
- * grads[n_in] (new tensors in the current scope). grad_outputs may be NULL
- * (ones for scalar outputs). create_graph records the backward ops so the
- * result can be differentiated again (it implies retain_graph). With
- * allow_unused, an input the outputs do not depend on gets NULL; without it
- * that is an error. .grad fields are not touched. */
+ * grads[n_in] (new tensors in the current scope). .grad fields are not
+ * touched. opts may be NULL (defaults above); for example
+ *
+ *     pd_grad(&y, 1, &x, 1, &dx, &(struct pd_grad_options){.create_graph = 1});
+ */
 int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const *inputs, int n_in,
-            struct pd_tensor *const *grad_outputs, int create_graph, int retain_graph, int allow_unused,
-            struct pd_tensor **grads);
+            struct pd_tensor **grads, const struct pd_grad_options *opts);
 
 /* Grad mode (per thread). The guards are entries of the thread's mode stack
  * (shared with autocast and the executor): begin returns a token (> 0; a

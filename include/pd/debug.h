@@ -14,6 +14,8 @@
 #ifndef PD_DEBUG_H
 #define PD_DEBUG_H
 
+#include <stdio.h>
+
 #include "pd/state.h"
 #include "pd/tensor.h"
 
@@ -52,6 +54,18 @@ int pd_debug_set_callsites(int on);
 /* The forward call site of the op that produced t ("x.c:12 (main)"), when
  * it was recorded (t has a grad_fn and capture was on), else NULL. */
 const char *pd_tensor_callsite(const struct pd_tensor *t);
+
+/* ---- live tensors (leaks) -------------------------------------------- */
+/* On: every tensor made from now on is listed, with the call site in the
+ * user's code that made it, until it is released. Returns the previous
+ * setting. PD_DEBUG_LEAKS=1 in the environment turns it on when the library
+ * loads and prints pd_debug_report_live(stderr) at exit. Costs a backtrace
+ * (~1-3 us) per tensor while on. */
+int pd_debug_track_live(int on);
+/* Writes the tracked tensors still alive to f (if not NULL), grouped by
+ * call site ("3 made at app.c:12 (main): mul_1.out0 f32 [4], ..."), and
+ * returns their number. */
+int64_t pd_debug_report_live(FILE *f);
 
 /* ---- anomaly mode ---------------------------------------------------- */
 /* On: every op output (forward, and the ops run by backward) is checked for

@@ -161,7 +161,12 @@ struct pd_tensor *pd_dot(struct pd_tensor *a, struct pd_tensor *b);
 struct pd_tensor *pd_softmax(struct pd_tensor *x, int axis);
 struct pd_tensor *pd_log_softmax(struct pd_tensor *x, int axis);
 
-enum pd_reduction { PD_REDUCE_NONE = 0, PD_REDUCE_MEAN = 1, PD_REDUCE_SUM = 2, PD_REDUCTION_COUNT };
+enum pd_reduction { PD_REDUCTION_NONE = 0, PD_REDUCTION_MEAN = 1, PD_REDUCTION_SUM = 2, PD_REDUCTION_COUNT };
+/* Deprecated spellings (before the names matched the type); kept so old code
+ * compiles. */
+#define PD_REDUCE_NONE PD_REDUCTION_NONE
+#define PD_REDUCE_MEAN PD_REDUCTION_MEAN
+#define PD_REDUCE_SUM PD_REDUCTION_SUM
 /* logits [N, C] (or [N, C, d...]); target int64 class indices [N] ([N, d...])
  * or, when target is floating point with the logits' shape, probabilities. */
 struct pd_tensor *pd_cross_entropy(struct pd_tensor *logits, struct pd_tensor *target, int64_t ignore_index,
@@ -225,7 +230,7 @@ struct pd_tensor *pd_avg_pool2d_ex(struct pd_tensor *x, const int *kernel, const
 /* ---- indexing and shape --------------------------------------------- */
 struct pd_tensor *pd_gather(struct pd_tensor *x, int axis, struct pd_tensor *index);     /* torch.gather */
 struct pd_tensor *pd_index_select(struct pd_tensor *x, int axis, struct pd_tensor *index);
-struct pd_tensor *pd_take_along_axis(struct pd_tensor *x, struct pd_tensor *index, int axis); /* broadcasts */
+struct pd_tensor *pd_take_along_axis(struct pd_tensor *x, int axis, struct pd_tensor *index); /* broadcasts */
 struct pd_tensor *pd_scatter(struct pd_tensor *x, int axis, struct pd_tensor *index, struct pd_tensor *src);
 struct pd_tensor *pd_scatter_add(struct pd_tensor *x, int axis, struct pd_tensor *index, struct pd_tensor *src);
 struct pd_tensor *pd_index_add(struct pd_tensor *x, int axis, struct pd_tensor *index, struct pd_tensor *src);

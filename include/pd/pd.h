@@ -16,6 +16,7 @@
 #include "pd/profiler.h"
 #include "pd/flashmask.h"
 #include "pd/meta.h"
+#include "pd/runtime.h"
 #include "pd/dist.h"
 #include "pd/hf.h"
 #endif

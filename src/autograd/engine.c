@@ -319,10 +319,13 @@ static int check_root(struct pd_tensor *t, const char *who)
     return PD_OK;
 }
 
-int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph)
+int pd_backward_ex(struct pd_tensor *loss, const struct pd_grad_options *opts)
 {
+    static const struct pd_grad_options defaults;
+    if (!opts) opts = &defaults;
     int rc = check_root(loss, "backward");
     if (rc) return rc;
+    struct pd_tensor *grad = opts->grad_outputs ? opts->grad_outputs[0] : NULL;
     int scope_tok = pd_scope_begin();
     struct pd_tensor *seed = grad ? grad : default_seed(loss, "backward");
     if (seed && (seed->ndim != loss->ndim || memcmp(seed->shape, loss->shape, sizeof(int64_t) * (size_t)loss->ndim))) {
@@ -332,17 +335,26 @@ int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph
                          pdi_shape_str(loss->shape, loss->ndim, b1, sizeof b1));
     }
     if (!seed) { pd_scope_end(scope_tok); return pd_last_status(); }
-    struct run r = {.retain_graph = retain_graph};
+    struct run r = {.create_graph = opts->create_graph != 0, .retain_graph = opts->retain_graph || opts->create_graph};
     rc = run_backward(&r, &loss, &seed, 1);
     run_free(&r);
     pd_scope_end(scope_tok);
     return rc;
 }
 
-int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const *inputs, int n_in,
-            struct pd_tensor *const *grad_outputs, int create_graph, int retain_graph, int allow_unused,
-            struct pd_tensor **grads)
+int pd_backward(struct pd_tensor *loss, struct pd_tensor *grad, int retain_graph)
 {
+    return pd_backward_ex(loss, &(struct pd_grad_options){.retain_graph = retain_graph, .grad_outputs = &grad});
+}
+
+int pd_grad(struct pd_tensor *const *outputs, int n_out, struct pd_tensor *const *inputs, int n_in,
+            struct pd_tensor **grads, const struct pd_grad_options *opts)
+{
+    static const struct pd_grad_options defaults;
+    if (!opts) opts = &defaults;
+    struct pd_tensor *const *grad_outputs = opts->grad_outputs;
+    int create_graph = opts->create_graph != 0, retain_graph = opts->retain_graph != 0;
+    int allow_unused = opts->allow_unused != 0;
     if (n_out <= 0 || n_in <= 0 || !outputs || !inputs || !grads)
         return pdi_errorf(PD_ERR_INVALID, "grad: need at least one output and one input");
     for (int i = 0; i < n_in; i++) grads[i] = NULL;

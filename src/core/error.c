@@ -45,6 +45,12 @@ int pdi_status_of(const void *result, const char *what)
     return pdi_errorf(PD_ERR_STATE, "%s: failed without an error message (internal error)", what ? what : "call");
 }
 
+int pdi_null_tensor(const char *what)
+{
+    if (err_status) return PD_ERR_NULL;
+    return pdi_errorf(PD_ERR_NULL, "%s: NULL tensor", what);
+}
+
 void pdi_error_append(const char *fmt, ...)
 {
     size_t k = strlen(err_msg);

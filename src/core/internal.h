@@ -75,6 +75,10 @@ struct pd_tensor {
     int16_t dbg_op;
     uint8_t dbg_out;
     uint8_t dbg_user;
+    /* live-tensor tracking (src/debug/leaks.c): listed while dbg_tracked */
+    uint8_t dbg_tracked;
+    void *dbg_site;
+    struct pd_tensor *dbg_live_prev, *dbg_live_next;
     /* a distributed tensor's global shape, mesh and placements (src/dist;
      * NULL for a plain tensor), freed by dist_free */
     void *dist;
@@ -430,6 +434,11 @@ void *pdi_capture_site(void);
 #define PDI_DBG_LOG 4u
 #define PDI_DBG_GRAPH 8u
 extern unsigned pdi_debug_flags;
+/* Live-tensor tracking (src/debug/leaks.c): while pdi_live_tracking, each
+ * new handle is listed with its call site, until released. */
+extern int pdi_live_tracking;
+void pdi_live_add(struct pd_tensor *t);
+void pdi_live_remove(struct pd_tensor *t);
 void pdi_debug_flag_set(unsigned bit, int on);
 /* Anomaly mode: 0 if every float output of c is finite, else sets the
  * error (op name, inputs' stats, call site) and returns PD_ERR_STATE. */

@@ -6,19 +6,81 @@
  * flat run and the callback sees long inner loops it can vectorise.
  * Work is split into (outer index, inner chunk) tasks over OpenMP threads.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 #include "core/internal.h"
+#include "pd/runtime.h"
+
+/* ---- threads (include/pd/runtime.h) ------------------------------------
+ * Every parallel region of the kernels asks pdi_num_threads() for its
+ * num_threads clause, so pd_set_num_threads reaches all of them from any
+ * thread (OpenMP's own count is per thread). The default is OpenMP's count
+ * capped to the CPUs of the affinity mask: more threads than CPUs only
+ * queue behind each other at every barrier. */
+static int user_threads;  /* 0: the default */
+static int affinity_cpus; /* CPUs in the mask when last read; 0: unknown */
+static int omp_initial;   /* the calling thread's OpenMP count before any pd_set_num_threads */
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+
+static void read_affinity(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    __atomic_store_n(&affinity_cpus, n, __ATOMIC_RELAXED);
+}
+
+static void threads_init(void)
+{
+    read_affinity();
+#ifdef _OPENMP
+    omp_initial = omp_get_max_threads();
+#else
+    omp_initial = 1;
+#endif
+}
 
 int pdi_num_threads(void)
 {
+    int n = __atomic_load_n(&user_threads, __ATOMIC_RELAXED);
+    if (n > 0) return n;
+    pthread_once(&threads_once, threads_init);
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    n = omp_get_max_threads();
 #else
-    return 1;
+    n = 1;
+#endif
+    int cap = __atomic_load_n(&affinity_cpus, __ATOMIC_RELAXED);
+    return cap > 0 && n > cap ? cap : n;
+}
+
+int pd_set_num_threads(int n)
+{
+    if (n < 0 || n > 4096) return pdi_errorf(PD_ERR_INVALID, "set_num_threads: %d outside [0, 4096]", n);
+    pthread_once(&threads_once, threads_init);
+    read_affinity(); /* the mask may have changed (taskset -p) */
+    __atomic_store_n(&user_threads, n, __ATOMIC_RELAXED);
+#ifdef _OPENMP
+    omp_set_num_threads(n ? n : omp_initial);
+#endif
+    return PD_OK;
+}
+
+int pd_get_num_threads(void) { return pdi_num_threads(); }
+
+const char *pd_kernel_isa(void)
+{
+#if defined(__AVX512F__)
+    return "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+    return "avx2";
+#else
+    return "scalar";
 #endif
 }
 
@@ -92,7 +154,7 @@ void pdi_iter(int n_ops, struct pd_kview *const *ops, const int64_t *shape, int 
     /* An `if (false)` OpenMP region still costs a futex round trip in
      * libgomp: tiny ops must not enter one at all. */
     if (nt > 1) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(nt)
         for (int64_t task = 0; task < ntasks; task++) run_task(&pl, ops, task);
     } else {
         for (int64_t task = 0; task < ntasks; task++) run_task(&pl, ops, task);

@@ -34,6 +34,11 @@ int pdi_errorf(int status, const char *fmt, ...) __attribute__((format(printf, 2
  * NULL, else the thread's status; a NULL with no error set is a bug of the
  * callee, reported as PD_ERR_STATE with a message naming `what`. */
 int pdi_status_of(const void *result, const char *what);
+/* A NULL tensor given to an entry point that is not an op (pd_to_buffer,
+ * pd_item, the init functions, ...): PD_ERR_NULL, keeping the message of
+ * the failed call that produced the NULL, as the dispatcher does; only when
+ * the thread has no error yet, the message "<what>: NULL tensor". */
+int pdi_null_tensor(const char *what);
 /* "[2, 3, 4]" into buf (for messages). */
 const char *pdi_shape_str(const int64_t *shape, int ndim, char *buf, size_t n);
 #define PDI_SHAPE_BUF 96
@@ -316,14 +321,14 @@ int pdi_num_threads(void);
  * Use this instead of `#pragma omp parallel for if (par)`: an if(false)
  * OpenMP region still costs a futex round trip in libgomp (it tripled the
  * cost of a 16-element add), so the serial case must not enter one. */
-#define PDI_FOR(par, i, n, ...)                                               \
-    do {                                                                      \
-        if (par) {                                                            \
-            _Pragma("omp parallel for schedule(static)")                      \
-            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                 \
-        } else {                                                              \
-            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                 \
-        }                                                                     \
+#define PDI_FOR(par, i, n, ...)                                                   \
+    do {                                                                          \
+        if (par) {                                                                \
+            _Pragma("omp parallel for schedule(static) num_threads(pdi_num_threads())") \
+            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                     \
+        } else {                                                                  \
+            for (int64_t i = 0; i < (n); i++) { __VA_ARGS__ }                     \
+        }                                                                         \
     } while (0)
 /* Grain: below this many elements, elementwise kernels stay on one thread. */
 #define PDI_PAR_GRAIN 32768

@@ -70,7 +70,7 @@ void pdi_host_observer_remove(pdi_host_observer_fn fn, void *ctx)
 
 void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what)
 {
-    if (!t) return pdi_error(PD_ERR_NULL, "%s: NULL tensor", what);
+    if (!t) { pdi_null_tensor(what); return NULL; }
     if (__builtin_expect(n_host_obs != 0, 0)) {
         void *site = pdi_capture_site();
         for (int i = 0; i < n_host_obs; i++) host_obs[i].fn(t, access, what, site, host_obs[i].ctx);
@@ -88,7 +88,7 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
 
 int pdi_host_write(struct pd_tensor *t, const void *src, const char *what)
 {
-    if (!t) return pdi_errorf(PD_ERR_NULL, "%s: NULL tensor", what);
+    if (!t) return pdi_null_tensor(what);
     int64_t n = pdi_numel(t->shape, t->ndim);
     size_t nb = (size_t)n * pd_dtype_size(t->dtype);
     if (nb && !src) return pdi_errorf(PD_ERR_INVALID, "%s: NULL data", what);

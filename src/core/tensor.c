@@ -164,6 +164,7 @@ static struct pd_tensor *tensor_shell(void)
     t->refcount = 1;
     t->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&pdi_live_tracking, __ATOMIC_RELAXED), 0)) pdi_live_add(t);
     return t;
 }
 
@@ -287,6 +288,7 @@ void pd_tensor_release(struct pd_tensor *t)
     for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
     if (t->dist) t->dist_free(t->dist);
     __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(t->dbg_tracked, 0)) pdi_live_remove(t);
     fl_put(&free_tensors, t);
 }
 
@@ -488,7 +490,7 @@ char *pdi_kview_ptr(const struct pd_kview *v, int64_t i)
  * and the host-write entry point, pdi_host_write) live in src/ops/create.c. */
 int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 {
-    if (!t) return pdi_errorf(PD_ERR_NULL, "to_buffer: NULL tensor");
+    if (!t) return pdi_null_tensor("to_buffer");
     if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_errorf(PD_ERR_INVALID, "to_buffer: invalid dtype");
     if (!buf && pd_tensor_numel(t) > 0) return pdi_errorf(PD_ERR_INVALID, "to_buffer: NULL buffer");
     if (!pdi_host_read(t, "to_buffer")) return pd_last_status();

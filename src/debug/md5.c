@@ -152,7 +152,7 @@ static void hash_element(struct md5 *m, const char *p, enum pd_dtype dt, size_t 
 
 int pd_md5_tensor(const struct pd_tensor *t, enum pd_md5_mode mode, int decimals, char hex[33])
 {
-    if (!t) return pdi_errorf(PD_ERR_NULL, "pd_md5_tensor: tensor is NULL");
+    if (!t) return pdi_null_tensor("pd_md5_tensor");
     if ((unsigned)mode >= PD_MD5_MODE_COUNT) return pdi_errorf(PD_ERR_INVALID, "pd_md5_tensor: invalid mode %d", (int)mode);
     if (mode == PD_MD5_ROUNDED && (decimals < 0 || decimals > 17))
         return pdi_errorf(PD_ERR_INVALID, "pd_md5_tensor: decimals must be in [0, 17], got %d", decimals);

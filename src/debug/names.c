@@ -133,7 +133,8 @@ const char *pd_tensor_name(const struct pd_tensor *t)
 
 int pd_tensor_set_name(struct pd_tensor *t, const char *name)
 {
-    if (!t || !name) return pdi_errorf(PD_ERR_NULL, "tensor_set_name: NULL %s", t ? "name" : "tensor");
+    if (!t) return pdi_null_tensor("tensor_set_name");
+    if (!name) return pdi_errorf(PD_ERR_NULL, "tensor_set_name: NULL name");
     size_t n = strlen(name);
     if (n == 0 || n >= PDI_NAME_BUF - 8 || strpbrk(name, "\"\n"))
         return pdi_errorf(PD_ERR_INVALID, "tensor_set_name: name must be 1..%d characters without '\"' or newlines",

@@ -169,7 +169,7 @@ int pd_state_dict_load_file(struct pd_state_dict *dst, const char *path, int str
 int pd_tensor_stats(const struct pd_tensor *t, struct pd_tensor_stats *s)
 {
     if (!s) return pdi_errorf(PD_ERR_INVALID, "tensor stats: NULL output");
-    if (!t) return pdi_errorf(PD_ERR_NULL, "tensor stats: NULL tensor");
+    if (!t) return pdi_null_tensor("tensor stats");
     *s = (struct pd_tensor_stats){.numel = pd_tensor_numel(t), .min = NAN, .max = NAN, .mean = NAN, .std = NAN};
     /* Chunks of the (strided) view converted to f64; Welford-style merging of
      * chunk sums keeps the std accurate for large tensors. */

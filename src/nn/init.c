@@ -8,6 +8,7 @@
  * seed reproduces an initialisation exactly.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,11 @@ static void guard_end(struct init_guard g)
 /* Validates t, then opens the private scope and no_grad guard. */
 static int begin(struct pd_tensor *t, const char *what, struct init_guard *g)
 {
-    if (!t) return pdi_errorf(PD_ERR_NULL, "init.%s: tensor is NULL", what);
+    if (!t) {
+        char w[64];
+        snprintf(w, sizeof w, "init.%s", what);
+        return pdi_null_tensor(w);
+    }
     if (!pd_dtype_is_float(t->dtype))
         return pdi_errorf(PD_ERR_INVALID, "init.%s: tensor must be floating point, got %s", what,
                           pd_dtype_name(t->dtype));
@@ -70,7 +75,7 @@ double pd_init_calculate_gain(enum pd_nonlinearity nl, double param)
 
 int pd_init_fans(const struct pd_tensor *t, int64_t *fan_in, int64_t *fan_out)
 {
-    if (!t) return pdi_errorf(PD_ERR_NULL, "init.fans: tensor is NULL");
+    if (!t) return pdi_null_tensor("init.fans");
     if (t->ndim < 2)
         return pdi_errorf(PD_ERR_INVALID, "init.fans: need a tensor with at least 2 dims, got %d", t->ndim);
     int64_t rf = 1;

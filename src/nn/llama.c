@@ -532,7 +532,7 @@ static struct pd_tensor *loss_of(struct pd_llama *m, struct pd_tensor *logits, s
     /* -100 (Hugging Face's ignore index) is ignored as -1 is */
     struct pd_tensor *t = pd_reshape(targets, &n, 1);
     t = pd_where(pd_eq(t, pd_scalar(-100, PD_I64)), pd_full_like(t, -1), t);
-    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2), t, -1, 0.0, PD_REDUCE_MEAN);
+    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2), t, -1, 0.0, PD_REDUCTION_MEAN);
 }
 
 static int check_targets(struct pd_tensor *ids, struct pd_tensor *targets)

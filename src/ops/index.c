@@ -515,7 +515,7 @@ struct pd_tensor *pd_index_add(struct pd_tensor *x, int axis, struct pd_tensor *
 
 /* NumPy's take_along_axis: x and index have the same rank and broadcast
  * against each other off the axis; then a gather. Indices are not wrapped. */
-struct pd_tensor *pd_take_along_axis(struct pd_tensor *x, struct pd_tensor *index, int axis)
+struct pd_tensor *pd_take_along_axis(struct pd_tensor *x, int axis, struct pd_tensor *index)
 {
     if (!x || !index) return NULL;
     char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];

@@ -94,7 +94,7 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     }
     struct pdi_meta *m = &c->meta[0];
     m->dtype = lp->dtype;
-    m->ndim = red == PD_REDUCE_NONE ? t->ndim : 0;
+    m->ndim = red == PD_REDUCTION_NONE ? t->ndim : 0;
     memcpy(m->shape, t->shape, sizeof m->shape);
     return PD_OK;
 }
@@ -311,7 +311,7 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
     /* ignored targets may hold any value (e.g. -100): point them at class 0, their weight is 0 */
     struct pd_tensor *safe = pd_where(valid, target, pd_scalar(0, target->dtype));
     struct pd_tensor *w = target_weights(target, valid, safe, weight, dt);
-    if (n->a.nll_loss.reduction == PD_REDUCE_MEAN) {
+    if (n->a.nll_loss.reduction == PD_REDUCTION_MEAN) {
         /* when every target is ignored, w is all 0: divide by 1, not 0 */
         struct pd_tensor *s = pd_sum(w, NULL, 0, 0);
         w = pd_div(w, has_weight ? pd_where(pd_eq(s, pd_scalar(0, dt)), pd_scalar(1, dt), s)
@@ -562,8 +562,8 @@ int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
         picked = pd_mul(picked, wt);
     }
     struct pd_tensor *l = pd_where(valid, pd_neg(picked), pd_scalar(0, ct));
-    if (red == PD_REDUCE_SUM) l = pd_sum(l, NULL, 0, 0);
-    if (red == PD_REDUCE_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(wt, NULL, 0, 0));
+    if (red == PD_REDUCTION_SUM) l = pd_sum(l, NULL, 0, 0);
+    if (red == PD_REDUCTION_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(wt, NULL, 0, 0));
     out[0] = cast_to(l, lp->dtype);
     return pdi_status_of(out[0], __func__);
 }
@@ -651,8 +651,8 @@ struct pd_tensor *pd_nll_loss_weighted(struct pd_tensor *logp, struct pd_tensor 
 
 static struct pd_tensor *reduce_loss(struct pd_tensor *l, enum pd_reduction r)
 {
-    if (r == PD_REDUCE_SUM) return pd_sum(l, NULL, 0, 0);
-    if (r == PD_REDUCE_MEAN) return pd_mean(l, NULL, 0, 0);
+    if (r == PD_REDUCTION_SUM) return pd_sum(l, NULL, 0, 0);
+    if (r == PD_REDUCTION_MEAN) return pd_mean(l, NULL, 0, 0);
     return l;
 }
 
@@ -675,7 +675,7 @@ static struct pd_tensor *cross_entropy_probs(struct pd_tensor *logp, struct pd_t
     struct pd_tensor *lt = pd_mul(logp, t);
     if (w) lt = pd_mul(lt, weight_along(w, logp, cax));
     struct pd_tensor *l = pd_neg(pd_sum(lt, &cax, 1, 0));
-    if (reduction != PD_REDUCE_MEAN) return reduce_loss(l, reduction);
+    if (reduction != PD_REDUCTION_MEAN) return reduce_loss(l, reduction);
     int64_t rows = C > 0 ? pd_tensor_numel(logp) / C : 0;
     return pd_scale(pd_sum(l, NULL, 0, 0), rows ? 1.0 / (double)rows : NAN);
 }
@@ -693,8 +693,8 @@ static struct pd_tensor *cross_entropy_classes(struct pd_tensor *logp, struct pd
     struct pd_tensor *valid = pd_ne(target, pd_scalar((double)ignore_index, PD_I64));
     struct pd_tensor *lw = w ? pd_mul(logp, weight_along(w, logp, cax)) : logp;
     struct pd_tensor *smooth = pd_where(valid, pd_neg(pd_sum(lw, &cax, 1, 0)), pd_scalar(0, logp->dtype));
-    struct pd_tensor *s = reduce_loss(smooth, reduction == PD_REDUCE_MEAN ? PD_REDUCE_SUM : reduction);
-    if (reduction == PD_REDUCE_MEAN) {
+    struct pd_tensor *s = reduce_loss(smooth, reduction == PD_REDUCTION_MEAN ? PD_REDUCTION_SUM : reduction);
+    if (reduction == PD_REDUCTION_MEAN) {
         struct pd_tensor *safe = w ? pd_where(valid, target, pd_scalar(0, target->dtype)) : NULL;
         s = pd_div(s, pd_sum(target_weights(target, valid, safe, w, logp->dtype), NULL, 0, 0));
     }

@@ -36,8 +36,8 @@ static struct pd_tensor *f_gather_m1(struct pd_tensor **in) { return pd_gather(i
 static struct pd_tensor *f_isel_0(struct pd_tensor **in) { return pd_index_select(in[0], 0, in[1]); }
 static struct pd_tensor *f_isel_1(struct pd_tensor **in) { return pd_index_select(in[0], 1, in[1]); }
 static struct pd_tensor *f_isel_m1_i32(struct pd_tensor **in) { return pd_index_select(in[0], -1, i32(in[1])); }
-static struct pd_tensor *f_take_2(struct pd_tensor **in) { return pd_take_along_axis(in[0], in[1], 2); }
-static struct pd_tensor *f_take_0_i32(struct pd_tensor **in) { return pd_take_along_axis(in[0], i32(in[1]), 0); }
+static struct pd_tensor *f_take_2(struct pd_tensor **in) { return pd_take_along_axis(in[0], 2, in[1]); }
+static struct pd_tensor *f_take_0_i32(struct pd_tensor **in) { return pd_take_along_axis(in[0], 0, i32(in[1])); }
 
 /* ---- scatter family -------------------------------------------------- */
 static struct pd_tensor *f_scatter_0(struct pd_tensor **in) { return pd_scatter(in[0], 0, uniq_index(in[2], 0, 3), in[1]); }

@@ -29,7 +29,7 @@
 /* a 0-d int64 class index */
 #define IDX0(lo_, hi_) {.ndim = 0, .kind = OPT_INDEX, .lo = lo_, .hi = hi_, .no_grad = 1}
 
-enum { NONE = PD_REDUCE_NONE, MEAN = PD_REDUCE_MEAN, SUM = PD_REDUCE_SUM };
+enum { NONE = PD_REDUCTION_NONE, MEAN = PD_REDUCTION_MEAN, SUM = PD_REDUCTION_SUM };
 
 /* softmax / log_softmax */
 RF(sm_last, pd_softmax(in[0], -1))
@@ -40,14 +40,14 @@ RF(lsm_ax0, pd_log_softmax(in[0], 0))
 RF(lsm_ax1, pd_log_softmax(in[0], 1))
 
 /* nll_loss */
-RF(nll_none, pd_nll_loss(in[0], in[1], -100, PD_REDUCE_NONE))
-RF(nll_mean, pd_nll_loss(in[0], in[1], -100, PD_REDUCE_MEAN))
-RF(nll_sum, pd_nll_loss(in[0], in[1], -100, PD_REDUCE_SUM))
-RF(nll_ign_mean, pd_nll_loss(in[0], in[1], -1, PD_REDUCE_MEAN))
-RF(nll_ign_none, pd_nll_loss(in[0], in[1], -1, PD_REDUCE_NONE))
-RF(nll_ign2_sum, pd_nll_loss(in[0], in[1], 2, PD_REDUCE_SUM))
+RF(nll_none, pd_nll_loss(in[0], in[1], -100, PD_REDUCTION_NONE))
+RF(nll_mean, pd_nll_loss(in[0], in[1], -100, PD_REDUCTION_MEAN))
+RF(nll_sum, pd_nll_loss(in[0], in[1], -100, PD_REDUCTION_SUM))
+RF(nll_ign_mean, pd_nll_loss(in[0], in[1], -1, PD_REDUCTION_MEAN))
+RF(nll_ign_none, pd_nll_loss(in[0], in[1], -1, PD_REDUCTION_NONE))
+RF(nll_ign2_sum, pd_nll_loss(in[0], in[1], 2, PD_REDUCTION_SUM))
 /* every target ignored: mean is NaN (0/0), the gradient is 0 */
-RF(nll_all_ign_sum, pd_nll_loss(in[0], in[1], 0, PD_REDUCE_SUM))
+RF(nll_all_ign_sum, pd_nll_loss(in[0], in[1], 0, PD_REDUCTION_SUM))
 
 /* nll_loss with class weights in[2] */
 RF(nllw_none, pd_nll_loss_weighted(in[0], in[1], in[2], -100, PD_REDUCE_NONE))
@@ -55,18 +55,18 @@ RF(nllw_ign_mean, pd_nll_loss_weighted(in[0], in[1], in[2], -1, PD_REDUCE_MEAN))
 RF(nllw_sum, pd_nll_loss_weighted(in[0], in[1], in[2], 2, PD_REDUCE_SUM))
 
 /* cross_entropy */
-RF(ce_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_MEAN))
-RF(ce_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_SUM))
-RF(ce_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_NONE))
-RF(ce_ign_mean, pd_cross_entropy(in[0], in[1], -1, 0, PD_REDUCE_MEAN))
-RF(ce_ign2_none, pd_cross_entropy(in[0], in[1], 2, 0, PD_REDUCE_NONE))
-RF(ce_ls_mean, pd_cross_entropy(in[0], in[1], -1, 0.1, PD_REDUCE_MEAN))
-RF(ce_ls_sum, pd_cross_entropy(in[0], in[1], -1, 0.2, PD_REDUCE_SUM))
-RF(ce_ls_none, pd_cross_entropy(in[0], in[1], -1, 0.15, PD_REDUCE_NONE))
-RF(ce_p_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_MEAN))
-RF(ce_p_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_SUM))
-RF(ce_p_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCE_NONE))
-RF(ce_p_ls_mean, pd_cross_entropy(in[0], in[1], -100, 0.1, PD_REDUCE_MEAN))
+RF(ce_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCTION_MEAN))
+RF(ce_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCTION_SUM))
+RF(ce_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCTION_NONE))
+RF(ce_ign_mean, pd_cross_entropy(in[0], in[1], -1, 0, PD_REDUCTION_MEAN))
+RF(ce_ign2_none, pd_cross_entropy(in[0], in[1], 2, 0, PD_REDUCTION_NONE))
+RF(ce_ls_mean, pd_cross_entropy(in[0], in[1], -1, 0.1, PD_REDUCTION_MEAN))
+RF(ce_ls_sum, pd_cross_entropy(in[0], in[1], -1, 0.2, PD_REDUCTION_SUM))
+RF(ce_ls_none, pd_cross_entropy(in[0], in[1], -1, 0.15, PD_REDUCTION_NONE))
+RF(ce_p_mean, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCTION_MEAN))
+RF(ce_p_sum, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCTION_SUM))
+RF(ce_p_none, pd_cross_entropy(in[0], in[1], -100, 0, PD_REDUCTION_NONE))
+RF(ce_p_ls_mean, pd_cross_entropy(in[0], in[1], -100, 0.1, PD_REDUCTION_MEAN))
 
 /* cross_entropy with class weights in[2] */
 RF(cew_mean, pd_cross_entropy_weighted(in[0], in[1], in[2], -100, 0, PD_REDUCE_MEAN))
@@ -77,9 +77,9 @@ RF(cew_p_ls_mean, pd_cross_entropy_weighted(in[0], in[1], in[2], -100, 0.1, PD_R
 RF(cew_p_none, pd_cross_entropy_weighted(in[0], in[1], in[2], -100, 0, PD_REDUCE_NONE))
 
 /* mse_loss */
-RF(mse_mean, pd_mse_loss(in[0], in[1], PD_REDUCE_MEAN))
-RF(mse_sum, pd_mse_loss(in[0], in[1], PD_REDUCE_SUM))
-RF(mse_none, pd_mse_loss(in[0], in[1], PD_REDUCE_NONE))
+RF(mse_mean, pd_mse_loss(in[0], in[1], PD_REDUCTION_MEAN))
+RF(mse_sum, pd_mse_loss(in[0], in[1], PD_REDUCTION_SUM))
+RF(mse_none, pd_mse_loss(in[0], in[1], PD_REDUCTION_NONE))
 
 /* layer_norm / rms_norm (eps 1e-5) */
 RF(ln1, pd_layer_norm(in[0], 1, NULL, NULL, 1e-5))

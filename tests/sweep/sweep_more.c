@@ -133,7 +133,7 @@ static int w_binary_n(int i, int *m, struct pd_tensor **out)
     case 2: return RES(pd_bmm(a, b));
     case 3: return RES(pd_dot(a, b));
     case 4: return RES(pd_outer(a, b));
-    case 5: return RES(pd_mse_loss(a, b, PD_REDUCE_MEAN));
+    case 5: return RES(pd_mse_loss(a, b, PD_REDUCTION_MEAN));
     case 6: return RES(pd_linear(a, b, NULL));
     default: return RES(pd_masked_fill(a, b, 0.0));
     }
@@ -148,7 +148,7 @@ static int w_composite_shape(int i, int *m, struct pd_tensor **out)
     case 2: return RES(pd_outer(m23(), v3()));
     case 3: return RES(pd_linear(x234(), m23(), NULL));
     case 4: return RES(pd_linear(m23(), m23(), x234()));
-    case 5: return RES(pd_mse_loss(m23(), x234(), PD_REDUCE_MEAN));
+    case 5: return RES(pd_mse_loss(m23(), x234(), PD_REDUCTION_MEAN));
     case 6: return RES(pd_masked_fill(m23(), x234(), 0.0));
     case 7: return RES(pd_add_(v3(), m23()));
     case 8: return RES(pd_mul_(pd_expand(v3(), (const int64_t[]){2, 3}, 2), m23()));

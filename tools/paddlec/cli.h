@@ -97,6 +97,26 @@ struct cli_opt *cli_find(struct cli_opt *opts, const char *name);
 
 double cli_now(void);   /* monotonic seconds */
 
+/* ---- threads (threads.c) ------------------------------------------------ */
+/* The variable and value a computing command runs under when the user set
+ * neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT (threads.c says why). */
+#define CLI_WAIT_VAR "OMP_WAIT_POLICY"
+#define CLI_WAIT_VALUE "passive"
+/* Called by main() before anything else for train, generate, eval and
+ * bench: sets OMP_WAIT_POLICY and execs the program again, unless the user
+ * set the policy. Returns only when nothing was done. */
+void cli_threads_reexec(char **argv);
+/* While set (cli_main, for the computing commands), cli_parse accepts
+ * --threads N (cli_threads_opt) and applies it with pd_set_num_threads. */
+extern int cli_threads_enabled;
+extern struct cli_opt cli_threads_opt;
+void cli_threads_apply(void);
+/* "2 threads (wait policy passive), avx512 kernels"; GOMP_SPINCOUNT=N shows as
+ * "spin count N", neither as "libgomp's default wait". */
+const char *cli_threads_desc(char *buf, size_t n);
+/* The same facts as JSON members: "threads":2,"isa":"avx512" */
+const char *cli_threads_json(char *buf, size_t n);
+
 /* Progress: a live line on stderr when it is a TTY, plain lines every
  * `every` steps otherwise. */
 struct cli_progress {

@@ -278,10 +278,12 @@ int cmd_bench(int argc, char **argv)
     }
     qsort(t + 1, (size_t)steps, sizeof *t, cmp_double);
     double med = t[1 + steps / 2];
-    printf("{\"bench\":\"train_step\",\"params\":%lld,\"batch\":%d,\"seq_len\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f,"
-           "\"gflops\":%.2f}\n",
-           (long long)pd_llama_num_params(m), batch, seq, med, batch * seq / med,
-           pd_llama_flops_per_token(&c, seq) * batch * seq / med * 1e-9);
+    char tj[96];
+    printf(
+        "{\"bench\":\"train_step\",\"params\":%lld,\"batch\":%d,\"seq_len\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f,"
+        "\"gflops\":%.2f,\"dtype\":\"f32\",%s}\n",
+        (long long)pd_llama_num_params(m), batch, seq, med, batch * seq / med,
+        pd_llama_flops_per_token(&c, seq) * batch * seq / med * 1e-9, cli_threads_json(tj, sizeof tj));
     if (decode > c.max_seq_len - 1) decode = c.max_seq_len - 1;
     struct pd_generate_config gc;
     pd_generate_config_default(&gc);
@@ -293,8 +295,9 @@ int cmd_bench(int argc, char **argv)
     struct pd_generation *out = cli_hold(pd_generate(m, &pp, &one, 1, &gc, NULL), cli_dtor_generation);
     double dt = cli_now() - t0;
     if (!out) cli_fail_pd("decoding failed");
-    printf("{\"bench\":\"decode\",\"batch\":1,\"tokens\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f}\n",
-           pd_generation_len(out, 0), dt, pd_generation_len(out, 0) / dt);
+    printf("{\"bench\":\"decode\",\"batch\":1,\"tokens\":%d,\"seconds\":%.6f,\"tokens_per_s\":%.1f,"
+           "\"dtype\":\"f32\",%s}\n",
+           pd_generation_len(out, 0), dt, pd_generation_len(out, 0) / dt, tj);
     cli_free_all();   /* out, t, g, m */
     return 0;
 }

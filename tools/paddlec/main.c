@@ -50,6 +50,8 @@ int cli_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         if (!strcmp(argv[1], cmds[i].name)) {
             cli_cmd = cmds[i].name;
+            cli_threads_enabled = cmds[i].fn == cmd_train || cmds[i].fn == cmd_generate || cmds[i].fn == cmd_eval ||
+                                  cmds[i].fn == cmd_bench; /* --threads N (threads.c) */
             cli_exit(cmds[i].fn(argc - 2, argv + 2));   /* frees anything left held; PADDLEC_LEAK_CHECK */
         }
     char qb[PD_QUOTE_BUF];

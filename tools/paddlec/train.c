@@ -872,11 +872,13 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "paddlec train: note: %lld metrics lines after step %lld removed from %s (the run resumes there)\n",
                 (long long)dropped, (long long)R.step, cli_q(metrics));
     FILE *mf = cli_hold(cli_metrics_open(metrics), cli_dtor_file);
+    char threads_buf[160];
     fprintf(stderr, "paddlec train: %lld parameters (dim %d, %d layers, %d heads, hidden %d, vocab %d), %s data, "
-            "%lld training tokens, batch %d x %d x %d, %d steps%s\n",
+            "%lld training tokens, batch %d x %d x %d, %d steps%s; %s, %s\n",
             (long long)pd_llama_num_params(R.model), r->dim, r->layers, r->heads, r->hidden, R.mc.vocab_size,
             r->data ? r->data : "built-in arithmetic", (long long)pd_text_dataset_num_tokens(R.ds, PD_SPLIT_TRAIN),
-            r->batch, r->seq_len, r->accum, r->steps, R.step ? " (resumed)" : "");
+            r->batch, r->seq_len, r->accum, r->steps, R.step ? " (resumed)" : "",
+            r->bf16 ? "f32 weights with bf16 autocast" : "f32", cli_threads_desc(threads_buf, sizeof threads_buf));
     struct cli_progress prog;
     cli_progress_init(&prog, r->steps, r->log_every);
     double t_start = cli_now(), loss = NAN, win_s = 0;

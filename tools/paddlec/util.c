@@ -252,6 +252,11 @@ static void usage(const struct cli_opt *opts, const char *synopsis, const char *
         print_default(o);
         printf("\n");
     }
+    if (cli_threads_enabled) {
+        printf("  %-22s %s", "--threads N", cli_threads_opt.help);
+        print_default(&cli_threads_opt);
+        printf("\n");
+    }
     printf("  %-22s %s\n", "--help", "show this help and exit");
 }
 
@@ -278,6 +283,7 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
         memcpy(name, a + 2, len);
         name[len] = 0;
         struct cli_opt *o = cli_find(opts, name);
+        if (!o && cli_threads_enabled && !strcmp(name, "threads")) o = &cli_threads_opt; /* threads.c */
         if (!o) cli_fail(CLI_EXIT_USAGE, "unknown option %s (see --help)", cli_q(a));
         if (eq) val = eq + 1;
         else if (o->kind == CLI_FLAG) val = "1";
@@ -289,6 +295,7 @@ void cli_parse(int argc, char **argv, struct cli_opt *opts, const char *synopsis
         cli_free_all();
         longjmp(*cli_parse_only, CLI_PARSED);
     }
+    cli_threads_apply();
 }
 
 double cli_now(void)

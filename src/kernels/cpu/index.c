@@ -150,7 +150,7 @@ static int check_index(const char *op, const struct pd_kview *idx, int64_t size,
         }                                                                                       \
     } while (0)
     if (n >= PDI_PAR_GRAIN) { /* no OpenMP region for small indices (see PDI_FOR) */
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static) num_threads(pdi_num_threads())
         for (int64_t r = 0; r < rows; r++) MINMAX_ROW(r);
     } else {
         for (int64_t r = 0; r < rows; r++) MINMAX_ROW(r);

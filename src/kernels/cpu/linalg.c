@@ -545,7 +545,7 @@ static int sgemm_batched(const struct pdi_kcall *kc, const struct opnd *a, const
     int rc = PD_OK;
     if (par) {
         /* oneDNN runs single-threaded inside a parallel region */
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pdi_num_threads())
         for (int64_t t = 0; t < batch; t++) {
             const float *at = pa + batch_offset(a->bst, bshape, nb, t), *bt = pb + batch_offset(b->bst, bshape, nb, t);
             int r = gemm1(kc, &af, b, at, bt, y + t * m * n, m, n, k, 1);

@@ -634,7 +634,7 @@ static int run_units(const char *op, const struct sd *g, int64_t n, size_t scrat
     int err = 0;
     size_t bytes = (scratch * sizeof(float) + 63) & ~(size_t)63;
     if (par && n > 1 && pdi_num_threads() > 1) {
-#pragma omp parallel
+#pragma omp parallel num_threads(pdi_num_threads())
         {
             float *w = pdi_kscratch(g->call, bytes);
             if (!w) {

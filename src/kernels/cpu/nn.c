@@ -300,7 +300,7 @@ static int run_rows(const struct pdi_kcall *k, const struct nn_rows *R, nn_row_f
     int failed = 0;
     int par = R->nrows > 1 && R->nrows * R->len >= NN_GRAIN;
     size_t bbytes = ces * (size_t)R->len + 1;
-#pragma omp parallel if (par) reduction(| : failed)
+#pragma omp parallel if (par) reduction(| : failed) num_threads(pdi_num_threads())
     {
         void *buf = direct ? NULL : pdi_kscratch(k, bbytes);
         if (!direct && !buf) failed = 1;
@@ -415,7 +415,7 @@ static void softmax_cols_f32(const float *x, float *y, int64_t outer, int64_t le
 {
     int64_t nb = (inner + NN_BLOCK - 1) / NN_BLOCK, tasks = outer * nb;
     int par = tasks > 1 && outer * len * inner >= NN_GRAIN;
-#pragma omp parallel for schedule(static) if (par)
+#pragma omp parallel for schedule(static) if (par) num_threads(pdi_num_threads())
     for (int64_t t = 0; t < tasks; t++) {
         int64_t o = t / nb, c0 = (t % nb) * NN_BLOCK, nc = inner - c0 < NN_BLOCK ? inner - c0 : NN_BLOCK;
         const float *xo = x + o * len * inner + c0;
@@ -779,7 +779,7 @@ static int cpu_norm_backward(const struct pdi_kcall *k)
     int failed = 0;
     int par = nch > 1 && J.rows * J.M >= NN_GRAIN && pdi_num_threads() > 1;
     if (par) {
-#pragma omp parallel reduction(| : failed)
+#pragma omp parallel reduction(| : failed) num_threads(pdi_num_threads())
         {
 #ifdef _OPENMP
             int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -841,11 +841,11 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
                 sum += v;
                 count += wc;
             }
-            if (reduction == PD_REDUCE_NONE) pdi_store(y->data + ti * (int64_t)yes, y->dtype, v);
+            if (reduction == PD_REDUCTION_NONE) pdi_store(y->data + ti * (int64_t)yes, y->dtype, v);
         }
     }
-    if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
-    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
+    if (reduction == PD_REDUCTION_SUM) pdi_store(y->data, y->dtype, sum);
+    if (reduction == PD_REDUCTION_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
     return PD_OK;
 }
 

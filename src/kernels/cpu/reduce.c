@@ -410,7 +410,7 @@ PDI_FOR(par, o, nout, {
     size_t pbytes = sizeof(double) * (size_t)(nout * per);
     double *part = pdi_kscratch(e->k, pbytes);
     if (!part) return pdi_errorf(PD_ERR_NOMEM, "reduce: out of memory for partials");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(pdi_num_threads())
     for (int64_t t = 0; t < nout * per; t++) {
         int64_t o = t / per, r = t % per, oo;
         const char *base = e->x->data + kept_off(g, g->nk, o, &oo);
@@ -493,7 +493,7 @@ PDI_FOR(par, t, ntask, {
     size_t pbytes = sizeof(double) * (size_t)(ntask * nrb * pw);
     double *part = pdi_kscratch(e->k, pbytes);
     if (!part) return pdi_errorf(PD_ERR_NOMEM, "reduce: out of memory for partials");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(pdi_num_threads())
     for (int64_t t = 0; t < ntask * nrb; t++) {
         int64_t task = t / nrb, b = t % nrb;
         outer_block(e, task / ncol, task % ncol, b * rb, (b + 1) * rb < nq ? (b + 1) * rb : nq, part + t * pw);
@@ -850,7 +850,7 @@ static int cpu_scan(const struct pdi_kcall *k)
     int64_t nlines = pdi_kview_numel(&xl);
     int ints = !pd_dtype_is_float(y->dtype);
     int par = parallel_ok(nlines * n);
-#pragma omp parallel for schedule(dynamic, 16) if (par)
+#pragma omp parallel for schedule(dynamic, 16) if (par) num_threads(pdi_num_threads())
     for (int64_t l = 0; l < nlines; l++) {
         const char *xp = pdi_kview_ptr(&xl, l);
         char *yp = pdi_kview_ptr(&yl, l);

@@ -79,11 +79,11 @@ static int ref_nll_loss(const struct pdi_kcall *k)
                 sum += v;
                 count += wc;
             }
-            if (reduction == PD_REDUCE_NONE) pdi_store(pdi_kview_ptr(y, ti), y->dtype, v);
+            if (reduction == PD_REDUCTION_NONE) pdi_store(pdi_kview_ptr(y, ti), y->dtype, v);
         }
     }
-    if (reduction == PD_REDUCE_SUM) pdi_store(y->data, y->dtype, sum);
-    if (reduction == PD_REDUCE_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
+    if (reduction == PD_REDUCTION_SUM) pdi_store(y->data, y->dtype, sum);
+    if (reduction == PD_REDUCTION_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
     return PD_OK;
 }
 
