@@ -43,9 +43,9 @@ int main(void)
     struct pd_tensor *x = pd_from_buffer((const double[]){2, 0, 3}, (int64_t[]){3}, 1, PD_F64), *g1, *h;
     pd_requires_grad_(x, 1);
     struct pd_tensor *y = pd_prod(x, NULL, 0, 0);
-    pd_grad(&y, 1, &x, 1, NULL, 1, 1, 0, &g1); /* create_graph */
+    pd_grad(&y, 1, &x, 1, &g1, &(struct pd_grad_options){.retain_graph = 1, .create_graph = 1}); /* create_graph */
     struct pd_tensor *g10 = pd_sum(pd_slice(g1, 0, 0, 1, 1), NULL, 0, 0);
-    pd_grad(&g10, 1, &x, 1, NULL, 0, 0, 0, &h);
+    pd_grad(&g10, 1, &x, 1, &h, NULL);
     bad += near("prod [2, 0, 3]: d(dy/dx0)/dx1", pd_get(h, (int64_t[]){1}), 3);
     /* a Linear module in f64 */
     pd_nn_set_param_dtype(PD_F64);

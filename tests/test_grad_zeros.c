@@ -36,7 +36,7 @@ static struct pd_tensor *chain(op_fn f, struct pd_tensor *x, int order)
     struct pd_tensor *y = f(x);
     for (int j = 0; j < order && y; j++) {
         struct pd_tensor *s = pd_sum(pd_mul(y, weight(y, j)), NULL, 0, 0), *g = NULL;
-        if (!s || pd_grad(&s, 1, &x, 1, NULL, 1, 1, 0, &g)) return NULL;
+        if (!s || pd_grad(&s, 1, &x, 1, &g, &(struct pd_grad_options){.retain_graph = 1, .create_graph = 1})) return NULL;
         y = g;
     }
     return y;
@@ -97,9 +97,9 @@ static void test_hessian_rows(void)
         struct pd_tensor *x = pt_vec(PD_F64, 3, cases[c]), *g1 = NULL, *h = NULL;
         pd_requires_grad_(x, 1);
         struct pd_tensor *y = pd_prod(x, NULL, 0, 0);
-        PT_CHECK(!pd_grad(&y, 1, &x, 1, NULL, 1, 1, 0, &g1));
+        PT_CHECK(!pd_grad(&y, 1, &x, 1, &g1, &(struct pd_grad_options){.retain_graph = 1, .create_graph = 1}));
         struct pd_tensor *gi = pd_sum(pd_slice(g1, 0, row[c], row[c] + 1, 1), NULL, 0, 0);
-        PT_CHECK(gi && !pd_grad(&gi, 1, &x, 1, NULL, 0, 0, 0, &h));
+        PT_CHECK(gi && !pd_grad(&gi, 1, &x, 1, &h, NULL));
         for (int i = 0; i < 3; i++) PT_NEAR(pt_at(h, i), want[c][i], 1e-15);
         pd_scope_end(tok);
     }

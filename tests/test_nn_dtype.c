@@ -94,7 +94,7 @@ static void check_module(const char *name, fwd_fn f, void *m, int64_t dim, struc
         PT_CHECK(pd_tensor_dtype(in[k + 1]) == PD_F64);
     }
     struct pd_tensor *loss = pd_sum(pd_mul(y, w), NULL, 0, 0);
-    PT_CHECK(!pd_grad(&loss, 1, in, np + 1, NULL, 0, 0, 0, grads));
+    PT_CHECK(!pd_grad(&loss, 1, in, np + 1, grads, NULL));
     char what[128];
     for (int k = 0; k <= np && k < 16; k++) {
         snprintf(what, sizeof what, "%s %s", name, k ? pd_state_dict_name(sd, k - 1) : "input");

@@ -248,7 +248,7 @@ static struct pd_tensor *grad_of(struct pd_tensor *x, struct pd_tensor *y, int64
 {
     for (int64_t k = 0; k < order && y; k++) {
         struct pd_tensor *s = pd_sum(y, NULL, 0, 0), *gx = NULL;
-        if (!s || pd_grad(&s, 1, &x, 1, NULL, 1, 1, 0, &gx)) return NULL;
+        if (!s || pd_grad(&s, 1, &x, 1, &gx, &(struct pd_grad_options){.retain_graph = 1, .create_graph = 1})) return NULL;
         y = gx;
     }
     return y;

@@ -27,7 +27,7 @@
 /* ---- Ctrl-C -------------------------------------------------------------------
  * The first SIGINT (or SIGTERM) only sets a flag, read between steps; a
  * second one ends the process at once (async-signal-safe: write, _exit). */
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the first signal, 0 before */
 static struct sigaction old_int, old_term;
 
 static void on_signal(int sig)
@@ -35,12 +35,13 @@ static void on_signal(int sig)
     static const char again[] = "\npaddlec train: interrupted again: exiting now, without a checkpoint\n";
     static const char first[] = "\npaddlec train: interrupt: finishing the current step, then saving a checkpoint "
                                 "(interrupt again to exit at once)\n";
-    if (interrupted) {
+    /* the two signals may run at once on two threads (OpenMP's workers do not
+     * block them): one atomic exchange decides which is the first */
+    if (__atomic_exchange_n(&interrupted, sig, __ATOMIC_SEQ_CST)) {
         ssize_t w = write(2, again, sizeof again - 1);
         (void)w;
         _exit(128 + sig);
     }
-    interrupted = sig;
     ssize_t w = write(2, first, sizeof first - 1);
     (void)w;
 }
