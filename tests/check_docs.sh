@@ -10,8 +10,9 @@
 # docs/training.md runs as written, shortened: in a scratch directory that
 # holds build/paddlec (BUILD's program) and docs/, with /tmp/ moved into it,
 # step counts and checkpoint periods divided by 100 (checkpoint names too, so
-# a resume finds its file), a train without --steps given --steps 15, and
-# fewer held-out problems. `make ...` lines are not run (they build). A
+# a resume finds its file), a train without --steps given --steps 4, and
+# fewer held-out problems. `make run` runs as the training command it is
+# (Makefile); other `make ...` lines are not run (they build). A
 # block is run by bash with -e: its first failing command fails the check.
 # Blocks meant as output or failing commands go in plain ``` blocks.
 set -euo pipefail
@@ -37,12 +38,13 @@ if [ "${1:-}" = --commands ]; then
       # shorten (perl is Essential in Debian): see the comment at the top
       script=$(printf '%s\n' "$block" | T="$box/tmp/" perl -pe '
         next if /^\s*(#|$)/;
+        s{^make run\b}{build/paddlec train --out build/paddlec-out};   # what make run runs
         if (/^\s*make\b/) { $_ = "# (not run) $_"; next }
         s{(?<![\w.-])/tmp/}{$ENV{T}}g;
         s{(--(?:steps|ckpt-every|eval-every)[ =])(\d+)}{$1 . ($2 >= 200 ? int($2 / 100) : 2)}ge;
         s{(ckpt-)(\d+)(\.safetensors)}{$1 . ($2 >= 200 ? int($2 / 100) : 2) . $3}ge;
         if (m{build/paddlec train\b} && !/--resume/) {
-          s{(build/paddlec train)}{$1 --steps 15} unless /--steps/;
+          s{(build/paddlec train)}{$1 --steps 4} unless /--steps/;
           s{(build/paddlec train)}{$1 --task-n 5} unless /--data/;
         }
         s{(build/paddlec eval\b)}{$1 --task-n 5 --batches 2};

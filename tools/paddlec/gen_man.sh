@@ -19,8 +19,8 @@ section() {
     echo ".SS $title"
     "$bin" "$@" --help | esc | awk '
         /^usage: / { sub(/^usage: /, ""); print ".nf\n.B " $0 "\n.fi"; next }
-        /^options:$/ { print ".PP\nOptions:"; opts = 1; next }
-        opts && /^  \\-/ {
+        /^options:$/ { print ".PP\nOptions:"; next }
+        /^  \\-\\-/ {
             line = $0; sub(/^  /, "", line)
             n = match(line, /  +/)
             if (n) { print ".TP\n.B " substr(line, 1, n - 1); rest = substr(line, n); sub(/^ +/, "", rest); print rest }
