@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$1"
 json=$(ctest --show-only=json-v1)
-n=$(grep -o '"name" *: *"SKIP_RETURN_CODE"' <<<"$json" | wc -l)
+n=$({ grep -o '"name" *: *"SKIP_RETURN_CODE"' <<<"$json" || true; } | wc -l)
 total=$(grep -o '"properties" *:' <<<"$json" | wc -l)
 [ "$n" -eq "$total" ] || { echo "FAIL $n of $total tests have SKIP_RETURN_CODE"; exit 1; }
 bad=$(tr -d ' \n' <<<"$json" | grep -o '"name":"SKIP_RETURN_CODE","value":[^}]*' | grep -vc '"value":77' || true)
