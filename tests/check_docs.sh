@@ -3,7 +3,8 @@
 #
 #   check_docs.sh                      (CTest: docs_examples)
 # The code blocks marked `<!-- example: FILE -->` in docs/ must be exactly
-# the example files the build compiles and CTest runs.
+# the example files the build compiles and CTest runs, and the headline
+# figures of README.md, docs/cli.md and docs/training.md must agree.
 #
 #   check_docs.sh --commands BUILD     (CTest: docs_commands)
 # Every command of the ```sh blocks of README.md, docs/cli.md and
@@ -63,6 +64,15 @@ if [ "${1:-}" = --commands ]; then
 fi
 
 fail=0
+# The headline figures (the paragraph that starts "`paddlec train` with the
+# default recipe") are the same in README.md, docs/cli.md and docs/training.md.
+figures() { awk '/^`paddlec train` with the default recipe/ {on=1} on && /^$/ {exit} on' "$root/$1" | tr -s ' \n' '  '; }
+want=$(figures README.md)
+[ -n "$want" ] || { echo "FAIL README.md: no headline figures paragraph"; fail=1; }
+for md in docs/cli.md docs/training.md; do
+  if [ "$(figures "$md")" != "$want" ]; then echo "FAIL $md: headline figures differ from README.md's"; fail=1
+  else echo "ok $md: headline figures as README.md's"; fi
+done
 for md in "$root"/docs/*.md; do
   { grep -o '<!-- example: [^ ]* -->' "$md" || true; } | sed 's/<!-- example: \(.*\) -->/\1/' | while read -r f; do
     block=$(awk -v tag="<!-- example: $f -->" '
