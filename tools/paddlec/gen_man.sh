@@ -17,7 +17,7 @@ esc() { sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/" -e 's/-/\\-/g'; }
 section() {
     local title=$1; shift
     echo ".SS $title"
-    "$bin" "$@" --help | esc | awk '
+    { "$bin" "$@" --help || true; } | esc | awk '
         /^usage: / { sub(/^usage: /, ""); print ".nf\n.B " $0 "\n.fi"; next }
         /^options:$/ { print ".PP\nOptions:"; next }
         /^  \\-\\-/ {
