@@ -16,6 +16,7 @@
 
 #include "core/internal.h"
 #include "pd/flashmask.h"
+#include "pd/profiler.h"
 #include "tiny_llama.h"
 
 static int n_fail, n_checks;
@@ -272,10 +273,35 @@ static void also_llama(void)
     pd_llama_destroy(m);
 }
 
+/* Found by the second wrapper table of the sweep (tests/sweep/sweep_more.c):
+ * two crashes, a hang and silent failures in accessors. */
+static struct pd_tensor *hook_id(struct pd_tensor *g, void *ctx) { (void)ctx; return g; }
+static void sweep_more(void)
+{
+    struct pd_tensor *x = pd_ones((const int64_t[]){2, 3}, 2, PD_F32), *parts[2];
+    expect_err(__LINE__, isnan(pd_get(x, NULL)), PD_ERR_NULL, "get: index is NULL"); /* was a crash */
+    expect_err(__LINE__, pd_unbind(x, 0, NULL) < 0, PD_ERR_NULL, "unbind: out is NULL"); /* was a crash */
+    ERR_RC(pd_unbind(x, 2, parts), "unbind: axis 2 out of range");
+    expect_err(__LINE__, isnan(pd_get(x, (const int64_t[]){0, 3})), PD_ERR_INVALID, "index 3 out of range for dim 1");
+    ERR_RC(pd_tensor_dim(x, 2), "tensor_dim: axis 2 out of range for a 2-d tensor");
+    expect_err(__LINE__, isnan(pd_item(pd_zeros((const int64_t[]){0}, 1, PD_F32))), PD_ERR_INVALID, "no elements");
+    CHECK(pd_get(x, (const int64_t[]){1, 2}) == 1.0 && pd_tensor_dim(x, -1) == 3, "in-range get/dim");
+    pd_requires_grad_(x, 1);
+    expect_err(__LINE__, pd_tensor_register_hook(x, NULL, NULL) < 0, PD_ERR_NULL, "fn is NULL");
+    CHECK(pd_tensor_register_hook(x, hook_id, NULL) == PD_OK, "hook: %s", pd_last_error());
+    ERR_RC(pd_profiler_range_push(NULL), "name is NULL"); /* profiler off too */
+    /* counted 2^40 query rows one tile at a time: a hang */
+    struct pd_flashmask_tiles t;
+    ERR_RC(pd_flashmask_count_tiles(pd_flashmask_causal(8), 1, 1, 1LL << 40, 8, 1, 1, &t), "too large");
+    ERR_RC(pd_flashmask_count_tiles(NULL, 1, 1LL << 40, 1LL << 20, 1LL << 20, 1, 1, &t), "must fit an int64");
+    CHECK(pd_flashmask_count_tiles(pd_flashmask_causal(8), 1, 1, 8, 8, 2, 1, &t) == PD_OK, "%s", pd_last_error());
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
 } cases[] = {
+    {"sweep_more_accessors", sweep_more},
     {"bug3_randint_range", bug3},
     {"bug4_to_buffer_null", bug4},
     {"bug5_view_numel", bug5},

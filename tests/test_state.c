@@ -25,7 +25,10 @@ static void test_basic(void)
     PT_CHECK(pd_state_dict_find(sd, "b") == 1 && pd_state_dict_find(sd, "nope") == -1);
     PT_CHECK(pd_state_dict_get(sd, "nope") == NULL);
     PT_CHECK(pd_state_dict_name(sd, 2) == NULL && pd_state_dict_name(sd, -1) == NULL);
-    PT_CHECK(pd_state_dict_tensor(sd, 2) == NULL);
+    PT_CHECK(pd_state_dict_tensor(sd, 2) == NULL && strstr(pd_last_error(), "state_dict_tensor: index 2 outside [0, 2)"));
+    PT_CHECK(pd_state_dict_meta_key(sd, 0) == NULL && strstr(pd_last_error(), "meta_key: index 0 outside [0, 0)"));
+    pd_clear_error();
+    PT_CHECK(pd_state_dict_get(sd, "nope") == NULL && !pd_last_status()); /* a miss is an answer */
 
     /* duplicates are errors unless replace is set; replace keeps the slot */
     struct pd_tensor *c = pd_full((int64_t[]){5}, 1, 7, PD_F32);

@@ -237,6 +237,7 @@ int pd_retain_grad(struct pd_tensor *t)
 int pd_tensor_register_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx)
 {
     if (!t) return PD_ERR_NULL;
+    if (!fn) return pdi_errorf(PD_ERR_NULL, "register_hook: fn is NULL");
     if (!t->requires_grad) return pdi_errorf(PD_ERR_INVALID, "register_hook: tensor does not require grad");
     struct pdi_hook *h = pdi_calloc(1, sizeof *h);
     if (!h) return pdi_errorf(PD_ERR_NOMEM, "out of memory (hook)");

@@ -386,7 +386,9 @@ int64_t pd_tensor_dim(const struct pd_tensor *t, int axis)
 {
     if (!t) return -1;
     int a = pdi_norm_axis(axis, t->ndim);
-    return a < 0 || t->ndim == 0 ? -1 : t->shape[a];
+    if (a < 0 || t->ndim == 0)
+        return pdi_errorf(PD_ERR_INVALID, "tensor_dim: axis %d out of range for a %d-d tensor", axis, t->ndim);
+    return t->shape[a];
 }
 const int64_t *pd_tensor_shape(const struct pd_tensor *t) { return t ? t->shape : NULL; }
 const int64_t *pd_tensor_strides(const struct pd_tensor *t) { return t ? t->strides : NULL; }
@@ -504,17 +506,23 @@ int pd_to_buffer(const struct pd_tensor *t, void *buf, enum pd_dtype dt)
 
 double pd_item(const struct pd_tensor *t)
 {
-    if (!t || pd_tensor_numel(t) == 0) return NAN;
+    if (!t) return NAN;
+    if (pd_tensor_numel(t) == 0) return pdi_errorf(PD_ERR_INVALID, "item: the tensor has no elements"), NAN;
     const void *p = pdi_host_read(t, "item");
     return p ? pdi_load(p, t->dtype) : NAN;
 }
 
 double pd_get(const struct pd_tensor *t, const int64_t *index)
 {
-    if (!t || !pdi_host_read(t, "get")) return NAN;
+    if (!t) return NAN;
+    if (!index && t->ndim > 0) return pdi_errorf(PD_ERR_NULL, "get: index is NULL"), NAN;
+    if (!pdi_host_read(t, "get")) return NAN;
     int64_t off = t->offset;
     for (int d = 0; d < t->ndim; d++) {
-        if (index[d] < 0 || index[d] >= t->shape[d]) return NAN;
+        if (index[d] < 0 || index[d] >= t->shape[d])
+            return pdi_errorf(PD_ERR_INVALID, "get: index %lld out of range for dim %d of size %lld", (long long)index[d], d,
+                              (long long)t->shape[d]),
+                   NAN;
         off += index[d] * t->strides[d];
     }
     return pdi_load((char *)t->st->data + off * (int64_t)pd_dtype_size(t->dtype), t->dtype);

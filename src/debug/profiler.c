@@ -302,8 +302,8 @@ int pd_profiler_enabled(void) { return enabled; }
 
 int pd_profiler_range_push(const char *name)
 {
-    if (!enabled) return PD_OK;
     if (!name) return pdi_errorf(PD_ERR_INVALID, "pd_profiler_range_push: name is NULL");
+    if (!enabled) return PD_OK;
     struct tstate *s = tstate();
     if (!s) return pdi_errorf(PD_ERR_NOMEM, "pd_profiler_range_push: out of memory");
     if (s->n_ranges == MAX_STACK)

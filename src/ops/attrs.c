@@ -316,13 +316,19 @@ void *pdi_attrs_to_json(enum pd_op op, const struct pdi_attrs *a)
         case PDI_AT_INTS: {
             const struct pdi_ints *l = CFIELD(a, &d[i], struct pdi_ints);
             v = cJSON_CreateArray();
-            for (int64_t k = 0; v && k < l->n && k < PDI_MAX_ATTR_INTS; k++) cJSON_AddItemToArray(v, int_json(l->v[k]));
+            for (int64_t k = 0; v && k < l->n && k < PDI_MAX_ATTR_INTS; k++) {
+                cJSON *e = int_json(l->v[k]);
+                if (!e || !cJSON_AddItemToArray(v, e)) { cJSON_Delete(e); cJSON_Delete(v); v = NULL; }
+            }
             break;
         }
         default: v = int_json(*CFIELD(a, &d[i], int64_t)); break;
         }
-        if (!v) { cJSON_Delete(o); return NULL; }
-        cJSON_AddItemToObject(o, d[i].name, v);
+        if (!v || !cJSON_AddItemToObject(o, d[i].name, v)) {
+            cJSON_Delete(v);
+            cJSON_Delete(o);
+            return NULL;
+        }
     }
     return o;
 }

@@ -251,6 +251,15 @@ int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64
                           "pd_flashmask_count_tiles: B = %lld, Sq = %lld, Sk = %lld must be >= 0 and Hq = %lld a "
                           "multiple of Hk = %lld",
                           (long long)B, (long long)Sq, (long long)Sk, (long long)Hq, (long long)Hk);
+    /* Row indices are int32, and the counts (up to B * Hq * Sq * Sk, the
+     * attention's score elements) must fit an int64. */
+    int64_t bh, bhq, cells;
+    if (Sq > INT32_MAX || Sk > INT32_MAX || !pdi_mul_ok(B, Hq, &bh) || !pdi_mul_ok(bh, Sq, &bhq) ||
+        !pdi_mul_ok(bhq, Sk, &cells))
+        return pdi_errorf(PD_ERR_INVALID,
+                          "pd_flashmask_count_tiles: B = %lld, Hq = %lld, Sq = %lld, Sk = %lld are too large "
+                          "(Sq, Sk <= 2^31 - 1; B * Hq * Sq * Sk must fit an int64)",
+                          (long long)B, (long long)Hq, (long long)Sq, (long long)Sk);
     int rc = idx ? pdi_flashmask_check_indices("pd_flashmask_count_tiles", idx, causal != 0, B, Sq, Sk, Hk) : PD_OK;
     if (rc) return rc;
     struct pd_kview iv;

@@ -487,6 +487,7 @@ struct pd_tensor *pd_flatten(struct pd_tensor *x, int start_axis, int end_axis)
 int pd_unbind(struct pd_tensor *x, int axis, struct pd_tensor **out)
 {
     if (!x) return PD_ERR_NULL;
+    if (!out) return pdi_errorf(PD_ERR_NULL, "unbind: out is NULL");
     int ax = pdi_norm_axis(axis, x->ndim);
     if (ax < 0 || x->ndim == 0)
         return pdi_errorf(PD_ERR_INVALID, "unbind: axis %d out of range for a %d-d tensor", axis, x->ndim);

@@ -127,14 +127,24 @@ int pd_state_dict_remove(struct pd_state_dict *sd, const char *name)
 
 int pd_state_dict_size(const struct pd_state_dict *sd) { return sd ? sd->n : 0; }
 
+/* Entries are read by index in [0, n): outside it is the caller's error (a
+ * lookup by name that misses is an answer, NULL without a message). */
+static int index_ok(const struct pd_state_dict *sd, int i, int n, const char *fn)
+{
+    if (!sd) return 0;
+    if (i >= 0 && i < n) return 1;
+    pdi_errorf(PD_ERR_INVALID, "%s: index %d outside [0, %d)", fn, i, n);
+    return 0;
+}
+
 const char *pd_state_dict_name(const struct pd_state_dict *sd, int i)
 {
-    return sd && i >= 0 && i < sd->n ? sd->e[i].name : NULL;
+    return index_ok(sd, i, sd ? sd->n : 0, "state_dict_name") ? sd->e[i].name : NULL;
 }
 
 struct pd_tensor *pd_state_dict_tensor(const struct pd_state_dict *sd, int i)
 {
-    return sd && i >= 0 && i < sd->n ? sd->e[i].t : NULL;
+    return index_ok(sd, i, sd ? sd->n : 0, "state_dict_tensor") ? sd->e[i].t : NULL;
 }
 
 int pd_state_dict_find(const struct pd_state_dict *sd, const char *name)
@@ -146,7 +156,8 @@ int pd_state_dict_find(const struct pd_state_dict *sd, const char *name)
 
 struct pd_tensor *pd_state_dict_get(const struct pd_state_dict *sd, const char *name)
 {
-    return pd_state_dict_tensor(sd, pd_state_dict_find(sd, name));
+    int i = pd_state_dict_find(sd, name);
+    return i < 0 ? NULL : sd->e[i].t;
 }
 
 int64_t pd_state_dict_numel(const struct pd_state_dict *sd)
@@ -227,10 +238,10 @@ int pd_state_dict_meta_size(const struct pd_state_dict *sd) { return sd ? sd->n_
 
 const char *pd_state_dict_meta_key(const struct pd_state_dict *sd, int i)
 {
-    return sd && i >= 0 && i < sd->n_meta ? sd->meta_k[i] : NULL;
+    return index_ok(sd, i, sd ? sd->n_meta : 0, "state_dict_meta_key") ? sd->meta_k[i] : NULL;
 }
 
 const char *pd_state_dict_meta_value(const struct pd_state_dict *sd, int i)
 {
-    return sd && i >= 0 && i < sd->n_meta ? sd->meta_v[i] : NULL;
+    return index_ok(sd, i, sd ? sd->n_meta : 0, "state_dict_meta_value") ? sd->meta_v[i] : NULL;
 }

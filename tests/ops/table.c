@@ -8,6 +8,7 @@
  *     decomposition was checked on at least one harness row.
  */
 #include <cjson/cJSON.h>
+#include <pd/memory.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,44 @@ static int check_attrs(void)
     return bad;
 }
 
+/* Under allocation failure the JSON of an op's attributes is either NULL or
+ * whole: every allocation fails in turn, for ops whose attributes hold int
+ * lists (one allocation per element). */
+static int check_attrs_oom(void)
+{
+    int bad = 0;
+    for (int op = 0; op < PD_OP_COUNT; op++) {
+        struct pdi_attrs a;
+        pdi_attrs_default((enum pd_op)op, &a);
+        int n, want = 0;
+        const struct pdi_attr_desc *d = pdi_op_attrs((enum pd_op)op, &n);
+        for (int i = 0; i < n; i++) {
+            want++;
+            if (d[i].type != PDI_AT_INTS) continue;
+            struct pdi_ints *l = (struct pdi_ints *)((char *)&a + d[i].offset);
+            l->n = 3; /* one allocation per element: these may fail too */
+            for (int k = 0; k < 3; k++) l->v[k] = k;
+            want += 3;
+        }
+        for (int64_t nth = 1; nth < 64; nth++) {
+            pd_fault_inject(nth, 0);
+            cJSON *j = pdi_attrs_to_json((enum pd_op)op, &a);
+            int hit = pd_fault_hits() > 0;
+            pd_fault_inject(0, 0);
+            int got = 0;
+            for (const cJSON *c = j ? j->child : NULL; c; c = c->next) got += 1 + (cJSON_IsArray(c) ? cJSON_GetArraySize(c) : 0);
+            if (j && got != want) {
+                printf("FAIL table: %s: attributes JSON incomplete when allocation %lld fails\n", pdi_ops[op].name,
+                       (long long)nth);
+                bad++;
+            }
+            cJSON_Delete(j);
+            if (!hit) break;
+        }
+    }
+    return bad;
+}
+
 static int check_composites(const unsigned char *checked)
 {
     int bad = 0;
@@ -97,7 +136,7 @@ static int check_composites(const unsigned char *checked)
 int opt_check_table(const unsigned char *decomp_checked)
 {
     pdi_kernels_init();
-    int bad = check_dtypes() + check_attrs() + check_composites(decomp_checked);
+    int bad = check_dtypes() + check_attrs() + check_attrs_oom() + check_composites(decomp_checked);
     printf("op table: %d ops, %d problems\n", PD_OP_COUNT, bad);
     return bad;
 }

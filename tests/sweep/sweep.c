@@ -21,7 +21,7 @@
  * with the next one in a new child. Under ASan, LeakSanitizer checks each
  * batch of cases, and a leaking batch is re-run case by case.
  *
- *   sweep [--sample N] [--op NAME] [--case K] [--timeout S] [--quiet]
+ *   sweep [--sample N] [--op NAME] [--case K] [--range FROM TO] [--timeout S] [--quiet]
  * Exit status 0 when no case failed.
  */
 #include "sweep.h"
@@ -278,12 +278,13 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--sample") && i + 1 < argc) sw_opts.sample = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--op") && i + 1 < argc) sw_opts.only_op = argv[++i];
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) sw_opts.only_case = atoi(argv[++i]) + 1;
+        else if (!strcmp(argv[i], "--range") && i + 2 < argc) sw_opts.from = atoi(argv[++i]), sw_opts.to = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) sw_opts.timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--quiet")) sw_opts.quiet = 1;
         else if (!strcmp(argv[i], "--no-fork")) sw_opts.no_fork = 1;
         else if (!strcmp(argv[i], "--list")) sw_opts.list = 1;
         else {
-            fprintf(stderr, "usage: %s [--sample N] [--op NAME] [--case K] [--timeout S] [--quiet] [--list]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--sample N] [--op NAME] [--case K] [--range FROM TO] [--timeout S] [--quiet] [--list]\n", argv[0]);
             return 2;
         }
     }
@@ -304,6 +305,7 @@ int main(int argc, char **argv)
     if (!sel) return 2;
     for (int k = 0; k < n; k++) {
         if (sw_opts.only_case && k != sw_opts.only_case - 1) continue;
+        if (k < sw_opts.from || (sw_opts.to && k >= sw_opts.to)) continue;
         if (sw_opts.only_op && !sw_case_is_op(k, sw_opts.only_op)) continue;
         if (sw_opts.sample && n > sw_opts.sample && (uint64_t)k * 0x9e3779b97f4a7c15ull % (uint64_t)n >= (uint64_t)sw_opts.sample)
             continue;

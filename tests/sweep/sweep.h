@@ -10,6 +10,7 @@ struct sweep_opts {
     int sample;          /* run about this many cases (0: all) */
     const char *only_op; /* only this op's cases */
     int only_case;       /* only case only_case - 1 (0: all) */
+    int from, to;        /* only cases in [from, to) (to 0: no bound) */
     int timeout;         /* seconds per case */
     int quiet, no_fork, list;
 };

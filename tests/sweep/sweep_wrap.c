@@ -17,29 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pd/pd.h"
-#include "sweep.h"
-
-static const int64_t ivals[] = {0, -1, 1, 3, -4, 9, INT_MIN, INT_MAX, INT64_MIN, INT64_MAX, 1LL << 40};
-#define NI ((int)(sizeof ivals / sizeof ivals[0]))
-static const double dvals[] = {NAN, INFINITY, -INFINITY, -1.0, 0.0, 0.5, 1.0, 1e308, -1e308};
-#define ND ((int)(sizeof dvals / sizeof dvals[0]))
-
-enum shape { NUL, INT, DBL };
-typedef int (*wrap_fn)(int i, int *must, struct pd_tensor **out);
-
-#define IV (ivals[i])
-#define II (IV >= INT_MIN && IV <= INT_MAX ? (int)IV : -1) /* as an int (INT_MIN stays) */
-#define DV (dvals[i])
-#define NP(j, ...) (i == (j) ? NULL : (__VA_ARGS__))
-#define RES(t) (*out = (t), *out ? 0 : (pd_last_status() ? pd_last_status() : -1))
-#define RC(expr) (*out = NULL, rc_of(expr))
-#define BAD_D (!isfinite(DV))
-
-static int rc_of(int rc) { return rc < 0 ? rc : 0; }
-static struct pd_tensor *x234(void) { return pd_ones((const int64_t[]){2, 3, 4}, 3, PD_F32); }
-static struct pd_tensor *x0(void) { return pd_zeros((const int64_t[]){0, 4}, 2, PD_F32); }
-static struct pd_tensor *ids3(void) { return pd_zeros((const int64_t[]){1, 3}, 2, PD_I64); }
+#include "sweep_wrap.h"
 
 /* --- tensor and op wrappers --- */
 static int w_reshape_n(int i, int *m, struct pd_tensor **out) { *m = 1; return RES(pd_reshape(NP(0, x234()), NP(1, (const int64_t[]){24}), 1)); }
@@ -573,8 +551,8 @@ static int w_clip_n_i(int i, int *m, struct pd_tensor **out)
 {
     struct pd_tensor *t[2] = {x234(), x234()};
     *out = NULL;
-    *m = II < 0 || II > 2;
-    if (II > 2) return -1; /* the array has 2 */
+    *m = II < 0;
+    if (II > 2) return -1; /* the array has 2: a caller's bug no callee can see */
     double r = pd_clip_grad_norm_tensors(t, II, 1.0);
     return r < 0 ? (pd_last_status() ? pd_last_status() : -1) : 0;
 }
@@ -970,12 +948,7 @@ static int w_io_n(int i, int *m, struct pd_tensor **out)
     return rc_of(rc);
 }
 
-static const struct {
-    const char *name;
-    enum shape shape;
-    int n; /* NUL: the number of cases */
-    wrap_fn fn;
-} wraps[] = {
+static const struct sw_wrap wraps[] = {
     {"pd_reshape(NULL x | shape)", NUL, 2, w_reshape_n}, {"pd_view(NULL x | shape)", NUL, 2, w_view_n},
     {"pd_expand(NULL x | shape)", NUL, 2, w_expand_n}, {"pd_permute(NULL x | perm)", NUL, 2, w_permute_n},
     {"pd_mean(NULL x | axes)", NUL, 2, w_sum_n}, {"pd_sum_to_shape(NULL x | shape)", NUL, 2, w_sts_n},
@@ -1016,40 +989,45 @@ static const struct {
 };
 #define N_WRAP ((int)(sizeof wraps / sizeof wraps[0]))
 
-static int n_of(int e) { return wraps[e].shape == INT ? NI : wraps[e].shape == DBL ? ND : wraps[e].n; }
+/* Entry e of both tables, the first then sweep_more.c's. */
+static const struct sw_wrap *row(int e) { return e < N_WRAP ? &wraps[e] : &sw_more[e - N_WRAP]; }
+static int n_of(int e) { return row(e)->shape == INT ? NI : row(e)->shape == DBL ? ND : row(e)->n; }
 
 int sw_wrap_count(void)
 {
     int n = 0;
-    for (int e = 0; e < N_WRAP; e++) n += n_of(e);
+    for (int e = 0; e < N_WRAP + sw_n_more; e++) n += n_of(e);
     return n;
 }
 
-static int locate(int k, int *i)
+static const struct sw_wrap *locate(int k, int *i)
 {
     int e = 0;
-    while (e < N_WRAP && k >= n_of(e)) k -= n_of(e), e++;
+    while (e < N_WRAP + sw_n_more && k >= n_of(e)) k -= n_of(e), e++;
     *i = k;
-    return e;
+    return row(e);
 }
 
 void sw_run_wrap_case(int k, int judge_k)
 {
-    int i, e = locate(k, &i), must = 0;
+    int i, must = 0;
+    const struct sw_wrap *w = locate(k, &i);
     struct pd_tensor *out = NULL;
     pd_clear_error();
-    int rc = wraps[e].fn(i, &must, &out);
+    int rc = w->fn(i, &must, &out);
     /* A NULL tensor input propagates without a new message (include/pd/tensor.h
-     * "Errors"), and lookups answer "none" (NULL, -1, 0) without one: an error
-     * with no status is judged as that; a status needs a good message. */
-    int quiet = rc < 0 && !pd_last_status();
-    sw_judge(judge_k, quiet ? PD_ERR_NULL : rc, must, wraps[e].shape == NUL || quiet, &out, out ? 1 : 0);
+     * "Errors"), and a wrapper that checks several calls returns -1 without a
+     * status when it found nothing to judge. Elsewhere a failure where an error
+     * was due needs a status and a good message: a silent one is a bad message. */
+    int quiet = rc < 0 && !pd_last_status() && (w->shape == NUL || !must);
+    sw_judge(judge_k, quiet ? PD_ERR_NULL : rc, must, w->shape == NUL || quiet, &out, out ? 1 : 0);
 }
 
 void sw_describe_wrap(int k, char *buf, size_t n)
 {
-    int i, e = locate(k, &i);
-    if (wraps[e].shape == INT) snprintf(buf, n, "%s with v = %lld", wraps[e].name, (long long)ivals[i]);
-    else if (wraps[e].shape == DBL) snprintf(buf, n, "%s with v = %g", wraps[e].name, dvals[i]);
-    else snprintf(buf, n, "%s case %d", wraps[e].name, i);
+    int i;
+    const struct sw_wrap *w = locate(k, &i);
+    if (w->shape == INT) snprintf(buf, n, "%s with v = %lld", w->name, (long long)ivals[i]);
+    else if (w->shape == DBL) snprintf(buf, n, "%s with v = %g", w->name, dvals[i]);
+    else snprintf(buf, n, "%s case %d", w->name, i);
 }
