@@ -1,7 +1,9 @@
 /* paddle.c — a fixed loop of tiny ops for instruction counting:
  *   valgrind --tool=callgrind build/bench_dispatch_loop MODE N
  * MODE 0: N forward pd_add of 16 floats; MODE 1: N times pd_add, pd_sum and
- * pd_backward. Run with N = 0 and N = 20000 and divide the difference by N
+ * pd_backward; MODE 2: N times three views (pd_slice, pd_expand, pd_permute),
+ * which pay the view element-limit check; MODE 3: N in-place pd_add_, which
+ * pays the write-overlap check. Run with N = 0 and N = 20000 and divide the difference by N
  * (docs/benchmarks.md, "The one-path dispatcher"). Prints one JSON line. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +16,20 @@ int main(int argc, char **argv)
     int64_t s[1] = {16};
     struct pd_tensor *a = pd_keep(pd_ones(s, 1, PD_F32)), *b = pd_keep(pd_ones(s, 1, PD_F32));
     if (!a || !b) return 1;
-    if (mode) pd_requires_grad_(a, 1);
+    if (mode == 1) pd_requires_grad_(a, 1);
     for (int i = 0; i < n; i++) {
         int tok = pd_scope_begin();
-        struct pd_tensor *c = pd_add(a, b);
-        if (mode) pd_backward(pd_sum(c, NULL, 0, 0), NULL, 0);
+        if (mode == 2) {
+            struct pd_tensor *v = pd_slice(a, 0, 2, 6, 1);
+            v = pd_permute(pd_expand(pd_reshape(v, (const int64_t[]){4, 1}, 2), (const int64_t[]){4, 3}, 2),
+                           (const int[]){1, 0}, 2);
+            if (!v) return 1;
+        } else if (mode == 3) {
+            if (!pd_add_(b, a)) return 1;
+        } else {
+            struct pd_tensor *c = pd_add(a, b);
+            if (mode) pd_backward(pd_sum(c, NULL, 0, 0), NULL, 0);
+        }
         pd_scope_end(tok);
     }
     printf("{\"bench\":\"dispatch_loop\",\"mode\":%d,\"iterations\":%d}\n", mode, n);

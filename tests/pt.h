@@ -32,6 +32,16 @@ static int pt_fails, pt_checks;
         }                                                                                          \
     } while (0)
 
+/* dir/name in one of four rotating buffers: up to four paths live at once. */
+static inline const char *pt_path(const char *dir, const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 /* A 1-d tensor of dtype dt from doubles (converted like pd_cast). */
 static inline struct pd_tensor *pt_vec(enum pd_dtype dt, int n, const double *v)
 {

@@ -24,14 +24,7 @@
 
 static char dir[64];
 
-static const char *tmp(const char *name)
-{
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+static const char *tmp(const char *name) { return pt_path(dir, name); }
 
 static void write_file(const char *path, const void *p, size_t n)
 {

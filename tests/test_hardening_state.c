@@ -25,6 +25,7 @@
 #include "pd/optim.h"
 #include "pd/state.h"
 #include "pt.h"
+#include "tiny_llama.h"
 
 /* ---- bug 1 --------------------------------------------------------------- */
 /* An allocator that refuses every block above 1 GiB (so a huge cache fails
@@ -44,15 +45,8 @@ static void big_fails_free(void *ctx, void *p, size_t n)
 
 static struct pd_llama_config tiny_config(double dropout)
 {
-    struct pd_llama_config c;
-    pd_llama_config_default(&c);
-    c.vocab_size = 37;
-    c.dim = 32;
-    c.n_layers = 2;
-    c.n_heads = 2;
-    c.n_kv_heads = 1;
-    c.hidden_dim = 48;
-    c.max_seq_len = 16;
+    struct pd_llama_config c = pt_tiny_llama_config();
+    c.n_heads = 2, c.n_kv_heads = 1, c.max_seq_len = 16, c.init_std = 0.02;
     c.dropout = dropout;
     return c;
 }

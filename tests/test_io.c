@@ -16,14 +16,7 @@
 static char dir[64];
 static char fixture[4096]; /* fixtures/io/reference.safetensors next to this file */
 
-static const char *tmp(const char *name)
-{
-    static char buf[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+static const char *tmp(const char *name) { return pt_path(dir, name); }
 
 static long file_bytes(const char *path, unsigned char **out)
 {
