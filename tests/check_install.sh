@@ -82,6 +82,7 @@ got=$(PATH="$p/bin:$PATH" bash -c '
 echo "ok bash completion"
 
 # make install PREFIX=... reaches cmake --install on every call (dry run)
-make -n -C "$src" install BUILD="$build" PREFIX="$tmp/other" 2>/dev/null | grep -q -- "--install .* --prefix $tmp/other" ||
-  { echo "FAIL make install ignores PREFIX"; exit 1; }
+# (the output is captured first: grep -q quitting early would SIGPIPE make under pipefail)
+dry=$(make -n -C "$src" install BUILD="$build" PREFIX="$tmp/other" 2>&1) || { echo "FAIL make -n install: $dry"; exit 1; }
+grep -q -- "--install .* --prefix $tmp/other" <<<"$dry" || { echo "FAIL make install ignores PREFIX: $dry"; exit 1; }
 echo "ok make install PREFIX"
