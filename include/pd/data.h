@@ -120,6 +120,24 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
 /* The same over a memory buffer (copied as ids; text may be freed after). */
 struct pd_text_dataset *pd_text_dataset_from_memory(const void *text, size_t len, const struct pd_tokenizer *tok,
                                                     double val_fraction);
+/* Train and validation splits from two texts (a file and --val-data, or a
+ * document split): the train split is train's ids, validation val's. Both
+ * must be non-empty. */
+struct pd_text_dataset *pd_text_dataset_from_parts(const void *train, size_t train_len, const void *val, size_t val_len,
+                                                   const struct pd_tokenizer *tok);
+/* A validation split of whole documents chosen at random (seeded), not the
+ * text's tail. Documents are the pieces of text that each end with
+ * "<|endoftext|>" when the text holds that marker, else paragraphs (each
+ * ending with its run of two or more newlines); with fewer than
+ * PD_DOCSPLIT_MIN_DOCS of those, lines. Documents are drawn in a shuffled
+ * order (seed) until they hold val_fraction of the bytes (at least one, and
+ * one is left for training); each split keeps its documents in text order.
+ * A text of one line has no document to hold out: its last val_fraction of
+ * the tokens is validation (pd_text_dataset_from_memory). val_fraction in
+ * (0, 1). */
+#define PD_DOCSPLIT_MIN_DOCS 20
+struct pd_text_dataset *pd_text_dataset_from_documents(const void *text, size_t len, const struct pd_tokenizer *tok,
+                                                       double val_fraction, uint64_t seed);
 void pd_text_dataset_destroy(struct pd_text_dataset *ds);
 
 int pd_text_dataset_vocab_size(const struct pd_text_dataset *ds);

@@ -75,6 +75,29 @@ static struct pd_text_dataset *finish(struct pdi_ids *ids, int vocab, double val
     return ds;
 }
 
+struct pd_text_dataset *pd_text_dataset_from_parts(const void *train, size_t train_len, const void *val, size_t val_len,
+                                                   const struct pd_tokenizer *tok)
+{
+    if ((!train && train_len) || (!val && val_len)) return pdi_error(PD_ERR_INVALID, "text dataset: text is NULL");
+    if (!train_len || !val_len)
+        return pdi_error(PD_ERR_INVALID, "text dataset: the %s text is empty", train_len ? "validation" : "training");
+    struct pd_tokenizer *own = NULL;
+    if (!tok && !(tok = own = pd_tokenizer_byte_create())) return NULL;
+    struct pdi_ids ids = {0};
+    int rc = pdi_tokenizer_encode_append(tok, train, train_len, &ids);
+    int64_t n_train = ids.n;
+    if (!rc) rc = pdi_tokenizer_encode_append(tok, val, val_len, &ids);
+    int vocab = tok->n_tok;
+    pd_tokenizer_destroy(own);
+    if (rc) {
+        free(ids.v);
+        return NULL;
+    }
+    struct pd_text_dataset *ds = finish(&ids, vocab, 0, "the text");
+    if (ds) ds->n_train = n_train;
+    return ds;
+}
+
 struct pd_text_dataset *pd_text_dataset_from_memory(const void *text, size_t len, const struct pd_tokenizer *tok,
                                                     double val_fraction)
 {

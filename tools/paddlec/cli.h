@@ -169,6 +169,40 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
  * exits with one line naming what (a path) otherwise. */
 void cli_recipe_check(const char *json, const char *what);
 
+/* ---- run directories (runs.c; docs/training.md, "Runs") ------------------ */
+/* SIGINT/SIGTERM during training: the first sets a flag (cli_interrupted
+ * returns the signal), a second exits at once with 128 + the signal. */
+void cli_interrupt_begin(void);
+void cli_interrupt_end(void);
+int cli_interrupted(void);
+/* A run directory -> its latest checkpoint (the highest step of its
+ * ckpt-<step>.safetensors and final.safetensors; held), a file -> itself. */
+const char *cli_run_resolve(const char *path);
+/* A checkpoint for resuming, held: a training checkpoint, or a weights-only
+ * model merged with its training state X.state.safetensors. */
+struct pd_state_dict *cli_checkpoint_load(const char *path);
+/* Removes all but the keep_last newest ckpt-<step>.safetensors of dir (0: none). */
+void cli_run_prune(const char *dir, int keep_last);
+/* Drops the metrics lines a resume from step would repeat; returns how many. */
+int64_t cli_metrics_truncate(const char *path, int64_t step);
+#define CLI_EXIT_INTERRUPTED 130   /* 128 + SIGINT, as a shell reports it */
+
+/* Validation of m over up to max_batches batches of the val split: the loss
+ * (as cli_val_loss) and, when tok is given, bits per byte: the summed nats of
+ * the scored targets / ln 2 / the bytes those targets decode to. Status. */
+struct cli_val {
+    double loss, bpb;
+    int64_t tokens, bytes;   /* scored targets and their bytes */
+};
+int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const struct pd_tokenizer *tok, int batch,
+                 int seq_len, int max_batches, int answer_only, const struct cli_packer *pack, struct cli_val *out);
+/* The dataset of a text file as train and eval build it: --val-data VAL
+ * (NULL: none) as the validation split, else a document split of the file
+ * (pd_text_dataset_from_documents with val_fraction and seed). Held. */
+struct pd_text_dataset *cli_text_dataset(const char *data, const char *val_data, const struct pd_tokenizer *tok,
+                                         double val_fraction, uint64_t seed);
+
+int cmd_export(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int pdc_cmd_md5diff(int argc, char **argv);   /* md5diff.c */
 int cmd_generate(int argc, char **argv);

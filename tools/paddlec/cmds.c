@@ -117,8 +117,8 @@ int cmd_eval(int argc, char **argv)
     const char *ckpt = NULL, *data = NULL;
     int batches = 50, task_n = 500, batch = 0;
     struct cli_opt opts[] = {
-        {"ckpt", CLI_STR, &ckpt, 0, 0, "checkpoint written by `paddlec train` (required)", 0},
-        {"data", CLI_STR, &data, 0, 0, "text file to evaluate on (default: the checkpoint's training data)", 0},
+        {"ckpt", CLI_STR, &ckpt, 0, 0, "model or checkpoint written by `paddlec train` (required)", 0},
+        {"data", CLI_STR, &data, 0, 0, "text file whose held-out documents to evaluate on (default: the run's validation data)", 0},
         {"batches", CLI_INT, &batches, 1, 1 << 30, "validation batches at most", 0},
         {"batch", CLI_INT, &batch, 0, 1 << 20, "sequences per batch (0: the training batch)", 0},
         {"task-n", CLI_INT, &task_n, 0, 100000, "held-out arithmetic problems to score (built-in data)", 0},
@@ -127,8 +127,8 @@ int cmd_eval(int argc, char **argv)
     const char *pos[1];
     int npos;
     cli_parse(argc, argv, opts, "eval --ckpt PATH [options]",
-              "Validation loss and perplexity of a checkpoint on the validation split of its data (or of\n"
-              "--data), and, for the built-in data set, the held-out task accuracy (greedy generation).",
+              "Validation loss, perplexity and bits per byte of a model or checkpoint on the validation split\n"
+              "of its data (or of --data), and, for the built-in data set, the held-out task accuracy.",
               pos, 0, &npos);
     if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
     struct cli_model cm;
@@ -138,7 +138,8 @@ int cmd_eval(int argc, char **argv)
     if (cm.train_json) cli_recipe_check(cm.train_json, ckpt);
     cJSON *rj = cli_hold(cm.train_json ? cJSON_Parse(cm.train_json) : cJSON_CreateObject(), cli_dtor_json);
     if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: malformed paddlec.recipe metadata", cli_q(ckpt));
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rj, "data");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(rj, "data"), *vd = cJSON_GetObjectItemCaseSensitive(rj, "val-data");
+    const char *val_data = !data && cJSON_IsString(vd) ? vd->valuestring : NULL;   /* the run's own validation file */
     if (!data && cJSON_IsString(d)) data = d->valuestring;
     struct pd_arith_config ac;
     pd_arith_config_default(&ac);
@@ -148,21 +149,25 @@ int cmd_eval(int argc, char **argv)
     uint64_t seed = (uint64_t)recipe_num(rj, "seed", 1);
     int seq = cm.cfg.max_seq_len;
     if (!batch) batch = (int)recipe_num(rj, "batch", 16);
+    /* the split train made: --val-data, or the same documents held out (same seed) */
     struct pd_text_dataset *ds =
-        cli_hold(data ? pd_text_dataset_open(data, cm.tok, vf)
-                      : pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf),
-                 cli_dtor_dataset);
+        data ? cli_text_dataset(data, val_data, cm.tok, vf, seed)
+             : cli_hold(pd_text_dataset_builtin(seed, (int64_t)recipe_num(rj, "lines", 200000), &ac, cm.tok, vf),
+                        cli_dtor_dataset);
     if (!ds) cli_fail_pd("cannot load the evaluation data");
     int answer_only = !data && recipe_num(rj, "answer-loss", 0) != 0;
     /* a model trained on packed documents is validated the same way */
     struct cli_packer pack = {0};
     int packed = recipe_num(rj, "pack-documents", 0) != 0;
     if (packed) cli_packer_init(&pack, cm.tok, data != NULL);
-    double vl = cli_val_loss(cm.model, ds, batch, seq, batches, answer_only, packed ? &pack : NULL);
+    struct cli_val v;
+    if (cli_validate(cm.model, ds, cm.tok, batch, seq, batches, answer_only, packed ? &pack : NULL, &v))
+        cli_fail_pd("validation failed");
     cli_packer_free(&pack);
-    if (isnan(vl)) cli_fail_pd("validation failed");
-    printf("step %lld\nval loss %.4f%s\nval perplexity %.3f\n", (long long)cm.step, vl,
-           answer_only ? " (answer tokens)" : "", exp(vl));
+    double vl = v.loss;
+    printf("step %lld\nval loss %.4f%s\nval perplexity %.3f\nval bits per byte %.4f (%lld tokens, %lld bytes)\n",
+           (long long)cm.step, vl, answer_only ? " (answer tokens)" : "", exp(vl), v.bpb, (long long)v.tokens,
+           (long long)v.bytes);
     if (!data && task_n > 0) {
         char *sample = NULL;
         double acc = cli_task_accuracy(cm.model, cm.tok, &ac, task_n, seed + 2, 128, &sample);

@@ -22,6 +22,7 @@ static const struct {
     {"bench", cmd_bench, "time a training step and KV-cache decoding"},
     {"tokenizer", cmd_tokenizer, "tokenizer train: learn a byte-level BPE"},
     {"md5diff", pdc_cmd_md5diff, "first op where two checksum files differ"},
+    {"export", cmd_export, "write a training checkpoint's model as a weights-only file"},
 };
 
 #ifndef PADDLEC_VERSION

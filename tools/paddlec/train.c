@@ -1,6 +1,9 @@
 /* paddle.c — `paddlec train`: the training loop, checkpoints and resume.
  *
- * A checkpoint is one safetensors file (written atomically by io):
+ * A training checkpoint (ckpt-<step>) is one safetensors file (written
+ * atomically by io); the final model (final.safetensors) holds the model part
+ * alone and final.state.safetensors the training part (save_checkpoint's
+ * parts; docs/checkpoints.md). A checkpoint holds:
  *   tensors   the model's parameters under their Hugging Face names
  *             (model.*, lm_head.weight) and the optimizer state (optim.*);
  *   metadata  paddlec.format "1", paddlec.step (steps done),
@@ -18,7 +21,8 @@
  * Ownership: everything the command owns is held (cli_hold) as soon as it
  * exists and freed before returning; any error exits through cli_fail, which
  * frees what is held (no checkpoint is written after an error: saves happen
- * only at the end of a successful step).
+ * only at the end of a successful step). A first Ctrl-C (runs.c) is acted
+ * on at the end of a step: a checkpoint, then exit 130.
  */
 #include <errno.h>
 #include <math.h>
@@ -48,7 +52,8 @@ static void finish_profile(const char *out)
 }
 
 struct recipe {
-    const char *config, *resume, *data, *tokenizer, *out, *metrics, *sample_prompt;
+    const char *config, *resume, *data, *val_data, *tokenizer, *out, *metrics, *sample_prompt;
+    int keep_last;
     int dim, layers, heads, kv_heads, hidden, seq_len, tie;
     int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits, heldout, profile;
     int bf16, answer_loss, pack_documents;
@@ -108,11 +113,13 @@ static struct cli_opt *recipe_opts(struct recipe *r)
     static struct cli_opt o[64];
     struct cli_opt t[] = {
         {"config", CLI_STR, &r->config, 0, 0, "JSON file of options (keys = option names); flags override it", 0},
-        {"resume", CLI_STR, &r->resume, 0, 0, "checkpoint to resume from (bit-exact)", 0},
+        {"resume", CLI_STR, &r->resume, 0, 0, "checkpoint, or run directory (its latest checkpoint), to resume from (bit-exact)", 0},
         {"data", CLI_STR, &r->data, 0, 0, "UTF-8 text file to train on (default: built-in arithmetic)", 0},
         {"tokenizer", CLI_STR, &r->tokenizer, 0, 0, "tokenizer JSON from `paddlec tokenizer train` (default: bytes)", 0},
-        {"out", CLI_STR, &r->out, 0, 0, "directory for checkpoints (ckpt-<step>.safetensors, final.safetensors)", 0},
-        {"metrics", CLI_STR, &r->metrics, 0, 0, "append metrics as JSON lines to this file", 0},
+        {"out", CLI_STR, &r->out, 0, 0, "run directory: checkpoints ckpt-<step>.safetensors, final.safetensors, metrics.jsonl", 0},
+        {"metrics", CLI_STR, &r->metrics, 0, 0, "append metrics as JSON lines to this file (default: OUT/metrics.jsonl)", 0},
+        {"val-data", CLI_STR, &r->val_data, 0, 0, "text file for validation (default: whole documents of --data held out)", 0},
+        {"keep-last", CLI_INT, &r->keep_last, 0, BIG, "keep only the N newest ckpt-<step> files (0: all)", 0},
         {"sample-prompt", CLI_STR, &r->sample_prompt, 0, 0, "prompt of the sample printed at the end", 0},
         {"dim", CLI_INT, &r->dim, 1, 65536, "model width", 0},
         {"layers", CLI_INT, &r->layers, 1, 1024, "decoder layers", 0},
@@ -142,7 +149,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"digits", CLI_INT, &r->digits, 1, 9, "built-in data: operand digits at most", 0},
         {"profile", CLI_INT, &r->profile, 0, 1000000, "profile the first N steps: summary table on stderr, <out>/trace.json (Chrome trace)", 0},
         {"heldout", CLI_INT, &r->heldout, 1, 500, "built-in data: problems held out of training, per mille", 0},
-        {"val-fraction", CLI_DOUBLE, &r->val_fraction, 0.0001, 0.5, "share of the tokens held out for validation", 0},
+        {"val-fraction", CLI_DOUBLE, &r->val_fraction, 0.0001, 0.5, "share held out for validation (--data: of the bytes, in whole documents)", 0},
         {"eval-every", CLI_INT, &r->eval_every, 0, BIG, "validation loss every N steps (0: only at the end)", 0},
         {"eval-batches", CLI_INT, &r->eval_batches, 1, BIG, "validation batches per evaluation", 0},
         {"ckpt-every", CLI_INT, &r->ckpt_every, 0, BIG, "checkpoint every N steps (0: only the final one)", 0},
@@ -156,7 +163,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
 
 /* Options that define the model: fixed by a checkpoint. */
 static const char *const structural[] = {"dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "tie", "tokenizer",
-                                         "data", "digits", "heldout", "lines", "seed", "val-fraction", NULL};
+                                         "data", "digits", "heldout", "lines", "seed", "val-fraction", "val-data", NULL};
 
 static void opt_text(const struct cli_opt *o, char *buf, size_t n)
 {
@@ -290,42 +297,60 @@ struct run {
     struct pd_arith_config ac;
     struct cli_packer pack;   /* --pack-documents (tok_text NULL without) */
     char *sample_prompt;      /* prompt of the final text sample (held), NULL: the arithmetic sample */
+    const char *resume_file;  /* --resume resolved to a file (a run directory's latest checkpoint) */
     int64_t step;
 };
 
-static void save_checkpoint(struct run *R, const char *path)
+/* What a saved file holds: the model (weights + what serving needs), the
+ * training state (optimizer tensors and keys, generator states), or both
+ * (a training checkpoint). Every file has paddlec.format, paddlec.kind,
+ * paddlec.step, paddlec.model_config and paddlec.recipe. */
+enum { SAVE_MODEL = 1, SAVE_STATE = 2, SAVE_CHECKPOINT = 3 };
+
+static void save_checkpoint(struct run *R, const char *path, int parts)
 {
     struct pd_state_dict *sd = cli_hold(pd_state_dict_create(), cli_dtor_state_dict);
     if (!sd) cli_fail_pd("checkpoint");
     int n = pd_state_dict_size(R->params);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && (parts & SAVE_MODEL); i++)
         if (pd_state_dict_add(sd, pd_state_dict_name(R->params, i), pd_state_dict_tensor(R->params, i)))
             cli_fail_pd("checkpoint: cannot list the model");
-    if (pd_optimizer_state_dict(R->opt, sd, "optim.")) cli_fail_pd("checkpoint: cannot list the optimizer state");
+    if ((parts & SAVE_STATE) && pd_optimizer_state_dict(R->opt, sd, "optim."))
+        cli_fail_pd("checkpoint: cannot list the optimizer state");
     char v[32];
     snprintf(v, sizeof v, "%lld", (long long)R->step);
     pd_state_dict_set_meta(sd, "paddlec.format", "1");
+    pd_state_dict_set_meta(sd, "paddlec.kind", parts == SAVE_CHECKPOINT ? "checkpoint" : parts == SAVE_MODEL ? "model" : "state");
     pd_state_dict_set_meta(sd, "paddlec.step", v);
     uint64_t s, o;
-    pd_generator_get_state(R->data_gen, &s, &o);
-    set_meta_u64x2(sd, "paddlec.data_rng", s, o);
-    pd_generator_get_state(pd_default_generator(), &s, &o);
-    set_meta_u64x2(sd, "paddlec.default_rng", s, o);
     struct pd_generator *dg = pd_llama_dropout_generator(R->model);
-    if (dg) {   /* --dropout > 0: its masks continue where they stopped */
-        pd_generator_get_state(dg, &s, &o);
-        set_meta_u64x2(sd, "paddlec.dropout_rng", s, o);
+    if (parts & SAVE_STATE) {
+        pd_generator_get_state(R->data_gen, &s, &o);
+        set_meta_u64x2(sd, "paddlec.data_rng", s, o);
+        pd_generator_get_state(pd_default_generator(), &s, &o);
+        set_meta_u64x2(sd, "paddlec.default_rng", s, o);
+        if (dg) {   /* --dropout > 0: its masks continue where they stopped */
+            pd_generator_get_state(dg, &s, &o);
+            set_meta_u64x2(sd, "paddlec.dropout_rng", s, o);
+        }
     }
     char *mj = cli_hold(pd_llama_config_to_json(&R->mc), free), *rj = cli_hold(recipe_to_json(R->opts), free),
          *tj = cli_hold(pd_tokenizer_to_json(R->tok), free);
     if (!mj || !rj || !tj) cli_fail_pd("checkpoint: cannot serialise the configuration");
     pd_state_dict_set_meta(sd, "paddlec.model_config", mj);
     pd_state_dict_set_meta(sd, "paddlec.recipe", rj);
-    pd_state_dict_set_meta(sd, "paddlec.tokenizer", tj);
+    if (parts & SAVE_MODEL) pd_state_dict_set_meta(sd, "paddlec.tokenizer", tj);
+    if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
+    if (parts == SAVE_MODEL) {   /* the config and the tokenizer beside the model, as plain JSON files */
+        char p[4096];
+        snprintf(p, sizeof p, "%s/model_config.json", R->r.out);
+        if (pd_file_write(p, mj, strlen(mj))) cli_fail_pd("cannot save %s", cli_q(p));
+        snprintf(p, sizeof p, "%s/tokenizer.json", R->r.out);
+        if (pd_tokenizer_save(R->tok, p)) cli_fail_pd("cannot save %s", cli_q(p));
+    }
     cli_free(tj);
     cli_free(rj);
     cli_free(mj);
-    if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
     cli_free(sd);
 }
 
@@ -496,36 +521,6 @@ static struct pd_tensor *cli_loss(struct pd_llama *m, struct pd_tensor *x, struc
 
 /* ---- evaluation -------------------------------------------------------------- */
 
-double cli_val_loss(struct pd_llama *m, const struct pd_text_dataset *ds, int batch, int seq_len, int max_batches,
-                    int answer_only, const struct cli_packer *pack)
-{
-    struct pd_dataset_iter *it = cli_hold(pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len), cli_dtor_dataset_iter);
-    if (!it) return NAN;
-    int was = pd_llama_is_training(m), ng = pd_no_grad_begin();
-    pd_llama_train(m, 0);
-    double sum = 0;
-    int64_t n = 0;
-    for (int k = 0; k < max_batches; k++) {
-        int scope_tok = cli_scope_begin();
-        struct pd_tensor *x = NULL, *y = NULL;
-        int b = pd_dataset_iter_next(it, &x, &y);
-        if (b > 0 && answer_only) y = cli_answer_targets(x, y);
-        struct pd_tensor *l = b <= 0 ? NULL : cli_loss(m, x, y, pack);
-        double lv = l ? pd_item(l) : NAN;
-        cli_scope_end(scope_tok);
-        if (b <= 0) {
-            if (b < 0) n = 0;
-            break;
-        }
-        sum += lv * b;
-        n += b;
-    }
-    pd_llama_train(m, was);
-    pd_grad_mode_end(ng);
-    cli_free(it);
-    return n ? sum / (double)n : NAN;
-}
-
 static void free_prompts(void *v)
 {
     int64_t **pr = v;
@@ -678,13 +673,13 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
     if (r->resume && r->config)
         cli_fail(CLI_EXIT_USAGE, "--config and --resume exclude each other (a checkpoint carries its recipe)");
     if (r->resume) {
-        const char *resume = r->resume;
-        *ck = cli_hold(pd_safetensors_load(resume), cli_dtor_state_dict);
-        if (!*ck) cli_fail_pd("cannot resume");
+        /* a run directory: its latest checkpoint; a weights-only model: with its .state file */
+        const char *resume = cli_run_resolve(r->resume);
+        *ck = cli_checkpoint_load(resume);
         const char *rj = pd_state_dict_get_meta(*ck, "paddlec.recipe");
-        if (!rj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec training checkpoint (no paddlec.recipe metadata)", cli_q(resume));
         recipe_default(r);
         recipe_apply_json(R->opts, rj, resume, ck_json);
+        R->resume_file = resume;   /* the file, for messages */
     } else if (r->config) {
         const char *cfg = r->config;
         char *text = cli_hold(cli_read_file(cfg, CLI_MAX_CONFIG, NULL), free);
@@ -728,15 +723,16 @@ static void build(struct run *R, struct pd_state_dict *ck)
     pd_arith_config_default(&R->ac);
     R->ac.max_digits = r->digits;
     R->ac.heldout_per_mille = r->heldout;
-    R->ds = cli_hold(r->data ? pd_text_dataset_open(r->data, R->tok, r->val_fraction)
-                             : pd_text_dataset_builtin((uint64_t)r->seed, r->lines, &R->ac, R->tok, r->val_fraction),
-                     cli_dtor_dataset);
+    if (r->val_data && !r->data) cli_fail(CLI_EXIT_USAGE, "--val-data needs --data");
+    R->ds = r->data ? cli_text_dataset(r->data, r->val_data, R->tok, r->val_fraction, (uint64_t)r->seed)
+                    : cli_hold(pd_text_dataset_builtin((uint64_t)r->seed, r->lines, &R->ac, R->tok, r->val_fraction),
+                               cli_dtor_dataset);
     if (!R->ds) cli_fail_pd("cannot load the data");
     if (pd_text_dataset_num_tokens(R->ds, PD_SPLIT_TRAIN) < r->seq_len + 1)
         cli_fail(CLI_EXIT_FAIL, "the training split has %lld tokens, fewer than --seq-len + 1 = %d",
                  (long long)pd_text_dataset_num_tokens(R->ds, PD_SPLIT_TRAIN), r->seq_len + 1);
     if (pd_text_dataset_num_tokens(R->ds, PD_SPLIT_VAL) < r->seq_len + 1)
-        cli_fail(CLI_EXIT_FAIL, "the validation split has %lld tokens, fewer than --seq-len + 1 = %d (raise --val-fraction)",
+        cli_fail(CLI_EXIT_FAIL, "the validation split has %lld tokens, fewer than --seq-len + 1 = %d (raise --val-fraction or give --val-data)",
                  (long long)pd_text_dataset_num_tokens(R->ds, PD_SPLIT_VAL), r->seq_len + 1);
     pd_llama_config_default(&R->mc);
     R->mc.vocab_size = pd_tokenizer_vocab_size(R->tok);
@@ -764,7 +760,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
     if (!R->data_gen) cli_fail_pd("cannot build the batch generator");
     R->step = 0;
     if (ck) {
-        const char *path = r->resume;
+        const char *path = R->resume_file;
         const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
         char *now = cli_hold(pd_llama_config_to_json(&R->mc), free);
         if (!mj || !now || strcmp(mj, now))
@@ -808,12 +804,27 @@ int cmd_train(int argc, char **argv)
     setup(&R, argc, argv, &cfg_json, &ck_json, &ck);
     struct recipe *r = &R.r;
     build(&R, ck);
+    int resumed = ck != NULL;
     cli_free(ck);
+    if (resumed && R.step == r->steps) {   /* nothing to do: say so, write nothing */
+        fprintf(stderr, "paddlec train: run already finished at step %lld (%s); pass --steps N above %lld to train further\n",
+                (long long)R.step, cli_q(R.resume_file), (long long)R.step);
+        cli_free_all();
+        return 0;
+    }
     if (r->pack_documents) cli_packer_init(&R.pack, R.tok, r->data != NULL);
     struct pd_lr_schedule sched = {PD_LR_WARMUP_COSINE, r->lr, r->min_lr, r->warmup, r->steps, 1, 1};
     if (pd_lr_schedule_validate(&sched)) cli_fail_pd("bad learning-rate schedule");
     ensure_dir(r->out);   /* only once the inputs are known to be good */
-    FILE *mf = cli_hold(cli_metrics_open(r->metrics), cli_dtor_file);
+    char mpath[4096];
+    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", r->out);
+    const char *metrics = r->metrics ? r->metrics : mpath;
+    /* a resumed run continues the metrics of the step it resumes from */
+    int64_t dropped = resumed ? cli_metrics_truncate(metrics, R.step) : 0;
+    if (dropped)
+        fprintf(stderr, "paddlec train: note: %lld metrics lines after step %lld removed from %s (the run resumes there)\n",
+                (long long)dropped, (long long)R.step, cli_q(metrics));
+    FILE *mf = cli_hold(cli_metrics_open(metrics), cli_dtor_file);
     fprintf(stderr, "paddlec train: %lld parameters (dim %d, %d layers, %d heads, hidden %d, vocab %d), %s data, "
             "%lld training tokens, batch %d x %d x %d, %d steps%s\n",
             (long long)pd_llama_num_params(R.model), r->dim, r->layers, r->heads, r->hidden, R.mc.vocab_size,
@@ -821,13 +832,15 @@ int cmd_train(int argc, char **argv)
             r->batch, r->seq_len, r->accum, r->steps, R.step ? " (resumed)" : "");
     struct cli_progress prog;
     cli_progress_init(&prog, r->steps, r->log_every);
-    double t_start = cli_now(), loss = NAN;
-    int64_t first = R.step;
-    char b1[32], b2[32], b3[32], b4[32], line[512], path[4096];
+    double t_start = cli_now(), loss = NAN, win_s = 0;
+    int64_t first = R.step, win_steps = 0;
+    char b1[32], b2[32], b3[32], b4[32], b5[32], line[512], path[4096];
     double tokens_per_step = (double)r->batch * r->seq_len * r->accum;
     pd_llama_train(R.model, 1);
     if (r->profile && pd_profiler_begin()) cli_fail_pd("--profile");
+    cli_interrupt_begin();   /* Ctrl-C: finish the step, save, exit (runs.c) */
     while (R.step < r->steps) {
+        double t_step = cli_now();
         double lr = pd_lr_schedule_at(&sched, R.step), sum = 0;
         int scope_tok = cli_scope_begin();
         for (int k = 0; k < r->accum; k++) {
@@ -855,17 +868,28 @@ int cmd_train(int argc, char **argv)
         cli_scope_end(scope_tok);
         R.step++;
         if (r->profile && R.step - first == r->profile) finish_profile(r->out);
-        double el = cli_now() - t_start, per = el / (double)(R.step - first);
-        double tok_s = tokens_per_step / per;
-        cli_progress_update(&prog, (int)R.step, loss, lr, tok_s, per * (double)(r->steps - R.step));
-        snprintf(line, sizeof line, "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,\"elapsed_s\":%.3f}",
-                 (long long)R.step, jnum(b1, loss), jnum(b2, lr), jnum(b3, gnorm), jnum(b4, tok_s), el);
+        /* tokens/s of this step alone (the metrics line's window: validation
+         * and checkpoints are not in it); the progress line's over the
+         * steps since its last line */
+        double now = cli_now(), step_s = now - t_step, el = now - t_start;
+        double tok_s = tokens_per_step / step_s;
+        win_s += step_s;
+        win_steps++;
+        cli_progress_update(&prog, (int)R.step, loss, lr, tokens_per_step * (double)win_steps / win_s,
+                            el / (double)(R.step - first) * (double)(r->steps - R.step));
+        if (R.step % r->log_every == 0) win_s = 0, win_steps = 0;
+        snprintf(line, sizeof line,
+                 "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,\"tokens\":%.0f,\"elapsed_s\":%.3f}",
+                 (long long)R.step, jnum(b1, loss), jnum(b2, lr), jnum(b3, gnorm), jnum(b4, tok_s),
+                 tokens_per_step * (double)R.step, el);
         cli_metrics_write(mf, line);
         int last = R.step == r->steps;
         if ((r->eval_every && R.step % r->eval_every == 0) || last) {
-            double vl = cli_val_loss(R.model, R.ds, r->batch, r->seq_len, r->eval_batches, r->answer_loss,
-                                     r->pack_documents ? &R.pack : NULL);
-            if (isnan(vl)) cli_fail_pd("validation failed");
+            struct cli_val v;
+            if (cli_validate(R.model, R.ds, R.tok, r->batch, r->seq_len, r->eval_batches, r->answer_loss,
+                             r->pack_documents ? &R.pack : NULL, &v))
+                cli_fail_pd("validation failed");
+            double vl = v.loss;
             /* Built-in data: a quick held-out accuracy too (greedy decoding
              * draws no random numbers, so resume stays bit-exact). */
             double qa = !r->data && r->task_n > 0 && !last
@@ -874,20 +898,42 @@ int cmd_train(int argc, char **argv)
                             : NAN;
             pd_llama_train(R.model, 1);
             if (isnan(qa))
-                cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f)", (long long)R.step, vl, exp(vl));
+                cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f, %.4f bits/byte)", (long long)R.step, vl, exp(vl),
+                                  v.bpb);
             else
-                cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f), held-out accuracy %.0f%% (quick, %d problems)",
-                                  (long long)R.step, vl, exp(vl), 100 * qa, r->task_n < 100 ? r->task_n : 100);
-            snprintf(line, sizeof line, "{\"step\":%lld,\"val_loss\":%s,\"val_ppl\":%s,\"task_accuracy_quick\":%s}",
-                     (long long)R.step, jnum(b1, vl), jnum(b2, exp(vl)), jnum(b3, qa));
+                cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f, %.4f bits/byte), held-out accuracy %.0f%% (quick, %d problems)",
+                                  (long long)R.step, vl, exp(vl), v.bpb, 100 * qa, r->task_n < 100 ? r->task_n : 100);
+            snprintf(line, sizeof line, "{\"step\":%lld,\"val_loss\":%s,\"val_ppl\":%s,\"val_bpb\":%s,\"task_accuracy_quick\":%s}",
+                     (long long)R.step, jnum(b1, vl), jnum(b2, exp(vl)), jnum(b5, v.bpb), jnum(b3, qa));
             cli_metrics_write(mf, line);
         }
-        if ((r->ckpt_every && R.step % r->ckpt_every == 0) || last) {
-            snprintf(path, sizeof path, last ? "%s/final.safetensors" : "%s/ckpt-%lld.safetensors", r->out, (long long)R.step);
-            save_checkpoint(&R, path);
-            cli_progress_note(&prog, "step %lld: saved %s", (long long)R.step, path);
+        int stop = !last && cli_interrupted();
+        if ((r->ckpt_every && R.step % r->ckpt_every == 0 && !last) || stop) {
+            snprintf(path, sizeof path, "%s/ckpt-%lld.safetensors", r->out, (long long)R.step);
+            save_checkpoint(&R, path, SAVE_CHECKPOINT);
+            cli_run_prune(r->out, r->keep_last);
+            if (!stop) cli_progress_note(&prog, "step %lld: saved %s", (long long)R.step, path);
+        }
+        if (last) {   /* the training state first: a final.safetensors always has its state beside it */
+            snprintf(path, sizeof path, "%s/final.state.safetensors", r->out);
+            save_checkpoint(&R, path, SAVE_STATE);
+            snprintf(path, sizeof path, "%s/final.safetensors", r->out);
+            save_checkpoint(&R, path, SAVE_MODEL);
+            cli_progress_note(&prog, "step %lld: saved %s (weights; training state in final.state.safetensors)",
+                              (long long)R.step, path);
+        }
+        if (stop) {
+            cli_progress_done(&prog);
+            snprintf(line, sizeof line, "{\"step\":%lld,\"event\":\"interrupted\"}", (long long)R.step);
+            cli_metrics_write(mf, line);
+            fprintf(stderr, "paddlec train: interrupted at step %lld/%d: checkpoint %s saved; continue with: paddlec train "
+                    "--resume %s\n", (long long)R.step, r->steps, cli_q(path), cli_q(r->out));
+            cli_interrupt_end();
+            cli_free_all();
+            return CLI_EXIT_INTERRUPTED;
         }
     }
+    cli_interrupt_end();
     if (r->profile && pd_profiler_enabled()) finish_profile(r->out);
     cli_progress_done(&prog);
     double train_s = cli_now() - t_start;
