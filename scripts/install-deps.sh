@@ -8,7 +8,11 @@ set -euo pipefail
 
 # ocl-icd-opencl-dev: only recommended by libdnnl-dev, yet its CMake config
 # (dnnl-config.cmake) requires OpenCL; --no-install-recommends skips it.
-pkgs=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libcjson-dev libssl-dev)
+# libopenmpi-dev, openmpi-bin: MPI, the distributed engine (docs/distributed.md).
+pkgs=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libcjson-dev libssl-dev libopenmpi-dev openmpi-bin)
+# chromium: headless, it renders the page of `paddlec plot` in the test cli_plot (which
+# is reported skipped without it).
+pkgs+=(chromium)
 # The peer: Debian's PyTorch, with OpenBLAS so its matmul is not the reference BLAS.
 if [ "${PD_WITH_TORCH:-0}" = 1 ]; then pkgs+=(python3 python3-torch python3-numpy libopenblas0-pthread python3-sklearn); fi
 

@@ -182,7 +182,10 @@ err "not a paddlec checkpoint" generate --ckpt "$dir/nometa.safetensors" --promp
 err "required" generate --prompt x
 err "required" generate --ckpt "$ck"
 err "is outside" generate --ckpt "$ck" --prompt x --top-p 0
-err "exactly one token" generate --ckpt "$ck" --prompt x --stop ab
+# issue 13: --stop takes any length now (tests/test_cli_generate.sh); the new options' errors
+err "not both" generate --ckpt "$ck" --prompt x --prompt-file "$dir/text.txt"
+err "the context limit is 1 (--ctx)" generate --ckpt "$ck" --prompt x --ctx 1
+err "cannot read" generate --ckpt "$ck" --prompt-file "$dir/missing.txt"
 err "cannot read" inspect "$dir/trunc.safetensors"
 err "expected one FILE" inspect
 err "required" tokenizer train --input "$dir/text.txt"

@@ -29,6 +29,17 @@ struct pd_generate_config {
     int64_t pad_id;         /* token fed for padding and for rows that have stopped */
     int use_cache;          /* 1 (default): KV cache; 0: recompute the whole forward per step
                              * (one row at a time; the reference the cache is tested against) */
+    int max_ctx;            /* 0 (default): prompt + max_new_tokens must fit the model's max_seq_len
+                             * (its training length). > 0: they must fit max_ctx instead, which may
+                             * exceed the training length: the KV cache is sized to it and RoPE
+                             * positions run past those seen in training (what the model does
+                             * there is its own; paddlec generate --ctx warns) */
+    /* Called after each token a row emits (tokens: the row's output so far,
+     * n >= 1); nonzero ends the row as a stop token does (the token is kept,
+     * pd_generation_stopped says 1). NULL: off. For stopping on text
+     * (paddlec generate --stop) or streaming. */
+    int (*on_token)(void *user, int row, const int64_t *tokens, int n);
+    void *on_token_user;
 };
 /* max_new_tokens 64, greedy, top_k 0, top_p 1, no stop tokens, pad_id 0, use_cache 1. */
 void pd_generate_config_default(struct pd_generate_config *cfg);
@@ -46,12 +57,35 @@ const int64_t *pd_generation_tokens(const struct pd_generation *g, int row);   /
 int pd_generation_stopped(const struct pd_generation *g, int row);
 
 /* Generates for n_rows prompts (prompts[i] has prompt_lens[i] >= 1 ids in
- * [0, vocab)). Prompt + max_new_tokens must fit the model's max_seq_len. The
+ * [0, vocab)). Prompt + max_new_tokens must fit the model's max_seq_len (or
+ * cfg->max_ctx). The
  * model runs in eval mode under no_grad (its training flag is restored).
  * rng may be NULL (the default generator); greedy decoding draws nothing.
  * Returns NULL with a message on bad input. */
 struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prompts, const int *prompt_lens,
                                   int n_rows, const struct pd_generate_config *cfg, struct pd_generator *rng);
+
+/* Multi-turn generation (a chat; paddlec generate --interactive): one row
+ * whose KV cache is kept across turns, so that a turn encodes only its new
+ * tokens. The history is every prompt and generated token so far; a turn
+ * appends its prompt, generates as pd_generate would on the whole history
+ * (the same tokens, up to the rounding of a prefill done in pieces) and
+ * appends what it generated. max_ctx: positions the cache holds (0: the
+ * model's max_seq_len; larger: as pd_generate_config.max_ctx); history +
+ * prompt + max_new_tokens must fit it (cfg->max_ctx is not used). The model
+ * is borrowed and must outlive the session. */
+struct pd_generate_session;
+struct pd_generate_session *pd_generate_session_create(struct pd_llama *m, int max_ctx);
+void pd_generate_session_destroy(struct pd_generate_session *s);
+int pd_generate_session_len(const struct pd_generate_session *s);   /* history tokens */
+const int64_t *pd_generate_session_history(const struct pd_generate_session *s);   /* borrowed */
+int pd_generate_session_max_ctx(const struct pd_generate_session *s);
+/* One turn: ids[0..n) (n >= 0; the first turn needs n >= 1) then up to
+ * cfg->max_new_tokens generated ones. Returns the generated tokens (one
+ * row), or NULL with a message; after an error the history is as before the
+ * call (the cache is rebuilt from it on the next turn). */
+struct pd_generation *pd_generate_session_next(struct pd_generate_session *s, const int64_t *ids, int n,
+                                               const struct pd_generate_config *cfg, struct pd_generator *rng);
 
 /* One sampling decision over a row of logits[vocab] (the building block of
  * pd_generate, public for tests and custom loops). probs, if not NULL,

@@ -220,9 +220,12 @@ void pd_kv_cache_reset(struct pd_kv_cache *c);
 int pd_kv_cache_len(const struct pd_kv_cache *c);   /* positions filled so far */
 
 /* Forward: ids [B, T] (int64) -> logits [B, T, vocab] (f32).
- * cache == NULL: a plain causal forward over positions 0..T-1 (training).
+ * cache == NULL: a plain causal forward over positions 0..T-1 (training);
+ * T <= max_seq_len.
  * cache != NULL: the T new tokens take positions len..len+T-1, their keys and
- * values are appended, and attention covers everything cached (causal).
+ * values are appended, and attention covers everything cached (causal);
+ * len + T <= the cache's max_len, which may exceed max_seq_len (a context
+ * longer than the training length: RoPE extrapolates).
  * pad_mask, optional, [B, len+T] bool over all cached + new positions (true =
  * a real token): left-padded batched prompts mask their padding out; row
  * positions for RoPE then count real tokens only. */

@@ -16,4 +16,5 @@
 #include "pd/profiler.h"
 #include "pd/flashmask.h"
 #include "pd/meta.h"
+#include "pd/dist.h"
 #endif

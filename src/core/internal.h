@@ -75,6 +75,10 @@ struct pd_tensor {
     int16_t dbg_op;
     uint8_t dbg_out;
     uint8_t dbg_user;
+    /* a distributed tensor's global shape, mesh and placements (src/dist;
+     * NULL for a plain tensor), freed by dist_free */
+    void *dist;
+    void (*dist_free)(void *dist);
 };
 
 /* How a tensor drops its grad_fn: set by autograd (node.c) before the first

@@ -285,6 +285,7 @@ void pd_tensor_release(struct pd_tensor *t)
     pd_tensor_release(t->grad);
     if (t->grad_fn) __atomic_load_n(&pdi_tensor_grad_fn_release, __ATOMIC_RELAXED)(t->grad_fn); /* set by any thread */
     for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
+    if (t->dist) t->dist_free(t->dist);
     __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
     fl_put(&free_tensors, t);
 }

@@ -8,9 +8,15 @@
  *     caller's generator, in both the cached and the recompute path, so the
  *     two paths sample the same tokens from the same generator state;
  *   - a row that has stopped keeps being fed pad_id (the batch stays
- *     rectangular) but its output no longer grows.
+ *     rectangular) but its output no longer grows;
+ *   - a session's cache holds a prefix of its history (pd_kv_cache_len
+ *     tokens); a turn feeds the rest (at least the last token generated,
+ *     which no turn feeds) before its own prompt, so the cache never holds
+ *     a token the history lacks, and after an error it is emptied if it ran
+ *     past the history kept.
  * Ownership: the pd_generation owns its token arrays; every tensor made here
- * lives in a per-step scope; the KV cache is created and destroyed here.
+ * lives in a per-step scope; pd_generate's KV cache is created and destroyed
+ * within the call, a session's lives as long as the session.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -50,6 +56,7 @@ int pd_generate_config_validate(const struct pd_generate_config *cfg)
     if (cfg->n_stop_tokens < 0 || cfg->n_stop_tokens > PD_GENERATE_MAX_STOP)
         return pdi_errorf(PD_ERR_INVALID, "generate: n_stop_tokens must be in [0, %d] (got %d)", PD_GENERATE_MAX_STOP,
                           cfg->n_stop_tokens);
+    if (cfg->max_ctx < 0) return pdi_errorf(PD_ERR_INVALID, "generate: max_ctx must be >= 0 (got %d)", cfg->max_ctx);
     return PD_OK;
 }
 
@@ -216,12 +223,24 @@ static int sample_rows(struct pd_generation *g, const struct pd_generate_config 
         }
         g->tok[b][g->len[b]++] = t;
         next[b] = t;
-        if (is_stop(cfg, t))
+        if (is_stop(cfg, t) || (cfg->on_token && cfg->on_token(cfg->on_token_user, b, g->tok[b], g->len[b])))
             g->stopped[b] = 1;
         else
             all_done = 0;
     }
     return all_done;
+}
+
+/* Prompt + max_new must fit max_ctx, or the model's max_seq_len when it is 0. */
+static int check_room(const struct pd_llama_config *mc, int prompt, int max_new, int max_ctx)
+{
+    if ((int64_t)prompt + max_new <= (max_ctx > 0 ? max_ctx : mc->max_seq_len)) return PD_OK;
+    if (max_ctx > 0)
+        return pdi_errorf(PD_ERR_INVALID, "generate: prompt (%d tokens) + max_new_tokens (%d) exceeds max_ctx (%d)",
+                          prompt, max_new, max_ctx);
+    return pdi_errorf(PD_ERR_INVALID,
+                      "generate: prompt (%d tokens) + max_new_tokens (%d) exceeds the model's max_seq_len (%d)", prompt,
+                      max_new, mc->max_seq_len);
 }
 
 static int check_inputs(struct pd_llama *m, const int64_t *const *prompts, const int *lens, int rows,
@@ -246,26 +265,56 @@ static int check_inputs(struct pd_llama *m, const int64_t *const *prompts, const
                                   b, i, (long long)prompts[b][i], (long long)v);
         if (lens[b] > *max_len) *max_len = lens[b];
     }
-    if ((int64_t)*max_len + cfg->max_new_tokens > mc->max_seq_len)
-        return pdi_errorf(PD_ERR_INVALID,
-                          "generate: prompt (%d tokens) + max_new_tokens (%d) exceeds the model's max_seq_len (%d)",
-                          *max_len, cfg->max_new_tokens, mc->max_seq_len);
-    return PD_OK;
+    return check_room(mc, *max_len, cfg->max_new_tokens, cfg->max_ctx);
 }
 
-/* KV cache: prefill the left-padded batch, then one token per step. */
-static int run_cached(struct pd_llama *m, const int64_t *const *prompts, const int *lens, int max_len,
-                      const struct pd_generate_config *cfg, struct pd_generator *rng, struct pd_generation *g,
+/* Decoding with a KV cache that already holds pd_kv_cache_len(cache)
+ * positions: the first step feeds ids [rows, t0] (the prefill), each later
+ * one the tokens just sampled. mask, NULL or [rows, total] over every cache
+ * position (0 = padding), is handed to the forward when given. */
+static int run_cached(struct pd_llama *m, struct pd_kv_cache *cache, const int64_t *ids, int t0, const uint8_t *mask,
+                      int total, const struct pd_generate_config *cfg, struct pd_generator *rng, struct pd_generation *g,
                       float *logits, double *u, int64_t *next)
 {
-    int rows = g->rows, vocab = pd_llama_get_config(m)->vocab_size, total = max_len + cfg->max_new_tokens;
+    int rows = g->rows, vocab = pd_llama_get_config(m)->vocab_size, err = PD_OK;
+    uint8_t *mcols = mask ? pdi_malloc((size_t)rows * (size_t)total) : NULL;
+    if (mask && !mcols) return pdi_errorf(PD_ERR_NOMEM, "generate: out of memory");
+    int pos = pd_kv_cache_len(cache);   /* positions in the cache */
+    for (int step = 0; step < cfg->max_new_tokens && !err; step++) {
+        int t = step == 0 ? t0 : 1;
+        const int64_t *in = step == 0 ? ids : next;
+        int scope_tok = pd_scope_begin();
+        struct pd_tensor *x = pd_from_buffer(in, (int64_t[]){rows, t}, 2, PD_I64), *pm = NULL;
+        if (mask) {
+            for (int b = 0; b < rows; b++) memcpy(mcols + (size_t)b * (pos + t), mask + (size_t)b * total, (size_t)(pos + t));
+            pm = pd_from_buffer(mcols, (int64_t[]){rows, pos + t}, 2, PD_BOOL);
+        }
+        /* a mask that could not be made is an error, not "no padding" */
+        err = mask && !pm ? pd_last_status() : last_logits(pd_llama_forward(m, x, cache, pm), logits);
+        if (!err) err = draw_uniforms(cfg, rng, rows, u);
+        pd_scope_end(scope_tok);
+        pos += t;
+        if (err) break;
+        if (sample_rows(g, cfg, logits, vocab, u, next, &err)) break;
+    }
+    free(mcols);
+    return err;
+}
+
+/* pd_generate's cached path: prefill the left-padded batch into a cache of
+ * its own, then one token per step. */
+static int generate_cached(struct pd_llama *m, const int64_t *const *prompts, const int *lens, int max_len,
+                           const struct pd_generate_config *cfg, struct pd_generator *rng, struct pd_generation *g,
+                           float *logits, double *u, int64_t *next)
+{
+    int rows = g->rows, total = max_len + cfg->max_new_tokens;
     int padded = 0;
     for (int b = 0; b < rows; b++) padded |= lens[b] != max_len;
     struct pd_kv_cache *cache = pd_kv_cache_create(pd_llama_get_config(m), rows, total);
     int64_t *ids = pdi_malloc(sizeof *ids * (size_t)rows * (size_t)max_len);
-    uint8_t *mask = pdi_malloc((size_t)rows * (size_t)total), *mcols = pdi_malloc((size_t)rows * (size_t)total);
+    uint8_t *mask = pdi_malloc((size_t)rows * (size_t)total);
     int err = PD_OK;
-    if (!cache || !ids || !mask || !mcols) {
+    if (!cache || !ids || !mask) {
         err = cache ? pdi_errorf(PD_ERR_NOMEM, "generate: out of memory") : pd_last_status();
         goto done;
     }
@@ -275,29 +324,11 @@ static int run_cached(struct pd_llama *m, const int64_t *const *prompts, const i
         for (int i = 0; i < max_len; i++) ids[(size_t)b * max_len + i] = i < pad ? cfg->pad_id : prompts[b][i - pad];
         memset(mask + (size_t)b * total, 0, (size_t)pad);
     }
-    int pos = 0;   /* positions in the cache */
-    for (int step = 0; step < cfg->max_new_tokens && !err; step++) {
-        int t = step == 0 ? max_len : 1;
-        const int64_t *in = step == 0 ? ids : next;
-        int scope_tok = pd_scope_begin();
-        struct pd_tensor *x = pd_from_buffer(in, (int64_t[]){rows, t}, 2, PD_I64), *pm = NULL;
-        if (padded) {
-            for (int b = 0; b < rows; b++) memcpy(mcols + (size_t)b * (pos + t), mask + (size_t)b * total, (size_t)(pos + t));
-            pm = pd_from_buffer(mcols, (int64_t[]){rows, pos + t}, 2, PD_BOOL);
-        }
-        /* a mask that could not be made is an error, not "no padding" */
-        err = padded && !pm ? pd_last_status() : last_logits(pd_llama_forward(m, x, cache, pm), logits);
-        if (!err) err = draw_uniforms(cfg, rng, rows, u);
-        pd_scope_end(scope_tok);
-        pos += t;
-        if (err) break;
-        if (sample_rows(g, cfg, logits, vocab, u, next, &err)) break;
-    }
+    err = run_cached(m, cache, ids, max_len, padded ? mask : NULL, total, cfg, rng, g, logits, u, next);
 done:
     pd_kv_cache_destroy(cache);
     free(ids);
     free(mask);
-    free(mcols);
     return err;
 }
 
@@ -308,6 +339,7 @@ static int run_uncached(struct pd_llama *m, const int64_t *const *prompts, const
                         float *logits, double *u, int64_t *next)
 {
     int rows = g->rows, vocab = pd_llama_get_config(m)->vocab_size, err = PD_OK;
+    int max_seq = pd_llama_get_config(m)->max_seq_len;
     int64_t *seq = pdi_malloc(sizeof *seq * (size_t)(max_len + cfg->max_new_tokens));
     if (!seq) return pdi_errorf(PD_ERR_NOMEM, "generate: out of memory");
     for (int step = 0; step < cfg->max_new_tokens && !err; step++) {
@@ -319,7 +351,11 @@ static int run_uncached(struct pd_llama *m, const int64_t *const *prompts, const
             memcpy(seq + n, g->tok[b], sizeof *seq * (size_t)g->len[b]);
             n += g->len[b];
             struct pd_tensor *x = pd_from_buffer(seq, (int64_t[]){1, n}, 2, PD_I64);
-            err = last_logits(pd_llama_forward(m, x, NULL, NULL), logits + (size_t)b * vocab);
+            /* past the training length (max_ctx) the plain forward refuses: a
+             * cache of this step's own, filled in one go, is the same forward */
+            struct pd_kv_cache *c = n > max_seq ? pd_kv_cache_create(pd_llama_get_config(m), 1, n) : NULL;
+            err = n > max_seq && !c ? pd_last_status() : last_logits(pd_llama_forward(m, x, c, NULL), logits + (size_t)b * vocab);
+            pd_kv_cache_destroy(c);
         }
         if (!err) err = draw_uniforms(cfg, rng, rows, u);
         pd_scope_end(scope_tok);
@@ -330,16 +366,26 @@ static int run_uncached(struct pd_llama *m, const int64_t *const *prompts, const
     return err;
 }
 
-struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prompts, const int *prompt_lens,
-                                  int n_rows, const struct pd_generate_config *cfg, struct pd_generator *rng)
+/* What one call decodes: prompts (pd_generate), or a session's cache and
+ * the chunk of its history not yet in it. */
+struct job {
+    const int64_t *const *prompts;
+    const int *lens;
+    int rows, max_len;
+    struct pd_kv_cache *cache;
+    const int64_t *chunk;
+    int chunk_len;
+};
+
+/* Buffers, eval mode and no_grad around one decode; NULL on error. */
+static struct pd_generation *decode(struct pd_llama *m, const struct job *j, const struct pd_generate_config *cfg,
+                                    struct pd_generator *rng)
 {
-    int max_len = 0;
-    if (check_inputs(m, prompts, prompt_lens, n_rows, cfg, &max_len)) return NULL;
-    int vocab = pd_llama_get_config(m)->vocab_size;
-    struct pd_generation *g = generation_new(n_rows, cfg->max_new_tokens);
-    float *logits = pdi_malloc(sizeof *logits * (size_t)n_rows * (size_t)vocab);
-    double *u = pdi_malloc(sizeof *u * (size_t)n_rows);
-    int64_t *next = pdi_malloc(sizeof *next * (size_t)n_rows);
+    int vocab = pd_llama_get_config(m)->vocab_size, rows = j->rows;
+    struct pd_generation *g = generation_new(rows, cfg->max_new_tokens);
+    float *logits = pdi_malloc(sizeof *logits * (size_t)rows * (size_t)vocab);
+    double *u = pdi_malloc(sizeof *u * (size_t)rows);
+    int64_t *next = pdi_malloc(sizeof *next * (size_t)rows);
     int err = PD_OK;
     if (!g || !logits || !u || !next) {
         err = pdi_errorf(PD_ERR_NOMEM, "generate: out of memory");
@@ -347,8 +393,11 @@ struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prom
         int was_training = pd_llama_is_training(m);
         pd_llama_train(m, 0);
         int prev = pd_no_grad_begin();
-        err = (cfg->use_cache ? run_cached : run_uncached)(m, prompts, prompt_lens, max_len, cfg, rng, g, logits, u,
-                                                          next);
+        if (j->cache && cfg->use_cache)
+            err = run_cached(m, j->cache, j->chunk, j->chunk_len, NULL, 0, cfg, rng, g, logits, u, next);
+        else
+            err = (cfg->use_cache ? generate_cached : run_uncached)(m, j->prompts, j->lens, j->max_len, cfg, rng, g,
+                                                                    logits, u, next);
         pd_grad_mode_end(prev);
         pd_llama_train(m, was_training);
     }
@@ -359,5 +408,88 @@ struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prom
         pd_generation_destroy(g);
         return NULL;
     }
+    return g;
+}
+
+struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prompts, const int *prompt_lens,
+                                  int n_rows, const struct pd_generate_config *cfg, struct pd_generator *rng)
+{
+    int max_len = 0;
+    if (check_inputs(m, prompts, prompt_lens, n_rows, cfg, &max_len)) return NULL;
+    struct job j = {.prompts = prompts, .lens = prompt_lens, .rows = n_rows, .max_len = max_len};
+    return decode(m, &j, cfg, rng);
+}
+
+/* ---- sessions: one row, the cache kept across turns ----------------------- */
+
+struct pd_generate_session {
+    struct pd_llama *m;
+    struct pd_kv_cache *cache;   /* holds hist[0 .. pd_kv_cache_len) */
+    int max_ctx, len;
+    int64_t *hist;               /* max_ctx entries */
+};
+
+struct pd_generate_session *pd_generate_session_create(struct pd_llama *m, int max_ctx)
+{
+    if (!m) return pdi_error(PD_ERR_NULL, "generate session: model is NULL");
+    const struct pd_llama_config *mc = pd_llama_get_config(m);
+    if (max_ctx < 0) return pdi_error(PD_ERR_INVALID, "generate session: max_ctx must be >= 0 (got %d)", max_ctx);
+    struct pd_generate_session *s = pdi_calloc(1, sizeof *s);
+    if (!s) return pdi_error(PD_ERR_NOMEM, "generate session: out of memory");
+    s->m = m;
+    s->max_ctx = max_ctx > 0 ? max_ctx : mc->max_seq_len;
+    s->hist = pdi_malloc(sizeof *s->hist * (size_t)s->max_ctx);
+    s->cache = s->hist ? pd_kv_cache_create(mc, 1, s->max_ctx) : NULL;
+    if (!s->cache) {
+        if (!s->hist) pdi_errorf(PD_ERR_NOMEM, "generate session: out of memory");
+        pd_generate_session_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+void pd_generate_session_destroy(struct pd_generate_session *s)
+{
+    if (!s) return;
+    pd_kv_cache_destroy(s->cache);
+    free(s->hist);
+    free(s);
+}
+
+int pd_generate_session_len(const struct pd_generate_session *s) { return s ? s->len : 0; }
+const int64_t *pd_generate_session_history(const struct pd_generate_session *s) { return s ? s->hist : NULL; }
+int pd_generate_session_max_ctx(const struct pd_generate_session *s) { return s ? s->max_ctx : 0; }
+
+struct pd_generation *pd_generate_session_next(struct pd_generate_session *s, const int64_t *ids, int n,
+                                               const struct pd_generate_config *cfg, struct pd_generator *rng)
+{
+    if (!s) return pdi_error(PD_ERR_NULL, "generate session: session is NULL");
+    if (pd_generate_config_validate(cfg)) return NULL;
+    const struct pd_llama_config *mc = pd_llama_get_config(s->m);
+    if (n < 0 || (n > 0 && !ids))
+        return pdi_error(PD_ERR_INVALID, "generate session: need n >= 0 prompt ids (got %d%s)", n, ids ? "" : ", NULL");
+    if (s->len + n < 1)
+        return pdi_error(PD_ERR_INVALID, "generate session: the first turn's prompt is empty (it needs a token)");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= mc->vocab_size)
+            return pdi_error(PD_ERR_INVALID, "generate session: prompt token %d = %lld outside the vocabulary [0, %d)", i,
+                             (long long)ids[i], mc->vocab_size);
+    if ((int64_t)s->len + n + cfg->max_new_tokens > s->max_ctx)
+        return pdi_error(PD_ERR_INVALID,
+                         "generate session: history (%d tokens) + prompt (%d) + max_new_tokens (%d) exceeds max_ctx (%d)",
+                         s->len, n, cfg->max_new_tokens, s->max_ctx);
+    int old = s->len, len = s->len + n, in_cache = pd_kv_cache_len(s->cache);
+    if (n) memcpy(s->hist + old, ids, sizeof *ids * (size_t)n);
+    const int64_t *hist = s->hist;
+    struct job j = {.prompts = &hist, .lens = &len, .rows = 1, .max_len = len, .cache = s->cache,
+                    .chunk = s->hist + in_cache, .chunk_len = len - in_cache};
+    struct pd_generation *g = decode(s->m, &j, cfg, rng);
+    if (!g) {
+        /* the cache may hold this turn's prompt: rebuilt from the history next time */
+        if (pd_kv_cache_len(s->cache) > old) pd_kv_cache_reset(s->cache);
+        return NULL;
+    }
+    memcpy(s->hist + len, g->tok[0], sizeof *s->hist * (size_t)g->len[0]);
+    s->len = len + g->len[0];
     return g;
 }

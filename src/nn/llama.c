@@ -484,7 +484,10 @@ static struct pd_tensor *forward(struct pd_llama *m, struct pd_tensor *ids, stru
             return pdi_error(PD_ERR_INVALID, "llama forward: %lld cached + %lld new positions exceed the KV cache's "
                              "max_len %d", (long long)past, (long long)t, cache->max_len);
     }
-    if (past + t > c->max_seq_len)
+    /* with a cache, its max_len is the limit (it may exceed the training
+     * length: RoPE positions are computed, not tabled; include/pd/generate.h
+     * max_ctx) */
+    if (!cache && past + t > c->max_seq_len)
         return pdi_error(PD_ERR_INVALID, "llama forward: %lld positions (%lld cached + %lld new) exceed max_seq_len %d",
                          (long long)(past + t), (long long)past, (long long)t, c->max_seq_len);
     /* ids out of range: the embedding kernel reports them (before any cache write) */

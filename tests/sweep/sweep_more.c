@@ -598,6 +598,72 @@ static int w_builtin_n(int i, int *m, struct pd_tensor **out)
     return ok ? 0 : (pd_last_status() ? pd_last_status() : -1);
 }
 
+/* --- generation sessions (include/pd/generate.h) --- */
+static struct pd_llama *tiny_llama(void)
+{
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    c.vocab_size = 16, c.dim = 8, c.n_layers = 1, c.n_heads = 2, c.n_kv_heads = 1, c.hidden_dim = 16;
+    c.max_seq_len = 8;
+    return pd_llama_create(&c, 1);
+}
+static int w_session_n(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_generate_config g;
+    pd_generate_config_default(&g);
+    g.max_new_tokens = 1;
+    const int64_t row[2] = {1, 2};
+    *m = i != 4, *out = NULL;
+    if (i == 4) { /* accessors and destroy of NULL: "none" */
+        pd_generate_session_destroy(NULL);
+        return pd_generate_session_len(NULL) || pd_generate_session_history(NULL) || pd_generate_session_max_ctx(NULL)
+                   ? 0 : -1;
+    }
+    struct pd_llama *l = tiny_llama();
+    if (!l) return -1;
+    struct pd_generate_session *s = pd_generate_session_create(NP(0, l), 0);
+    struct pd_generation *r = NULL;
+    if (s) r = pd_generate_session_next(NP(1, s), NP(2, row), 2, NP(3, &g), NULL);
+    int ok = s && r;
+    pd_generation_destroy(r);
+    pd_generate_session_destroy(s);
+    pd_llama_destroy(l);
+    return ok ? 0 : -1;
+}
+static int w_session_i(int i, int *m, struct pd_tensor **out)
+{
+    /* the session's max_ctx, a first turn's length and max_new_tokens at v */
+    struct pd_generate_config g;
+    pd_generate_config_default(&g);
+    g.max_new_tokens = 1;
+    const int64_t row[4] = {1, 2, 3, 1};
+    int acc = 0;
+    *out = NULL;
+    struct pd_llama *l = tiny_llama();
+    if (!l) return -1;
+    if (II <= 4096) { /* larger: refused by the sweep's allocator, or merely slow */
+        struct pd_generate_session *s = pd_generate_session_create(l, II);
+        if (s && II < 0) acc++;
+        pd_generate_session_destroy(s);
+    }
+    struct pd_generate_session *s = pd_generate_session_create(l, 0);
+    if (s && II <= 4) { /* the row holds 4 */
+        struct pd_generation *r = pd_generate_session_next(s, row, II, &g, NULL);
+        if (r && II < 1) acc++;   /* a first turn needs a token */
+        pd_generation_destroy(r);
+    }
+    if (s && II <= 8) {
+        g.max_new_tokens = II;
+        struct pd_generation *r = pd_generate_session_next(s, row, 1, &g, NULL);
+        if (r && II < 0) acc++;
+        pd_generation_destroy(r);
+    }
+    pd_generate_session_destroy(s);
+    pd_llama_destroy(l);
+    *m = II < 1;
+    return acc ? 0 : -1;
+}
+
 const struct sw_wrap sw_more[] = {
     {"tensor accessors(NULL)", NUL, 1, w_access_n}, {"pd_tensor_set_name(NULL)", NUL, 2, w_set_name_n},
     {"pd_tensor_register_hook(NULL)", NUL, 2, w_hook_n}, {"pd_retain_grad(NULL)", NUL, 1, w_retain_grad_n},
@@ -625,5 +691,6 @@ const struct sw_wrap sw_more[] = {
     {"pd_manual_seed/philox_fill/default_generator(v)", INT, 0, w_generator_i},
     {"pd_text_dataset_builtin/arith_is_heldout(v)", INT, 0, w_builtin_i},
     {"pd_text_dataset_builtin(NULL)", NUL, 2, w_builtin_n},
+    {"pd_generate_session_*(NULL)", NUL, 5, w_session_n}, {"pd_generate_session(max_ctx/n/max_new v)", INT, 0, w_session_i},
 };
 const int sw_n_more = (int)(sizeof sw_more / sizeof sw_more[0]);

@@ -210,5 +210,6 @@ int cmd_eval(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
+int cmd_plot(int argc, char **argv);        /* plot.c */
 
 #endif

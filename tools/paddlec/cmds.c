@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "gen.h"
 
 /* "\n" and "\t" escapes, so a shell user can pass a newline. */
 static char *unescape(const char *s)
@@ -34,72 +35,55 @@ static char *unescape(const char *s)
 
 int cmd_generate(int argc, char **argv)
 {
-    const char *ckpt = NULL, *prompt = NULL, *stop = NULL;
-    int max_new = 64, top_k = 0, no_cache = 0;
+    const char *ckpt = NULL, *prompt = NULL, *stop = NULL, *prompt_file = NULL;
+    int max_new = 64, top_k = 0, no_cache = 0, ctx = 0, interactive = 0;
     double temperature = 0, top_p = 1;
     int64_t seed = 0;
     struct cli_opt opts[] = {
         {"ckpt", CLI_STR, &ckpt, 0, 0, "checkpoint written by `paddlec train` (required)", 0},
-        {"prompt", CLI_STR, &prompt, 0, 0, "text to continue (required; \\n and \\t escapes)", 0},
-        {"max-new", CLI_INT, &max_new, 0, 1 << 20, "tokens to generate at most (capped by the model's max_seq_len)", 0},
+        {"prompt", CLI_STR, &prompt, 0, 0, "text to continue (\\n and \\t escapes; - reads standard input)", 0},
+        {"max-new", CLI_INT, &max_new, 0, 1 << 20, "tokens to generate at most (capped by the context limit)", 0},
         {"temperature", CLI_DOUBLE, &temperature, 0, 100, "0: greedy; > 0: sample from softmax(logits / T)", 0},
         {"top-k", CLI_INT, &top_k, 0, 1 << 20, "sample among the k most likely tokens (0: all)", 0},
         {"top-p", CLI_DOUBLE, &top_p, 1e-9, 1, "nucleus: the smallest set with this much probability", 0},
         {"seed", CLI_I64, &seed, 0, 9e15, "sampling seed", 0},
-        {"stop", CLI_STR, &stop, 0, 0, "stop after this text (must be one token, e.g. \\n)", 0},
+        {"stop", CLI_STR, &stop, 0, 0, "stop once the continuation contains this text (any length; \\n escapes)", 0},
         {"no-cache", CLI_FLAG, &no_cache, 0, 1, "recompute the full forward per token (slow; a check)", 0},
+        /* generation options of issue 13 (gen.c) */
+        {"prompt-file", CLI_STR, &prompt_file, 0, 0, "read the prompt from this file (as is, no escapes)", 0},
+        {"ctx", CLI_INT, &ctx, 0, 1 << 24, "context limit in tokens (0: the model's max_seq_len; more: warns)", 0},
+        {"interactive", CLI_FLAG, &interactive, 0, 1, "-i: read lines from standard input, continue each (KV cache kept)", 0},
         {0, 0, 0, 0, 0, 0, 0},
     };
     const char *pos[1];
     int npos;
-    cli_parse(argc, argv, opts, "generate --ckpt PATH --prompt TEXT [options]",
+    cli_short_option(argc, argv, opts, "-i", "--interactive");
+    cli_parse(argc, argv, opts, "generate --ckpt PATH (--prompt TEXT | --prompt-file FILE | -i) [options]",
               "Continue a prompt with a trained model (KV-cache decoding; greedy unless --temperature > 0).\n"
-              "Prints the prompt and its continuation to stdout.",
+              "Prints the prompt and its continuation to stdout. With -i (--interactive), reads lines from\n"
+              "standard input until EOF and prints each one's continuation (--prompt goes before the first).",
               pos, 0, &npos);
     if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
-    if (!prompt) cli_fail(CLI_EXIT_USAGE, "--prompt is required (see --help)");
-    char *text = cli_hold(unescape(prompt), free);
+    if (!prompt && !prompt_file && !interactive)
+        cli_fail(CLI_EXIT_USAGE, "--prompt, --prompt-file or --interactive is required (see --help)");
+    if (interactive && prompt && !strcmp(prompt, "-"))
+        cli_fail(CLI_EXIT_USAGE, "--prompt - and --interactive both read standard input");
+    char *text = gen_prompt_text(prompt && strcmp(prompt, "-") ? cli_hold(unescape(prompt), free) : prompt, prompt_file);
     struct cli_model cm;
     cli_model_load(&cm, ckpt);
-    int n;
-    int64_t *ids = cli_hold(cli_encode(cm.tok, text, &n), free);
-    if (n < 1) cli_fail(CLI_EXIT_USAGE, "--prompt is empty");
-    if (n >= cm.cfg.max_seq_len)
-        cli_fail(CLI_EXIT_USAGE, "--prompt has %d tokens; the model's max_seq_len is %d", n, cm.cfg.max_seq_len);
-    struct pd_generate_config gc;
-    pd_generate_config_default(&gc);
-    if (stop) {
-        char *st = cli_hold(unescape(stop), free);
-        int k;
-        int64_t *sid = cli_hold(cli_encode(cm.tok, st, &k), free);
-        if (k != 1) cli_fail(CLI_EXIT_USAGE, "--stop must encode to exactly one token (got %d)", k);
-        gc.stop_tokens[gc.n_stop_tokens++] = sid[0];
-        cli_free(sid);
-        cli_free(st);
-    }
-    gc.max_new_tokens = max_new;
-    if (n + max_new > cm.cfg.max_seq_len) {
-        gc.max_new_tokens = cm.cfg.max_seq_len - n;
-        fprintf(stderr, "paddlec generate: note: --max-new lowered to %d (the model's max_seq_len is %d)\n",
-                gc.max_new_tokens, cm.cfg.max_seq_len);
-    }
-    gc.temperature = temperature;
-    gc.top_k = top_k;
-    gc.top_p = top_p;
-    gc.use_cache = !no_cache;
-    struct pd_generator *g = cli_hold(pd_generator_create((uint64_t)seed), cli_dtor_generator);
-    if (!g) cli_fail_pd("cannot create the generator");
-    double t0 = cli_now();
-    struct pd_generation *out = cli_hold(pd_generate(cm.model, (const int64_t *const *)&ids, &n, 1, &gc, g),
-                                         cli_dtor_generation);
-    if (!out) cli_fail_pd("generation failed");
-    double dt = cli_now() - t0;
-    char *cont = cli_hold(cli_decode(cm.tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0)), free);
-    printf("%s%s\n", text, cont);
-    fprintf(stderr, "paddlec generate: %d tokens in %.3f s (%.1f tokens/s)\n", pd_generation_len(out, 0), dt,
-            pd_generation_len(out, 0) / (dt > 0 ? dt : 1e-9));
-    cli_free_all();   /* cont, out, g, ids, the model, text */
-    return 0;
+    struct gen_run r = {.cm = &cm, .text = text, .max_new = max_new, .max_new_given = cli_find(opts, "max-new")->seen,
+                        .ctx = ctx};
+    pd_generate_config_default(&r.gc);
+    if (stop) r.stop = cli_hold(unescape(stop), free);
+    r.gc.temperature = temperature;
+    r.gc.top_k = top_k;
+    r.gc.top_p = top_p;
+    r.gc.use_cache = !no_cache;
+    r.rng = cli_hold(pd_generator_create((uint64_t)seed), cli_dtor_generator);
+    if (!r.rng) cli_fail_pd("cannot create the generator");
+    int rc = interactive ? gen_interactive(&r) : gen_once(&r);
+    cli_free_all();   /* what gen_* made, the generator, the model, the texts */
+    return rc;
 }
 
 /* A field of the recipe JSON stored in a checkpoint. */

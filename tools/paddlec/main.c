@@ -23,6 +23,7 @@ static const struct {
     {"tokenizer", cmd_tokenizer, "tokenizer train: learn a byte-level BPE"},
     {"md5diff", pdc_cmd_md5diff, "first op where two checksum files differ"},
     {"export", cmd_export, "write a training checkpoint's model as a weights-only file"},
+    {"plot", cmd_plot, "draw a run's metrics as an HTML page of SVG charts"},
 };
 
 #ifndef PADDLEC_VERSION
