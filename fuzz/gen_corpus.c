@@ -134,6 +134,39 @@ static void gen_tokenizer(void)
     }
     free(j);
     pd_tokenizer_destroy(t);
+    /* Hugging Face tokenizer.json: SentencePiece style (byte fallback for
+     * 'c', unk otherwise) and byte-level with the Llama 3 split */
+    put_str("tokenizer", "hf-spm.json",
+            "{\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\u2581\"},"
+            "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\u2581\"}]},\"pre_tokenizer\":null,"
+            "\"added_tokens\":[{\"id\":1,\"content\":\"<s>\",\"special\":true,\"rstrip\":true}],"
+            "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\u2581\"},"
+            "\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"},{\"type\":\"Strip\",\"content\":\" \","
+            "\"start\":1,\"stop\":0}]},\"model\":{\"type\":\"BPE\",\"unk_token\":\"<unk>\",\"byte_fallback\":true,"
+            "\"fuse_unk\":true,\"vocab\":{\"<unk>\":0,\"<s>\":1,\"<0x63>\":2,\"a\":3,\"b\":4,\"\u2581\":5,\"ab\":6,"
+            "\"\u2581ab\":7},\"merges\":[\"a b\",\"\u2581 ab\"]}}");
+    {
+        char vocab[8192];
+        size_t k = 0;
+        int n = 0;
+        for (int b = 0; b < 256; b++) { /* GPT-2's byte-to-character map */
+            int keep = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+            unsigned cp = keep ? (unsigned)b : 0x100u + (unsigned)n++;
+            k += (size_t)snprintf(vocab + k, sizeof vocab - k, "%s\"\\u%04x\":%d", b ? "," : "", cp, b);
+        }
+        char *hf = malloc(sizeof vocab + 1024);
+        snprintf(hf, sizeof vocab + 1024,
+                 "{\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":"
+                 "{\"Regex\":\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| "
+                 "?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"},"
+                 "\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\",\"use_regex\":false}]},"
+                 "\"decoder\":{\"type\":\"ByteLevel\"},\"added_tokens\":[{\"id\":259,\"content\":\"<|endoftext|>\"}],"
+                 "\"model\":{\"type\":\"BPE\",\"ignore_merges\":true,\"vocab\":{%s,\"he\":256,\"\\u0120t\":257,"
+                 "\"\\u0120the\":258},\"merges\":[\"h e\",\"\\u0120 t\",\"\\u0120t he\"]}}",
+                 vocab);
+        put_str("tokenizer", "hf-llama3.json", hf);
+        free(hf);
+    }
     put_str("tokenizer", "self-merge.json",
             "{\"format\":\"paddlec-tokenizer\",\"version\":1,\"type\":\"bpe\",\"vocab_size\":260,"
             "\"merges\":[[97,97],[256,256],[257,257],[258,258]],\"special\":[]}");

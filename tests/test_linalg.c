@@ -393,6 +393,22 @@ static void test_kernel_paths(void)
     pd_scope_end(scope_tok);
 }
 
+/* Two threads, a K whose packed A~ panel (600 * K bytes) is not a multiple
+ * of 32 bytes: thread 1's panel was misaligned and the aligned loads of the
+ * micro-kernel crashed (seen with a 1456-token vocabulary). */
+static void test_gemm_thread_alignment(void)
+{
+    int ks[] = {3, 5, 7, 13, 31, 33, 257};
+    for (int i = 0; i < 7; i++) {
+        int tok = pd_scope_begin();
+        int64_t k = ks[i];
+        struct pd_tensor *a = pd_ones((int64_t[]){700, k}, 2, PD_F32), *b = pd_ones((int64_t[]){k, 1456}, 2, PD_F32);
+        struct pd_tensor *c = pd_matmul(a, b, 0, 0);
+        PT_CHECK(c && pd_get(c, (int64_t[]){699, 1455}) == (double)k && pd_get(c, (int64_t[]){0, 0}) == (double)k);
+        pd_scope_end(tok);
+    }
+}
+
 int main(void)
 {
     int64_t live = pd_live_tensors();
@@ -401,6 +417,7 @@ int main(void)
     test_second_order();
     test_threads();
     test_kernel_paths();
+    test_gemm_thread_alignment();
     PT_CHECK(pd_live_tensors() == live);
     PT_DONE();
 }

@@ -9,6 +9,16 @@
  * id (add them by id); decode() writes a special token as its text. So
  * decode(encode(x)) == x for any bytes, including NULs and invalid UTF-8.
  *
+ * A third kind is read from Hugging Face tokenizer.json files (and GPT-2's
+ * original encoder.json + vocab.bpe): byte-level BPE in the GPT-2 / Llama 3
+ * style (their pre-tokenizer regexes, implemented by hand), and the Llama 2 /
+ * SentencePiece style (spaces as U+2581, byte fallback to <0xNN> tokens).
+ * Its ids are the file's; added tokens (e.g. "<|endoftext|>", "<s>") found in
+ * the text ARE split out and encoded as their ids, as Hugging Face does;
+ * decode() follows the file's decoder (SentencePiece style: the space that
+ * encode prepended is dropped). Details and the unsupported features:
+ * docs/data.md.
+ *
  * BPE pre-splits text into pieces that merges never cross (GPT-2 like, on
  * bytes: an optional leading space plus a run of letters (ASCII letters and
  * bytes >= 0x80), of digits, or of other symbols; runs of spaces/tabs; each
@@ -49,6 +59,7 @@ extern "C" {
 enum pd_tokenizer_kind {
     PD_TOKENIZER_BYTE = 0,
     PD_TOKENIZER_BPE = 1,
+    PD_TOKENIZER_HF = 2,   /* from a Hugging Face tokenizer.json (never written as "type") */
     PD_TOKENIZER_KIND_COUNT
 };
 
@@ -57,7 +68,8 @@ struct pd_tokenizer;
 /* Limits of every tokenizer, built or read (docs/reliability.md): ids in all
  * (256 bytes + merges + specials), bytes of one token (a merged token longer
  * than a pre-tokenizer piece could never come out of encode; a special
- * token's text), and bytes of a tokenizer file. */
+ * token's text), and bytes of a tokenizer file. A Hugging Face file has the
+ * same id and file limits; its tokens may have up to 64 KiB. */
 #define PD_TOKENIZER_MAX_VOCAB (1 << 20)
 #define PD_TOKENIZER_MAX_TOKEN_LEN 256
 #define PD_TOKENIZER_MAX_FILE (1 << 28)
@@ -79,14 +91,24 @@ struct pd_tokenizer *pd_bpe_train(const char *text, size_t len, int vocab_size, 
 enum pd_tokenizer_kind pd_tokenizer_kind(const struct pd_tokenizer *tok);
 int pd_tokenizer_vocab_size(const struct pd_tokenizer *tok);   /* 256 + merges + specials */
 int pd_tokenizer_n_merges(const struct pd_tokenizer *tok);
-/* Merge r joins ids *a and *b into id 256 + r. PD_ERR_INVALID if out of range. */
+/* Merge r joins ids *a and *b into id 256 + r (PD_TOKENIZER_HF: into the
+ * vocabulary's id of their concatenation). PD_ERR_INVALID if out of range. */
 int pd_tokenizer_merge(const struct pd_tokenizer *tok, int r, int *a, int *b);
-/* The bytes of token id (borrowed; a special token's text). NULL if out of range. */
+/* The bytes of token id (borrowed; a special token's text). NULL if out of
+ * range. For PD_TOKENIZER_HF: the decoded bytes (byte-level characters mapped
+ * back to bytes, U+2581 as a space, <0xNN> as its byte), with no leading space
+ * dropped: concatenating them is the way to stream generated text. */
 const unsigned char *pd_tokenizer_token(const struct pd_tokenizer *tok, int id, size_t *len);
-/* Adds a special token (after every existing id) and returns its id. */
+/* Adds a special token (after every existing id) and returns its id.
+ * PD_ERR_STATE for PD_TOKENIZER_HF. */
 int pd_tokenizer_add_special(struct pd_tokenizer *tok, const char *text);
-/* Id of the special token with this text, or -1. */
+/* Id of the special token with this text, or -1. (PD_TOKENIZER_HF: any of
+ * the file's added tokens, e.g. "<s>", "</s>", "<|eot_id|>".) */
 int pd_tokenizer_special_id(const struct pd_tokenizer *tok, const char *text);
+/* The id a tokenizer.json post-processor puts before a single sequence
+ * ("<s>" for Llama 2, "<|begin_of_text|>" for Llama 3), or -1 when it adds
+ * none (GPT-2, and every paddlec tokenizer). encode() never adds it. */
+int pd_tokenizer_bos_id(const struct pd_tokenizer *tok);
 
 /* Encode len bytes; *ids gets a malloc'd array. Returns the count (>= 0) or a
  * negative status. */
@@ -97,11 +119,19 @@ int64_t pd_tokenizer_encode(const struct pd_tokenizer *tok, const void *text, si
 char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len);
 
 /* JSON (format in docs/data.md). to_json returns a malloc'd string;
- * from_json/load validate everything (ids, duplicates, vocab size). */
+ * from_json/load validate everything (ids, duplicates, vocab size).
+ * from_json and load also read a Hugging Face tokenizer.json (told apart by
+ * its "model" object); features paddlec does not implement are refused with
+ * a one-line error naming them. For PD_TOKENIZER_HF, to_json returns the
+ * tokenizer.json text that was read, so save/load round-trips it. */
 char *pd_tokenizer_to_json(const struct pd_tokenizer *tok);
 struct pd_tokenizer *pd_tokenizer_from_json(const char *json);
 int pd_tokenizer_save(const struct pd_tokenizer *tok, const char *path);
 struct pd_tokenizer *pd_tokenizer_load(const char *path);
+/* GPT-2's original files (openai/gpt-2: encoder.json, a JSON object token ->
+ * id, and vocab.bpe, "#version" then one merge "a b" per line): the same
+ * tokenizer as Hugging Face's gpt2 tokenizer.json, "<|endoftext|>" included. */
+struct pd_tokenizer *pd_tokenizer_load_gpt2(const char *encoder_json, const char *vocab_bpe);
 
 /* ---- text datasets ------------------------------------------------------ */
 enum pd_split {

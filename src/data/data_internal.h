@@ -9,6 +9,8 @@
 #include "core/internal.h"
 #include "pd/data.h"
 
+struct cJSON;
+
 /* Pieces never exceed this many bytes (bounds per-piece merge work), so no
  * token encode produces is longer. */
 #define PDI_PIECE_MAX PD_TOKENIZER_MAX_TOKEN_LEN
@@ -28,6 +30,10 @@ struct pd_tokenizer {
      * n_spec_slots is a power of two above 2 n_special (or 0) */
     int32_t *spec_slot;
     int n_spec_slots;
+    /* PD_TOKENIZER_HF only (src/data/tokenizer_hf.c): the file's pipeline.
+     * merges/rank hold its merges as id pairs (merge r makes hf->merge_out[r]),
+     * tok/tok_len every id's decoded bytes. */
+    struct pdi_hf *hf;
 };
 
 /* ---- open-addressing map: 64-bit key -> int32 value --------------------- */
@@ -69,9 +75,90 @@ int pdi_ids_reserve(struct pdi_ids *ids, int64_t extra);
 /* Encode every piece of s[0..n) and append the ids. */
 int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n,
                                 struct pdi_ids *out);
+/* ---- Hugging Face tokenizers (tokenizer_hf.c, tokenizer_hf_encode.c) ---- */
+/* The HF pipeline of a PD_TOKENIZER_HF tokenizer. */
+enum { PDI_HF_RX_NONE, PDI_HF_RX_GPT2, PDI_HF_RX_LLAMA3 };
+struct pdi_hf_added {
+    int32_t id;
+    unsigned char lstrip, rstrip;
+};
+struct pdi_hf {
+    char *json;            /* the tokenizer.json text (to_json returns it) */
+    int byte_level;        /* ByteLevel: vocab strings spell bytes (GPT-2's byte-to-unicode map) */
+    int regex;             /* PDI_HF_RX_*: the split before BPE */
+    int max_digits;        /* Llama 3 pattern: \p{N}{1,max_digits} */
+    int add_prefix_space;  /* ByteLevel: a space before a segment that lacks one */
+    int sp_replace;        /* ' ' -> U+2581 (SentencePiece style) */
+    int sp_prepend;        /* U+2581 before a segment: 0 never, 2 always (Prepend), 3 always and 1 the
+                            * text's first segment only, when it does not start with one (Metaspace) */
+    int sp_split;          /* Metaspace split: a word starts at every U+2581 */
+    int strip_space;       /* decode drops one leading space */
+    int byte_fallback, fuse_unk, ignore_merges;
+    int32_t unk_id, bos_id;
+    /* model vocabulary: id -> its string as in the file (offset/length in
+     * ms; ms_len UINT32_MAX when the id has none), and the string index */
+    char *ms;
+    size_t *ms_off;
+    uint32_t *ms_len;
+    int32_t *vslot;        /* id + 1 per slot, 0 empty; vcap a power of two */
+    size_t vcap;
+    int32_t byte_id[256];  /* byte-level: id of each byte's character; else <0xNN>; -1 none */
+    int32_t *merge_out;    /* [n_merges] */
+    int n_added;           /* added tokens, longest content first */
+    struct pdi_hf_added *added;
+};
+/* The vocabulary id of the model string s[0..n), or -1. */
+int32_t pdi_hf_vocab_get(const struct pdi_hf *hf, const unsigned char *s, size_t n);
+struct pd_tokenizer *pdi_hf_from_cjson(const struct cJSON *root, const char *json);
+void pdi_hf_destroy(struct pdi_hf *hf);
+/* Encode s[0..n) and append the ids; continued: s continues a text already
+ * encoded (no prefix space / U+2581 is prepended to it). */
+int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
+                         struct pdi_ids *out);
+/* A place in s[0..n) where a text may be cut and its two parts encoded
+ * separately (the second as continued) with the ids of the whole; 0 if none
+ * was found. */
+size_t pdi_hf_cut(const unsigned char *s, size_t n);
+
 /* Tokenizer with 256 byte tokens, no merges (kind set by the caller). */
 struct pd_tokenizer *pdi_tokenizer_new(enum pd_tokenizer_kind kind);
 /* Append merge (a, b) as id 256 + n_merges (no specials may exist yet). */
 int pdi_tokenizer_push_merge(struct pd_tokenizer *tok, int32_t a, int32_t b);
+
+/* Merge candidates of one piece: (rank, position) pairs in a min-heap. The
+ * leftmost lowest rank merges first, which is exactly "apply merge r to every
+ * occurrence left to right, for r = 0, 1, ...": a merge creates only pairs of
+ * higher rank than itself, since a merge refers to earlier ids only. */
+struct pdi_cand {
+    int32_t rank, pos;
+};
+static inline int pdi_cand_less(struct pdi_cand x, struct pdi_cand y) { return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos); }
+static inline void pdi_heap_push(struct pdi_cand *h, int *n, struct pdi_cand c)
+{
+    int i = (*n)++;
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!pdi_cand_less(c, h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = c;
+}
+static inline struct pdi_cand pdi_heap_pop(struct pdi_cand *h, int *n)
+{
+    struct pdi_cand top = h[0], last = h[--*n];
+    int i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        struct pdi_cand mv = last;
+        if (l < *n && pdi_cand_less(h[l], mv)) { m = l; mv = h[l]; }
+        if (r < *n && pdi_cand_less(h[r], mv)) m = r;
+        if (m == i) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
 
 #endif

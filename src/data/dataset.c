@@ -119,6 +119,7 @@ struct pd_text_dataset *pd_text_dataset_from_memory(const void *text, size_t len
 /* Start of the last piece of s[0..n) (which may continue past n). */
 static size_t last_piece_start(const struct pd_tokenizer *tok, const unsigned char *s, size_t n)
 {
+    if (tok->hf) return pdi_hf_cut(s, n);
     if (tok->n_merges == 0) return n; /* bytes: nothing spans a chunk boundary */
     size_t last = 0;
     for (size_t i = 0; i < n;) {
@@ -142,6 +143,7 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
     }
     struct pdi_ids ids = {0};
     size_t cap = 2 * CHUNK, have = 0;
+    int continued = 0;
     unsigned char *buf = pdi_malloc(cap);
     int rc = buf ? PD_OK : pdi_errorf(PD_ERR_NOMEM, "text dataset: out of memory");
     while (rc == PD_OK) {
@@ -162,7 +164,10 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
         have += got;
         int eof = got < CHUNK;
         size_t cut = eof ? have : last_piece_start(tok, buf, have);
-        rc = pdi_tokenizer_encode_append(tok, buf, cut, &ids);
+        /* a Hugging Face tokenizer prepends a space to a text's start only */
+        rc = tok->hf ? pdi_hf_encode_append(tok, buf, cut, continued, &ids)
+                     : pdi_tokenizer_encode_append(tok, buf, cut, &ids);
+        continued |= cut > 0;
         memmove(buf, buf + cut, have - cut);
         have -= cut;
         if (eof) break;

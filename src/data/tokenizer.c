@@ -191,6 +191,7 @@ void pd_tokenizer_destroy(struct pd_tokenizer *tok)
     free(tok->merges);
     free(tok->spec_slot);
     pdi_u64map_destroy(tok->rank);
+    pdi_hf_destroy(tok->hf);
     free(tok);
 }
 
@@ -274,6 +275,8 @@ int pd_tokenizer_add_special(struct pd_tokenizer *tok, const char *text)
 {
     char qb[PDI_QUOTE_BUF];
     if (!tok) return pdi_errorf(PD_ERR_NULL, "tokenizer_add_special: tokenizer is NULL");
+    if (tok->hf)
+        return pdi_errorf(PD_ERR_STATE, "tokenizer_add_special: a Hugging Face tokenizer's added tokens come from its file");
     if (!text || !*text) return pdi_errorf(PD_ERR_INVALID, "tokenizer_add_special: the text must be non-empty");
     size_t n = strlen(text);
     if (n > PD_TOKENIZER_MAX_TOKEN_LEN)
@@ -316,9 +319,19 @@ const unsigned char *pd_tokenizer_token(const struct pd_tokenizer *tok, int id, 
 
 int pd_tokenizer_special_id(const struct pd_tokenizer *tok, const char *text)
 {
+    if (tok && text && tok->hf) {
+        size_t n = strlen(text);
+        for (int a = 0; a < tok->hf->n_added; a++) {
+            int32_t id = tok->hf->added[a].id;
+            if (tok->tok_len[id] == n && !memcmp(tok->tok[id], text, n)) return id;
+        }
+        return -1;
+    }
     if (!tok || !text || !tok->n_spec_slots) return -1;
     return *spec_find(tok, (const unsigned char *)text, strlen(text)) - 1;
 }
+
+int pd_tokenizer_bos_id(const struct pd_tokenizer *tok) { return tok && tok->hf ? tok->hf->bos_id : -1; }
 
 /* ---- encode / decode ---------------------------------------------------- */
 int pdi_ids_reserve(struct pdi_ids *ids, int64_t extra)
@@ -333,48 +346,12 @@ int pdi_ids_reserve(struct pdi_ids *ids, int64_t extra)
     return PD_OK;
 }
 
-/* Merge candidates of one piece: (rank, position) pairs in a min-heap. The
- * leftmost lowest rank merges first, which is exactly "apply merge r to every
- * occurrence left to right, for r = 0, 1, ...": a merge creates only pairs of
- * higher rank than itself, since a merge refers to earlier ids only. */
-struct cand {
-    int32_t rank, pos;
-};
-static int cand_less(struct cand x, struct cand y) { return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos); }
-static void heap_push(struct cand *h, int *n, struct cand c)
-{
-    int i = (*n)++;
-    while (i > 0) {
-        int p = (i - 1) / 2;
-        if (!cand_less(c, h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = c;
-}
-static struct cand heap_pop(struct cand *h, int *n)
-{
-    struct cand top = h[0], last = h[--*n];
-    int i = 0;
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-        struct cand mv = last;
-        if (l < *n && cand_less(h[l], mv)) { m = l; mv = h[l]; }
-        if (r < *n && cand_less(h[r], mv)) m = r;
-        if (m == i) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n) h[i] = last;
-    return top;
-}
-
 static void encode_piece(const struct pd_tokenizer *tok, const unsigned char *s, int n, int32_t *out, int *n_out)
 {
     int32_t sym[PDI_PIECE_MAX];
     int prev[PDI_PIECE_MAX], next[PDI_PIECE_MAX];
     unsigned char alive[PDI_PIECE_MAX];
-    struct cand heap[3 * PDI_PIECE_MAX];
+    struct pdi_cand heap[3 * PDI_PIECE_MAX];
     int nh = 0;
     for (int i = 0; i < n; i++) {
         sym[i] = s[i];
@@ -385,10 +362,10 @@ static void encode_piece(const struct pd_tokenizer *tok, const unsigned char *s,
     if (tok->n_merges)
         for (int i = 0; i + 1 < n; i++) {
             int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[i], sym[i + 1]));
-            if (r >= 0) heap_push(heap, &nh, (struct cand){r, i});
+            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, i});
         }
     while (nh) {
-        struct cand c = heap_pop(heap, &nh);
+        struct pdi_cand c = pdi_heap_pop(heap, &nh);
         int i = c.pos, j = next[i];
         /* stale: the left symbol was merged away or changed, or its neighbour did */
         if (!alive[i] || j < 0 || sym[i] != tok->merges[2 * c.rank] || sym[j] != tok->merges[2 * c.rank + 1]) continue;
@@ -398,11 +375,11 @@ static void encode_piece(const struct pd_tokenizer *tok, const unsigned char *s,
         if (next[j] >= 0) prev[next[j]] = i;
         if (prev[i] >= 0) {
             int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[prev[i]], sym[i]));
-            if (r >= 0) heap_push(heap, &nh, (struct cand){r, prev[i]});
+            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, prev[i]});
         }
         if (next[i] >= 0) {
             int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[i], sym[next[i]]));
-            if (r >= 0) heap_push(heap, &nh, (struct cand){r, i});
+            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, i});
         }
     }
     int k = 0;
@@ -413,6 +390,7 @@ static void encode_piece(const struct pd_tokenizer *tok, const unsigned char *s,
 int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n,
                                 struct pdi_ids *out)
 {
+    if (tok->hf) return pdi_hf_encode_append(tok, s, n, 0, out);
     if (pdi_ids_reserve(out, (int64_t)n)) return PD_ERR_NOMEM; /* never more ids than bytes */
     if (tok->n_merges == 0) {
         for (size_t i = 0; i < n; i++) out->v[out->n++] = s[i];
@@ -464,6 +442,8 @@ char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, in
         memcpy(out + k, tok->tok[ids[i]], tok->tok_len[ids[i]]);
         k += tok->tok_len[ids[i]];
     }
+    if (tok->hf && tok->hf->strip_space && k && out[0] == ' ') /* the decoder drops the space encode prepended */
+        memmove(out, out + 1, --k);
     out[k] = 0;
     if (len) *len = k;
     return out;
@@ -473,12 +453,17 @@ char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, in
  * {"format": "paddlec-tokenizer", "version": 1, "type": "byte" | "bpe",
  *  "pretokenizer": "paddlec-bytes-v1", "vocab_size": N,
  *  "merges": [[a, b], ...], "special": [{"id": i, "text": "..."}, ...]} */
-static const char *const kind_names[PD_TOKENIZER_KIND_COUNT] = {"byte", "bpe"};
+static const char *const kind_names[] = {"byte", "bpe"}; /* PD_TOKENIZER_HF is never written */
+#define N_KIND_NAMES ((int)(sizeof kind_names / sizeof *kind_names))
 #define PRETOK_NAME "paddlec-bytes-v1"
 
 char *pd_tokenizer_to_json(const struct pd_tokenizer *tok)
 {
     if (!tok) return pdi_error(PD_ERR_NULL, "tokenizer_to_json: tokenizer is NULL");
+    if (tok->hf) {
+        char *s = pdi_strdup(tok->hf->json);
+        return s ? s : pdi_error(PD_ERR_NOMEM, "tokenizer_to_json: out of memory");
+    }
     for (int id = tok->n_tok - tok->n_special; id < tok->n_tok; id++)
         if (memchr(tok->tok[id], 0, tok->tok_len[id]))
             return pdi_error(PD_ERR_INVALID, "tokenizer_to_json: special token %d contains a NUL byte", id);
@@ -556,6 +541,12 @@ struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
         return pdi_error(PD_ERR_INVALID, "tokenizer JSON: parse error at byte %zu near %s", at,
                          pdi_quote_n(json + at, strnlen(json + at, 20), qb, sizeof qb));
     }
+    if (cJSON_IsObject(root) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "model")) &&
+        !cJSON_GetObjectItemCaseSensitive(root, "format")) { /* a Hugging Face tokenizer.json */
+        struct pd_tokenizer *hf = pdi_hf_from_cjson(root, json);
+        cJSON_Delete(root);
+        return hf;
+    }
     struct pd_tokenizer *tok = NULL;
     const char *why = NULL;
     char msg[512];
@@ -576,7 +567,7 @@ struct pd_tokenizer *pd_tokenizer_from_json(const char *json)
     else if (merges && !cJSON_IsArray(merges)) why = "\"merges\" is not an array";
     else if (special && !cJSON_IsArray(special)) why = "\"special\" is not an array";
     if (!why) {
-        for (int k = 0; k < PD_TOKENIZER_KIND_COUNT; k++)
+        for (int k = 0; k < N_KIND_NAMES; k++)
             if (!strcmp(type->valuestring, kind_names[k])) kind = k;
         if (kind < 0) why = "\"type\" is neither \"byte\" nor \"bpe\"";
         else if (kind == PD_TOKENIZER_BYTE && cJSON_GetArraySize(merges) > 0) why = "a \"byte\" tokenizer has merges";

@@ -136,6 +136,7 @@ static const struct {
     {"Validation perplexity", "perplexity", {"val_ppl", "ppl", "perplexity"}, {NULL}},
     {"Held-out task accuracy", "accuracy (0-1)", {"task_accuracy_quick", "task_accuracy", "accuracy"}, {NULL}, 1},
     {"Gradient norm", "L2 norm (before clipping)", {"grad_norm"}, {NULL}},
+    {"Tokens trained", "tokens (running total)", {"tokens"}, {NULL}},
 };
 #define N_GROUPS ((int)(sizeof groups / sizeof *groups))
 

@@ -115,7 +115,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"config", CLI_STR, &r->config, 0, 0, "JSON file of options (keys = option names); flags override it", 0},
         {"resume", CLI_STR, &r->resume, 0, 0, "checkpoint, or run directory (its latest checkpoint), to resume from (bit-exact)", 0},
         {"data", CLI_STR, &r->data, 0, 0, "UTF-8 text file to train on (default: built-in arithmetic)", 0},
-        {"tokenizer", CLI_STR, &r->tokenizer, 0, 0, "tokenizer JSON from `paddlec tokenizer train` (default: bytes)", 0},
+        {"tokenizer", CLI_STR, &r->tokenizer, 0, 0, "tokenizer JSON from `paddlec tokenizer train`, or a Hugging Face tokenizer.json (default: bytes)", 0},
         {"out", CLI_STR, &r->out, 0, 0, "run directory: checkpoints ckpt-<step>.safetensors, final.safetensors, metrics.jsonl", 0},
         {"metrics", CLI_STR, &r->metrics, 0, 0, "append metrics as JSON lines to this file (default: OUT/metrics.jsonl)", 0},
         {"val-data", CLI_STR, &r->val_data, 0, 0, "text file for validation (default: whole documents of --data held out)", 0},

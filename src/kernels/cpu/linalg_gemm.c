@@ -211,6 +211,10 @@ int pdi_sgemm(const struct pdi_kcall *kc, int64_t m, int64_t n, int64_t k, const
     if (nt > np) nt = (int)np;
     int64_t per = (np + nt - 1) / nt;
     size_t bbytes = (size_t)(per * NR * kcw) * sizeof(float), abytes = (size_t)((MC + MR) * kcw) * sizeof(float);
+    /* each thread's part starts on a cache line: the micro-kernels use
+     * aligned loads on both packed panels (600 * kcw bytes of A~ is a
+     * multiple of 32 only when kcw is one of 4) */
+    abytes = (abytes + 63) & ~(size_t)63;
     size_t tbytes = bbytes + abytes, all = tbytes * (size_t)nt;
     char *pool = pdi_kscratch(kc, all);
     if (!pool) return pdi_errorf(PD_ERR_NOMEM, "out of memory (%zu bytes for GEMM packing)", all);
