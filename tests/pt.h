@@ -75,6 +75,29 @@ static inline int pt_same_bits(struct pd_tensor *a, struct pd_tensor *b)
     return same;
 }
 
+/* The number after "key": in a flat JSON object (fixtures' metadata); NaN
+ * when absent. */
+static inline double pt_json_number(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = json ? strstr(json, pat) : NULL;
+    return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+/* AdamW from a fixture's "adamw" metadata (lr, beta1, beta2, eps,
+ * weight_decay, written by tools/ref/); returns its "steps". */
+static inline int pt_adamw_config(const char *json, struct pd_optim_config *oc)
+{
+    pd_optim_config_default(oc, PD_OPTIM_ADAMW);
+    oc->lr = pt_json_number(json, "lr");
+    oc->beta1 = pt_json_number(json, "beta1");
+    oc->beta2 = pt_json_number(json, "beta2");
+    oc->eps = pt_json_number(json, "eps");
+    oc->weight_decay = pt_json_number(json, "weight_decay");
+    return (int)pt_json_number(json, "steps");
+}
+
 #define PT_DONE()                                                                         \
     do {                                                                                  \
         printf("%s: %d checks, %d failed\n", __FILE__, pt_checks, pt_fails);              \

@@ -79,15 +79,6 @@ static double compare(const char *what, const char *name, struct pd_tensor *got,
     return e;
 }
 
-/* A number from our own flat JSON metadata ({"lr":0.01,...}); NaN if absent. */
-static double json_number(const char *json, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = json ? strstr(json, pat) : NULL;
-    return p ? strtod(p + strlen(pat), NULL) : NAN;
-}
-
 struct fixture {
     struct pd_state_dict *weights, *batch, *expected;
     struct pd_llama_config cfg;
@@ -268,13 +259,7 @@ static void check_adamw(const struct fixture *f, struct pd_llama *m)
     const char *json = pd_state_dict_get_meta(f->expected, "adamw");
     struct pd_tensor *want = pd_state_dict_get(f->expected, "adamw_losses");
     struct pd_optim_config oc;
-    pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
-    oc.lr = json_number(json, "lr");
-    oc.beta1 = json_number(json, "beta1");
-    oc.beta2 = json_number(json, "beta2");
-    oc.eps = json_number(json, "eps");
-    oc.weight_decay = json_number(json, "weight_decay");
-    int steps = (int)json_number(json, "steps");
+    int steps = pt_adamw_config(json, &oc);
     PT_CHECK(want && steps > 0 && pd_tensor_numel(want) == steps + 1);
     PT_CHECK(pd_optim_config_validate(&oc) == PD_OK);
     if (!want || steps <= 0 || pd_tensor_numel(want) != steps + 1) return;

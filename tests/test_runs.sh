@@ -29,15 +29,15 @@ ok '[ "$(ls "$dir/s" | grep -c "^ckpt-")" -eq 2 ] && [ -f "$dir/s/ckpt-36.safete
 ok '[ "$(losses "$dir/s/metrics.jsonl" | wc -l)" -eq 40 ]'
 
 # ---- Ctrl-C mid-run: the step finishes, a checkpoint is saved, exit 130 -----------
-wait_for() {  # wait_for FILE PATTERN MIN: until FILE has MIN lines matching (10 s at most)
+wait_for() {  # wait_for FILE PATTERN MIN: until FILE has MIN lines matching (120 s at most: a loaded CI machine)
     local n
-    for _ in $(seq 400); do n=$(grep -c "$2" "$1" 2>/dev/null); [ "${n:-0}" -ge "$3" ] && return 0; sleep 0.025; done
+    for _ in $(seq 4800); do n=$(grep -c "$2" "$1" 2>/dev/null); [ "${n:-0}" -ge "$3" ] && return 0; sleep 0.025; done
     return 1
 }
 "$bin" train $tiny --out "$dir/i" >"$dir/i.out" 2>"$dir/i.err" &
 pid=$!
 wait_for "$dir/i/metrics.jsonl" '"loss":' 6
-kill -INT $pid
+kill -STOP $pid; kill -INT $pid; kill -CONT $pid   # stopped first: the run cannot end before the signal lands
 wait $pid; code=$?
 ok '[ $code -eq 130 ]'
 step=$(sed -n 's/^paddlec train: interrupted at step \([0-9]*\)\/40: checkpoint .* saved; continue with: .*/\1/p' "$dir/i.err")

@@ -232,7 +232,7 @@ int pd_kv_cache_len(const struct pd_kv_cache *c);   /* positions filled so far *
 struct pd_tensor *pd_llama_forward(struct pd_llama *m, struct pd_tensor *ids, struct pd_kv_cache *cache,
                                    struct pd_tensor *pad_mask);
 /* Mean next-token cross-entropy of forward(ids) against targets [B, T]
- * (int64; -1 = ignored). */
+ * (int64; -1 and -100, Hugging Face's ignore index, are ignored). */
 struct pd_tensor *pd_llama_loss(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets);
 /* Packed documents (several per sequence, as in Paddle's packed SFT):
  * doc_ids int64 [B, T] numbers each token's document; a document is a run
@@ -245,7 +245,7 @@ struct pd_tensor *pd_llama_loss(struct pd_llama *m, struct pd_tensor *ids, struc
  * mask made dense, for comparisons). */
 struct pd_tensor *pd_llama_forward_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *doc_ids);
 /* pd_llama_loss over pd_llama_forward_packed: the loss counts every target
- * that is not -1, across all documents. */
+ * that is not -1 or -100, across all documents. */
 struct pd_tensor *pd_llama_loss_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *targets,
                                        struct pd_tensor *doc_ids);
 /* Number of parameters, and model FLOPs per token for a training step

@@ -17,4 +17,5 @@
 #include "pd/flashmask.h"
 #include "pd/meta.h"
 #include "pd/dist.h"
+#include "pd/hf.h"
 #endif

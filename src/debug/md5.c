@@ -83,6 +83,7 @@ static void md5_block(struct md5 *m, const unsigned char *p)
 static void md5_update(struct md5 *m, const void *data, size_t n)
 {
     const unsigned char *p = data;
+    if (!n) return; /* data may be NULL then: no arithmetic on it */
     m->len += n;
     if (m->nbuf) {
         size_t k = 64 - m->nbuf < n ? 64 - m->nbuf : n;

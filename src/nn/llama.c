@@ -124,7 +124,7 @@ static const struct field {
  * falls back to 17 digits only when 15 are off by more than a relative
  * 2^-52, so 0.1 + 0.2 came back as 0.3. Non-finite: null (validation
  * refuses it on the way back). */
-static cJSON *json_double(double x)
+cJSON *pdi_json_double(double x)
 {
     if (!isfinite(x)) return cJSON_CreateNull();
     char b[40];
@@ -142,7 +142,7 @@ char *pd_llama_config_to_json(const struct pd_llama_config *cfg)
     if (!o) return pdi_error(PD_ERR_NOMEM, "llama config: out of memory");
     for (size_t i = 0; i < N_FIELDS; i++) {
         const char *p = (const char *)cfg + fields[i].off;
-        cJSON *item = fields[i].kind == F_DOUBLE ? json_double(*(const double *)p)
+        cJSON *item = fields[i].kind == F_DOUBLE ? pdi_json_double(*(const double *)p)
                       : fields[i].kind == F_BOOL ? cJSON_CreateBool(*(const int *)p)
                                                  : cJSON_CreateNumber(*(const int *)p);
         if (!item || !cJSON_AddItemToObject(o, fields[i].name, item)) {
@@ -529,8 +529,10 @@ static struct pd_tensor *loss_of(struct pd_llama *m, struct pd_tensor *logits, s
 {
     if (!logits) return NULL;
     int64_t n = ids->shape[0] * ids->shape[1];
-    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2),
-                            pd_reshape(targets, &n, 1), -1, 0.0, PD_REDUCE_MEAN);
+    /* -100 (Hugging Face's ignore index) is ignored as -1 is */
+    struct pd_tensor *t = pd_reshape(targets, &n, 1);
+    t = pd_where(pd_eq(t, pd_scalar(-100, PD_I64)), pd_full_like(t, -1), t);
+    return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2), t, -1, 0.0, PD_REDUCE_MEAN);
 }
 
 static int check_targets(struct pd_tensor *ids, struct pd_tensor *targets)

@@ -57,4 +57,9 @@ struct pd_tensor *pdi_nn_block_forward(struct pd_nn_block *b, struct pd_tensor *
                                        struct pd_tensor *mask, struct pd_tensor *startend_row_indices, int causal,
                                        struct pd_tensor *k_cache, struct pd_tensor *v_cache, int64_t past_len);
 
+/* x as a JSON number that reads back bit-identical (llama.c; null when not
+ * finite). */
+struct cJSON;
+struct cJSON *pdi_json_double(double x);
+
 #endif

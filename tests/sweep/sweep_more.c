@@ -286,9 +286,9 @@ static int w_mode_pairs(int i, int *m, struct pd_tensor **out)
 static int w_meta_empty_i(int i, int *m, struct pd_tensor **out)
 {
     int t = pd_meta_begin(), acc = 0;
-    int64_t s[2] = {2, IV};
-    struct pd_tensor *a = pd_meta_empty(s, 2, PD_F32), *b = pd_meta_empty(s, II, PD_F32);
-    acc += a && IV < 0, acc += b && (II < 0 || II > 2);
+    int64_t s[PD_MAX_DIMS + 1] = {2, IV, 1, 1, 1, 1, 1, 1, 1}; /* room for any ndim the library accepts */
+    struct pd_tensor *a = pd_meta_empty(s, 2, PD_F32), *b = II <= PD_MAX_DIMS + 1 ? pd_meta_empty(s, II, PD_F32) : NULL;
+    acc += a && IV < 0, acc += b && (II < 0 || II > PD_MAX_DIMS);
     struct pd_meta_report *r = NULL;
     pd_meta_end(t, &r);
     pd_meta_report_destroy(r);
@@ -469,7 +469,7 @@ static int w_names(int i, int *m, struct pd_tensor **out)
 static int w_mask_i(int i, int *m, struct pd_tensor **out)
 {
     /* each builder with one argument at v (an S at v too) */
-    int64_t v = IV, two[2] = {2, 2};
+    int64_t v = IV, two[16] = {2, 2}; /* n_docs up to 16 reads zero lengths after the two */
     int acc = 0;
     struct pd_tensor *r[11] = {
         v <= (1 << 20) ? pd_flashmask_causal(v) : NULL, /* larger S: real gigabytes, judged by the op sweep */
@@ -480,13 +480,13 @@ static int w_mask_i(int i, int *m, struct pd_tensor **out)
         pd_flashmask_qk_sparse(8, v, 2),
         pd_flashmask_qk_sparse(8, 2, v),
         pd_flashmask_random_eviction(8, v, 7),
-        pd_flashmask_document(4, two, II),
-        pd_flashmask_causal_blockwise(4, two, II),
-        pd_flashmask_prefix_document(4, two, (const int64_t[]){1, 1}, II),
+        II <= 16 ? pd_flashmask_document(4, two, II) : NULL, /* more: past the caller's array */
+        II <= 16 ? pd_flashmask_causal_blockwise(4, two, II) : NULL,
+        II <= 16 ? pd_flashmask_prefix_document(4, two, (const int64_t[16]){1, 1}, II) : NULL,
     };
     acc += r[0] && v < 1;
     for (int k = 1; k < 8; k++) acc += r[k] && (v < 0 || v > 8);
-    for (int k = 8; k < 11; k++) acc += r[k] && II != 2;
+    for (int k = 8; k < 11; k++) acc += r[k] && II < 0; /* zero lengths after the two are documents too */
     *m = 0, *out = NULL;
     return acc ? 0 : -1;
 }
@@ -598,6 +598,28 @@ static int w_builtin_n(int i, int *m, struct pd_tensor **out)
     return ok ? 0 : (pd_last_status() ? pd_last_status() : -1);
 }
 
+/* Hugging Face directories and config.json (include/pd/hf.h): NULLs, a
+ * missing directory, bad JSON and dtypes; every case fails with a message. */
+static int w_hf_n(int i, int *m, struct pd_tensor **out)
+{
+    static const char *js[] = {"\xff", "[]", "{\"hidden_size\": 1e400}", "{\"hidden_size\": 8, \"rope_scaling\": 3}",
+                               "{\"vocab_size\": 16, \"hidden_size\": 8, \"intermediate_size\": 8, "
+                               "\"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"num_key_value_heads\": 0}"};
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    *m = 1, *out = NULL;
+    if (i >= 8) return rc_of(pd_llama_config_from_hf(&c, js[i - 8]));
+    switch (i) {
+    case 0: return pd_llama_from_hf(NULL) ? 0 : -1;
+    case 1: return pd_llama_from_hf("/nonexistent/paddlec-sweep") ? 0 : -1;
+    case 2: return rc_of(pd_llama_load_hf_weights(NULL, "/nonexistent"));
+    case 3: return rc_of(pd_llama_save_hf(NULL, "/nonexistent", PD_F32));
+    case 4: return rc_of(pd_llama_config_from_hf(NP(4, &c), "{}"));
+    case 5: return rc_of(pd_llama_config_from_hf(&c, NULL));
+    default: { char *j = pd_llama_config_to_hf(NP(6, &c), i == 6 ? PD_F32 : PD_I32); free(j); return j ? 0 : -1; }
+    }
+}
+
 /* --- generation sessions (include/pd/generate.h) --- */
 static struct pd_llama *tiny_llama(void)
 {
@@ -692,5 +714,6 @@ const struct sw_wrap sw_more[] = {
     {"pd_text_dataset_builtin/arith_is_heldout(v)", INT, 0, w_builtin_i},
     {"pd_text_dataset_builtin(NULL)", NUL, 2, w_builtin_n},
     {"pd_generate_session_*(NULL)", NUL, 5, w_session_n}, {"pd_generate_session(max_ctx/n/max_new v)", INT, 0, w_session_i},
+    {"pd_llama_*_hf(NULL/bad)", NUL, 13, w_hf_n},
 };
 const int sw_n_more = (int)(sizeof sw_more / sizeof sw_more[0]);

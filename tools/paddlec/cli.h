@@ -203,6 +203,24 @@ struct pd_text_dataset *cli_text_dataset(const char *data, const char *val_data,
                                          double val_fraction, uint64_t seed);
 
 int cmd_export(int argc, char **argv);
+
+/* ---- Hugging Face directories and the config schema (hf.c) ---------------- */
+/* DIR/config.json into c; exits with one line on any problem. */
+void cli_hf_config(const char *dir, struct pd_llama_config *c);
+/* DIR/tokenizer.json (pd_tokenizer_load), or byte tokens when there is none
+ * and vocab >= 256; held. */
+struct pd_tokenizer *cli_hf_tokenizer(const char *dir, int vocab);
+/* A Hugging Face directory as a cli_model (step 0, no recipe). */
+void cli_model_load_hf(struct cli_model *cm, const char *dir);
+/* A config JSON object with train's option names (opts): nn's config keys
+ * mapped to them, and an object with "hidden_size" read as a Hugging Face
+ * config.json. The text is malloc'd and held. */
+char *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what);
+/* train.c: the model (and batch, if the file has one) of a `train --config`
+ * file, for bench --config. */
+void cli_config_model(const char *path, struct pd_llama_config *mc, int *batch);
+int cmd_export_hf(int argc, char **argv);
+
 int cmd_train(int argc, char **argv);
 int pdc_cmd_md5diff(int argc, char **argv);   /* md5diff.c */
 int cmd_generate(int argc, char **argv);

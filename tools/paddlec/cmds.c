@@ -35,12 +35,13 @@ static char *unescape(const char *s)
 
 int cmd_generate(int argc, char **argv)
 {
-    const char *ckpt = NULL, *prompt = NULL, *stop = NULL, *prompt_file = NULL;
+    const char *ckpt = NULL, *prompt = NULL, *stop = NULL, *prompt_file = NULL, *hf = NULL;
     int max_new = 64, top_k = 0, no_cache = 0, ctx = 0, interactive = 0;
     double temperature = 0, top_p = 1;
     int64_t seed = 0;
     struct cli_opt opts[] = {
-        {"ckpt", CLI_STR, &ckpt, 0, 0, "checkpoint written by `paddlec train` (required)", 0},
+        {"ckpt", CLI_STR, &ckpt, 0, 0, "checkpoint written by `paddlec train` (or --hf)", 0},
+        {"hf", CLI_STR, &hf, 0, 0, "Hugging Face Llama directory (config.json, model.safetensors, tokenizer.json)", 0},
         {"prompt", CLI_STR, &prompt, 0, 0, "text to continue (\\n and \\t escapes; - reads standard input)", 0},
         {"max-new", CLI_INT, &max_new, 0, 1 << 20, "tokens to generate at most (capped by the context limit)", 0},
         {"temperature", CLI_DOUBLE, &temperature, 0, 100, "0: greedy; > 0: sample from softmax(logits / T)", 0},
@@ -63,14 +64,15 @@ int cmd_generate(int argc, char **argv)
               "Prints the prompt and its continuation to stdout. With -i (--interactive), reads lines from\n"
               "standard input until EOF and prints each one's continuation (--prompt goes before the first).",
               pos, 0, &npos);
-    if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
+    if (!ckpt == !hf) cli_fail(CLI_EXIT_USAGE, "one of --ckpt and --hf is required (see --help)");
     if (!prompt && !prompt_file && !interactive)
         cli_fail(CLI_EXIT_USAGE, "--prompt, --prompt-file or --interactive is required (see --help)");
     if (interactive && prompt && !strcmp(prompt, "-"))
         cli_fail(CLI_EXIT_USAGE, "--prompt - and --interactive both read standard input");
     char *text = gen_prompt_text(prompt && strcmp(prompt, "-") ? cli_hold(unescape(prompt), free) : prompt, prompt_file);
     struct cli_model cm;
-    cli_model_load(&cm, ckpt);
+    if (hf) cli_model_load_hf(&cm, hf);
+    else cli_model_load(&cm, ckpt);
     struct gen_run r = {.cm = &cm, .text = text, .max_new = max_new, .max_new_given = cli_find(opts, "max-new")->seen,
                         .ctx = ctx};
     pd_generate_config_default(&r.gc);
@@ -98,13 +100,15 @@ static double recipe_num(cJSON *j, const char *key, double dflt)
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *ckpt = NULL, *data = NULL;
-    int batches = 50, task_n = 500, batch = 0;
+    const char *ckpt = NULL, *data = NULL, *hf = NULL;
+    int batches = 50, task_n = 500, batch = 0, seq_len = 0;
     struct cli_opt opts[] = {
-        {"ckpt", CLI_STR, &ckpt, 0, 0, "model or checkpoint written by `paddlec train` (required)", 0},
+        {"ckpt", CLI_STR, &ckpt, 0, 0, "model or checkpoint written by `paddlec train` (or --hf)", 0},
+        {"hf", CLI_STR, &hf, 0, 0, "Hugging Face Llama directory (needs --data)", 0},
         {"data", CLI_STR, &data, 0, 0, "text file whose held-out documents to evaluate on (default: the run's validation data)", 0},
         {"batches", CLI_INT, &batches, 1, 1 << 30, "validation batches at most", 0},
         {"batch", CLI_INT, &batch, 0, 1 << 20, "sequences per batch (0: the training batch)", 0},
+        {"seq-len", CLI_INT, &seq_len, 0, 1 << 20, "window length (0: the model's max_seq_len, at most 1024 with --hf)", 0},
         {"task-n", CLI_INT, &task_n, 0, 100000, "held-out arithmetic problems to score (built-in data)", 0},
         {0, 0, 0, 0, 0, 0, 0},
     };
@@ -114,9 +118,11 @@ int cmd_eval(int argc, char **argv)
               "Validation loss, perplexity and bits per byte of a model or checkpoint on the validation split\n"
               "of its data (or of --data), and, for the built-in data set, the held-out task accuracy.",
               pos, 0, &npos);
-    if (!ckpt) cli_fail(CLI_EXIT_USAGE, "--ckpt is required (see --help)");
+    if (!ckpt == !hf) cli_fail(CLI_EXIT_USAGE, "one of --ckpt and --hf is required (see --help)");
+    if (hf && !data) cli_fail(CLI_EXIT_USAGE, "--hf needs --data (a text file to evaluate on)");
     struct cli_model cm;
-    cli_model_load(&cm, ckpt);
+    if (hf) cli_model_load_hf(&cm, hf);
+    else cli_model_load(&cm, ckpt);
     /* every recipe value of its option's type and range, as `train --resume`
      * checks it, before any is cast (digits 1e300; docs/reliability.md) */
     if (cm.train_json) cli_recipe_check(cm.train_json, ckpt);
@@ -131,7 +137,8 @@ int cmd_eval(int argc, char **argv)
     ac.heldout_per_mille = (int)recipe_num(rj, "heldout", ac.heldout_per_mille);
     double vf = recipe_num(rj, "val-fraction", 0.05);
     uint64_t seed = (uint64_t)recipe_num(rj, "seed", 1);
-    int seq = cm.cfg.max_seq_len;
+    int seq = seq_len ? seq_len : hf && cm.cfg.max_seq_len > 1024 ? 1024 : cm.cfg.max_seq_len;
+    if (seq > cm.cfg.max_seq_len) cli_fail(CLI_EXIT_USAGE, "--seq-len %d exceeds the model's max_seq_len %d", seq, cm.cfg.max_seq_len);
     if (!batch) batch = (int)recipe_num(rj, "batch", 16);
     /* the split train made: --val-data, or the same documents held out (same seed) */
     struct pd_text_dataset *ds =
@@ -229,7 +236,7 @@ int cmd_bench(int argc, char **argv)
     const char *config = NULL;
     int batch = 8, seq = 0, steps = 5, decode = 64, bf16 = 0;
     struct cli_opt opts[] = {
-        {"config", CLI_STR, &config, 0, 0, "model config JSON (nn's keys; default: pd_llama_config_default)", 0},
+        {"config", CLI_STR, &config, 0, 0, "config JSON, train --config's schema (default: pd_llama_config_default)", 0},
         {"batch", CLI_INT, &batch, 1, 1 << 20, "sequences per training step", 0},
         {"seq-len", CLI_INT, &seq, 0, 1 << 20, "training sequence length (0: the model's max_seq_len)", 0},
         {"steps", CLI_INT, &steps, 1, 1 << 20, "timed training steps (after one warm-up step)", 0},
@@ -243,10 +250,10 @@ int cmd_bench(int argc, char **argv)
               "Time a training step (forward + backward, f32) and KV-cache decoding of a model config.\n"
               "Prints one JSON line per measurement (medians).",
               pos, 0, &npos);
-    if (config) {
-        char *text = cli_hold(cli_read_file(config, CLI_MAX_CONFIG, NULL), free);
-        if (pd_llama_config_from_json(&c, text)) cli_fail_pd("%s", cli_q(config));
-        cli_free(text);
+    if (config) {   /* the batch of the file unless --batch is given */
+        int fb = batch;
+        cli_config_model(config, &c, &fb);
+        if (!cli_find(opts, "batch")->seen) batch = fb;
     }
     if (!seq) seq = c.max_seq_len;
     if (seq > c.max_seq_len) cli_fail(CLI_EXIT_USAGE, "--seq-len %d exceeds the config's max_seq_len %d", seq, c.max_seq_len);

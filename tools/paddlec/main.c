@@ -24,6 +24,7 @@ static const struct {
     {"md5diff", pdc_cmd_md5diff, "first op where two checksum files differ"},
     {"export", cmd_export, "write a training checkpoint's model as a weights-only file"},
     {"plot", cmd_plot, "draw a run's metrics as an HTML page of SVG charts"},
+    {"export-hf", cmd_export_hf, "write a checkpoint as a Hugging Face Llama directory"},
 };
 
 #ifndef PADDLEC_VERSION

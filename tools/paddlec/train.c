@@ -59,6 +59,9 @@ struct recipe {
     int bf16, answer_loss, pack_documents;
     double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
     int64_t seed, lines;
+    const char *init_hf;   /* --init-hf (hf.c) */
+    int vocab;             /* 0: the tokenizer's */
+    double norm_eps, rope_theta, init_std;
 };
 
 /* The default recipe: the headline `paddlec train` (built-in arithmetic).
@@ -105,6 +108,9 @@ static void recipe_default(struct recipe *r)
     r->val_fraction = 0.05;
     r->seed = 1;
     r->lines = 200000;
+    r->norm_eps = c.norm_eps;
+    r->rope_theta = c.rope_theta;
+    r->init_std = c.init_std;
 }
 
 #define BIG 1e9
@@ -155,6 +161,11 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"ckpt-every", CLI_INT, &r->ckpt_every, 0, BIG, "checkpoint every N steps (0: only the final one)", 0},
         {"log-every", CLI_INT, &r->log_every, 1, BIG, "progress line every N steps when stderr is not a TTY", 0},
         {"task-n", CLI_INT, &r->task_n, 0, 100000, "built-in data: held-out problems scored at the end", 0},
+        {"init-hf", CLI_STR, &r->init_hf, 0, 0, "fine-tune a Hugging Face Llama directory (its config, weights, tokenizer.json)", 0},
+        {"vocab", CLI_INT, &r->vocab, 0, 1 << 20, "model vocabulary (0: the tokenizer's)", 0},
+        {"norm-eps", CLI_DOUBLE, &r->norm_eps, 1e-30, 0.5, "RMSNorm epsilon", 0},
+        {"rope-theta", CLI_DOUBLE, &r->rope_theta, 1e-6, 1e30, "RoPE base", 0},
+        {"init-std", CLI_DOUBLE, &r->init_std, 1e-30, 100, "std of the normal initialisation", 0},
         {0, 0, 0, 0, 0, 0, 0},
     };
     memcpy(o, t, sizeof t);
@@ -163,7 +174,8 @@ static struct cli_opt *recipe_opts(struct recipe *r)
 
 /* Options that define the model: fixed by a checkpoint. */
 static const char *const structural[] = {"dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "tie", "tokenizer",
-                                         "data", "digits", "heldout", "lines", "seed", "val-fraction", "val-data", NULL};
+                                         "data", "digits", "heldout", "lines", "seed", "val-fraction", "val-data",
+                                         "init-hf", "vocab", "norm-eps", "rope-theta", "init-std", NULL};
 
 static void opt_text(const struct cli_opt *o, char *buf, size_t n)
 {
@@ -218,6 +230,7 @@ static char *recipe_to_json(struct cli_opt *opts)
 /* Applies a JSON object of options; the strings stay owned by *keep. */
 static void recipe_apply_json(struct cli_opt *opts, const char *json, const char *what, cJSON **keep)
 {
+    json = cli_config_canonical(json, opts, what);   /* held; aliases and HF keys mapped (hf.c) */
     cJSON *j = cli_hold(cJSON_Parse(json), cli_dtor_json);
     if (!j || !cJSON_IsObject(j)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", cli_q(what));
     char err[256], num[64];
@@ -713,12 +726,24 @@ static void setup(struct run *R, int argc, char **argv, cJSON **cfg_json, cJSON 
     if (r->answer_loss && (r->data || r->tokenizer))
         cli_fail(CLI_EXIT_USAGE, "--answer-loss needs the built-in data with byte tokens (no --data, no --tokenizer)");
     if (r->dim % r->heads) cli_fail(CLI_EXIT_USAGE, "--dim (%d) must be a multiple of --heads (%d)", r->dim, r->heads);
+    if (r->init_hf && !*ck) {   /* the directory's model config wins; a resumed run has it in its recipe */
+        struct pd_llama_config c;
+        cli_hf_config(r->init_hf, &c);
+        if (!r->data) cli_fail(CLI_EXIT_USAGE, "--init-hf needs --data (a text file to fine-tune on)");
+        r->vocab = c.vocab_size, r->dim = c.dim, r->layers = c.n_layers, r->heads = c.n_heads;
+        r->kv_heads = c.n_kv_heads, r->hidden = c.hidden_dim, r->tie = c.tie_embeddings;
+        r->norm_eps = c.norm_eps, r->rope_theta = c.rope_theta, r->init_std = c.init_std;
+        if (r->seq_len > c.max_seq_len)
+            cli_fail(CLI_EXIT_USAGE, "--seq-len %d exceeds the model's max_position_embeddings %d", r->seq_len, c.max_seq_len);
+    }
 }
 
 static void build(struct run *R, struct pd_state_dict *ck)
 {
     struct recipe *r = &R->r;
-    R->tok = cli_hold(r->tokenizer ? pd_tokenizer_load(r->tokenizer) : pd_tokenizer_byte_create(), cli_dtor_tokenizer);
+    R->tok = r->init_hf && !r->tokenizer
+                 ? cli_hf_tokenizer(r->init_hf, r->vocab)
+                 : cli_hold(r->tokenizer ? pd_tokenizer_load(r->tokenizer) : pd_tokenizer_byte_create(), cli_dtor_tokenizer);
     if (!R->tok) cli_fail_pd(r->tokenizer ? "cannot load --tokenizer" : "cannot build the byte tokenizer");
     pd_arith_config_default(&R->ac);
     R->ac.max_digits = r->digits;
@@ -744,10 +769,15 @@ static void build(struct run *R, struct pd_state_dict *ck)
     R->mc.max_seq_len = r->seq_len;
     R->mc.tie_embeddings = r->tie;
     R->mc.dropout = r->dropout;
+    if (r->vocab && r->vocab < R->mc.vocab_size)
+        cli_fail(CLI_EXIT_USAGE, "--vocab %d is smaller than the tokenizer's %d", r->vocab, R->mc.vocab_size);
+    if (r->vocab) R->mc.vocab_size = r->vocab;
+    R->mc.norm_eps = r->norm_eps, R->mc.rope_theta = r->rope_theta, R->mc.init_std = r->init_std;
     if (pd_llama_config_validate(&R->mc)) cli_fail_pd("bad model configuration");
     R->model = cli_hold(pd_llama_create(&R->mc, (uint64_t)r->seed), cli_dtor_llama);
     if (!R->model) cli_fail_pd("cannot build the model");
     R->params = pd_llama_state_dict(R->model);
+    if (r->init_hf && !ck && pd_llama_load_hf_weights(R->model, r->init_hf)) cli_fail_pd("--init-hf");
     struct pd_optim_config oc;
     pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
     oc.lr = r->lr;
@@ -793,6 +823,23 @@ static void build(struct run *R, struct pd_state_dict *ck)
         if (!t) cli_fail_pd("--task-n %d with --digits %d and --heldout %d", r->task_n, r->digits, r->heldout);
         pd_arith_task_destroy(t);
     }
+}
+
+/* The model (and batch, if given) a `train --config` file describes: the
+ * one schema of train --config and bench --config (vocab 256 unless given). */
+void cli_config_model(const char *path, struct pd_llama_config *mc, int *batch)
+{
+    struct recipe r;
+    recipe_default(&r);
+    char *text = cli_hold(cli_read_file(path, CLI_MAX_CONFIG, NULL), free);
+    cJSON *keep = NULL, *j = cli_hold(cJSON_Parse(cli_config_canonical(text, recipe_opts(&r), path)), cli_dtor_json);
+    recipe_apply_json(recipe_opts(&r), text, path, &keep);
+    if (batch && cJSON_HasObjectItem(j, "batch")) *batch = r.batch;
+    *mc = (struct pd_llama_config){r.vocab ? r.vocab : 256, r.dim, r.layers, r.heads, r.kv_heads, r.hidden, r.seq_len,
+                                   r.norm_eps, r.rope_theta, r.tie, r.dropout, r.init_std};
+    cli_free(j);
+    cli_free(keep);
+    cli_free(text);
 }
 
 int cmd_train(int argc, char **argv)

@@ -399,8 +399,12 @@ char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n)
 {
     int32_t *ids32 = malloc(sizeof *ids32 * (size_t)(n > 0 ? n : 1));
     if (!ids32) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    for (int i = 0; i < n; i++) ids32[i] = (int32_t)ids[i];
-    char *s = pd_tokenizer_decode(tok, ids32, n, NULL);
+    /* ids past the tokenizer's vocabulary (a model vocabulary padded beyond
+     * it, as Hugging Face models' often is) have no text: they are dropped */
+    int k = 0, v = pd_tokenizer_vocab_size(tok);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < v) ids32[k++] = (int32_t)ids[i];
+    char *s = pd_tokenizer_decode(tok, ids32, k, NULL);
     free(ids32);
     if (!s) cli_fail_pd("cannot decode the generated tokens");
     return s;
