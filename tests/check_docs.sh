@@ -9,7 +9,8 @@
 #   check_docs.sh --commands BUILD     (CTest: docs_commands)
 # Every command of the ```sh blocks of README.md, docs/cli.md and
 # docs/training.md runs as written, shortened: in a scratch directory that
-# holds build/paddlec (BUILD's program) and docs/, with /tmp/ moved into it,
+# holds build/paddlec (BUILD's program) and links to the rest of the source
+# tree (docs/, tests/fixtures/, ...), with /tmp/ moved into it,
 # step counts and checkpoint periods divided by 100 (checkpoint names too, so
 # a resume finds its file), a train without --steps given --steps 4, and
 # fewer held-out problems. `make run` runs as the training command it is
@@ -30,7 +31,9 @@ if [ "${1:-}" = --commands ]; then
     mkdir -p "$box/build" "$box/tmp"
     n=0
     ln -s "$build/paddlec" "$box/build/paddlec"
-    ln -s "$root/docs" "$box/docs"
+    for e in "$root"/*; do   # the tree as seen from its root (links), but build/ is the scratch one
+      case $(basename "$e") in build*) ;; *) ln -s "$e" "$box/" ;; esac
+    done
     head -c 20000 "$root/docs/training.md" >"$box/my_text.txt"   # README's "your own text"
     # the blocks, NUL-separated, continuation lines joined
     awk '/^```sh$/ {inb=1; next} inb && /^```$/ {inb=0; printf "%c", 0; next}
