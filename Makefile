@@ -72,8 +72,11 @@ fuzz: deps
 bench: deps build
 	@bash bench/run.sh $(BUILD)
 
+# PREFIX is honoured on every call, not only when build/ is first configured
+# (the pkg-config file and the CMake package are relocatable; DESTDIR works
+# too, for packaging).
 install: build
-	cmake --install $(BUILD)
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(SWEEP_BUILD) $(FUZZ_BUILD)

@@ -252,6 +252,13 @@ for c in train generate eval inspect bench "tokenizer train" md5diff export; do
     "$bin" $c --help >"$dir/h" 2>&1; ok '[ $? -eq 0 ] && grep -q "^usage: paddlec" "$dir/h" && grep -q -- "--help" "$dir/h"'
 done
 "$bin" --help >"$dir/h"; ok '[ $? -eq 0 ] && grep -q "tokenizer" "$dir/h"'
+# issue 13: "help COMMAND" is COMMAND --help; -V, --version and version print the version;
+# no usage line says "paddlec paddlec"
+for c in train generate eval inspect bench "tokenizer train" md5diff; do
+    "$bin" $c --help >"$dir/h1" 2>&1; "$bin" help $c >"$dir/h2" 2>&1; ok '[ $? -eq 0 ] && cmp -s "$dir/h1" "$dir/h2" && ! grep -q "paddlec paddlec" "$dir/h1"'
+done
+for v in --version -V version; do "$bin" $v >"$dir/h"; ok '[ $? -eq 0 ] && grep -q "^paddlec [0-9][0-9.]*$" "$dir/h"'; done
+"$bin" help nosuch >"$dir/h" 2>"$dir/e"; ok '[ $? -eq 2 ] && [ ! -s "$dir/h" ] && [ $(wc -l <"$dir/e") -eq 1 ]'
 
 # ---- --profile: summary table on stderr, Chrome trace in OUT ------------------
 "$bin" train $tiny --steps 3 --profile 2 --eval-every 0 --task-n 0 --out "$dir/p" >"$dir/p.out" 2>"$dir/p.err"
@@ -265,6 +272,10 @@ sed 's/^1 relu_1 out0 f32 \[2,2\] 0*/1 relu_1 out0 f32 [2,2] fffffffffffffffffff
 "$bin" md5diff "$dir/a.md5" "$dir/a.md5" >"$dir/m.out" 2>&1; ok '[ $? -eq 0 ] && grep -q "^identical" "$dir/m.out"'
 "$bin" md5diff "$dir/a.md5" "$dir/b.md5" >"$dir/m.out" 2>&1; ok '[ $? -eq 1 ] && grep -q "relu_1" "$dir/m.out" && ! grep -q "matmul_1" "$dir/m.out"'
 "$bin" md5diff "$dir/a.md5" "$dir/missing.md5" >"$dir/m.out" 2>"$dir/m.err"; ok '[ $? -eq 2 ] && [ $(wc -l <"$dir/m.err") -eq 1 ]'
+# issue 13: files that are not checksum dumps are an error (2), not "identical" or "differ"
+printf 'hello\n' >"$dir/t.txt"
+"$bin" md5diff "$dir/t.txt" "$dir/t.txt" >"$dir/m.out" 2>"$dir/m.err"; ok '[ $? -eq 2 ] && [ ! -s "$dir/m.out" ] && [ $(wc -l <"$dir/m.err") -eq 1 ] && grep -q "t.txt.* line 1 is not a checksum line" "$dir/m.err"'
+"$bin" md5diff "$dir/a.md5" "$dir/text.txt" >"$dir/m.out" 2>"$dir/m.err"; ok '[ $? -eq 2 ] && [ ! -s "$dir/m.out" ]'
 
 # ---- files (docs/reliability.md, "Files and limits") ---------------------------
 # A FIFO given as any input file is refused with one line, never waited on: each

@@ -153,5 +153,56 @@ int main(void)
     PT_CHECK(d.line == 3 && d.b[0] == 0 && d.a[0] != 0);
     PT_CHECK(pd_md5_diff("md5_a.txt", "missing.txt", &d) == PD_ERR_IO);
     PT_CHECK(strstr(pd_last_error(), "missing.txt") != NULL);
+
+    /* Files that are not checksum dumps are refused (PD_ERR_INVALID), even
+     * two identical ones, or one whose bad line comes after the first
+     * difference; lines written by pd_md5_begin in any form pass. */
+    static const char *good[] = {
+        "0 matmul_1 out0 f32 [2,2] 0123456789abcdef0123456789abcdef\n",
+        "0 a name/with spaces out12 bf16 [] meta\n",
+        "0 x out0 - [] -", /* no final newline */
+    };
+    static const char *bad[] = {
+        "hello world\n",
+        "1 matmul_1 out0 f32 [2,2] 0123456789abcdef0123456789abcdef\n", /* seq is not the line */
+        "0 matmul_1 out0 f32 [2,2] 0123456789ABCDEF0123456789abcdef\n", /* upper case */
+        "0 matmul_1 out0 f32 [2,2] 0123456789abcdef\n",
+        "0 matmul_1 outx f32 [2,2] 0123456789abcdef0123456789abcdef\n",
+        "0 matmul_1 out0 f32 2,2 0123456789abcdef0123456789abcdef\n",
+        "0 out0 f32 [2,2] 0123456789abcdef0123456789abcdef\n", /* no name */
+        "0 matmul_1 out0 f32 [2,2] 0123456789abcdef0123456789abcdef \n",
+        "\n",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        f = fopen("md5_h.txt", "w");
+        fputs(good[i], f);
+        fclose(f);
+        PT_CHECK(pd_md5_diff("md5_h.txt", "md5_h.txt", &d) == 0);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        f = fopen("md5_h.txt", "w");
+        fputs(bad[i], f);
+        fclose(f);
+        PT_CHECK(pd_md5_diff("md5_h.txt", "md5_h.txt", &d) == PD_ERR_INVALID);
+        PT_CHECK(strstr(pd_last_error(), "md5_h.txt") && strstr(pd_last_error(), "line 1 is not a checksum line"));
+        PT_CHECK(pd_md5_diff("md5_a.txt", "md5_h.txt", &d) == PD_ERR_INVALID);
+    }
+    /* a good file followed by a bad line, after the first difference */
+    f = fopen("md5_h.txt", "w");
+    a = fopen("md5_c.txt", "r");
+    int k = 0;
+    while (a && fgets(l, sizeof l, a)) fputs(l, f), k++;
+    if (a) fclose(a);
+    fprintf(f, "%d not a checksum line\n", k);
+    fclose(f);
+    PT_CHECK(pd_md5_diff("md5_a.txt", "md5_h.txt", &d) == PD_ERR_INVALID);
+    PT_CHECK(strstr(pd_last_error(), "is not a checksum line") != NULL);
+    /* a line longer than any pd_md5_begin writes */
+    f = fopen("md5_h.txt", "w");
+    fputs("0 ", f);
+    for (int i = 0; i < 2000; i++) fputc('n', f);
+    fputs(" out0 f32 [] -\n", f);
+    fclose(f);
+    PT_CHECK(pd_md5_diff("md5_h.txt", "md5_h.txt", &d) == PD_ERR_INVALID);
     PT_DONE();
 }

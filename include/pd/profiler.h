@@ -83,8 +83,11 @@ int pd_md5_end(void);
 int pd_md5_tensor(const struct pd_tensor *t, enum pd_md5_mode mode, int decimals, char hex[33]);
 /* Compare two checksum files line by line. Returns 0 when identical, 1 when
  * they differ (first differing line described in *d: its 1-based number, and
- * both lines; an empty line when that file ended first), negative on error
- * (a file missing or unreadable). `paddlec md5diff A B` prints this. */
+ * both lines, cut to 511 bytes; an empty line when that file ended first),
+ * negative on error: a file missing or unreadable (PD_ERR_IO), or a line of
+ * either file, anywhere in it, that is not one pd_md5_begin writes
+ * (PD_ERR_INVALID, naming the file and line). `paddlec md5diff A B` prints
+ * this. */
 struct pd_md5_diff {
     int64_t line;
     char a[512], b[512];

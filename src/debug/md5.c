@@ -11,6 +11,7 @@
  * observer runs on whichever thread dispatched the op. Ops run inside a
  * backward VJP are named "<GradNode name>/<call name>".
  */
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -253,16 +254,59 @@ int pd_md5_end(void)
 }
 
 /* ---- comparing two files ---------------------------------------------- */
+/* A line of pd_md5_begin's is at most ~560 bytes (name < 2 * PDI_NAME_BUF,
+ * shape < PDI_SHAPE_BUF): one longer than this is not one of them. */
+#define MD5_LINE_MAX 1024
+
+/* Reads one line (without its newline) into buf; 0 at the end of the file,
+ * -1 for a line of MD5_LINE_MAX bytes or more (the rest is skipped). */
 static int read_line(FILE *f, char *buf, size_t n)
 {
     if (!fgets(buf, (int)n, f)) { buf[0] = 0; return 0; }
     size_t k = strlen(buf);
-    if (k && buf[k - 1] == '\n') buf[k - 1] = 0;
-    else { /* an over-long line: skip the rest so both files stay aligned */
-        int ch;
-        while ((ch = fgetc(f)) != EOF && ch != '\n') {}
-    }
+    if (k && buf[k - 1] == '\n') { buf[k - 1] = 0; return 1; }
+    if (k + 1 < n) return 1; /* the last line, without a newline */
+    int ch;
+    while ((ch = fgetc(f)) != EOF && ch != '\n') {}
+    return -1;
+}
+
+/* The span [*b, *e) of the last space-separated field of [s, end); end moves
+ * before it. 0 when there is none. */
+static int last_field(const char *s, const char **end, const char **b)
+{
+    const char *e = *end;
+    if (e == s || e[-1] == ' ') return 0;
+    const char *p = e;
+    while (p > s && p[-1] != ' ') p--;
+    *b = p;
+    *end = p > s ? p - 1 : p; /* before the separating space */
     return 1;
+}
+
+/* A line as pd_md5_begin writes it: "<seq> <name> out<j> <dtype> [<shape>]
+ * <md5>" with seq the 0-based line number and md5 32 hex digits, "meta" or
+ * "-". The name may hold anything but a newline, so the fields are taken from
+ * both ends. */
+static int is_md5_line(const char *s, int64_t seq)
+{
+    char want[24];
+    int k = snprintf(want, sizeof want, "%lld ", (long long)seq);
+    if (strncmp(s, want, (size_t)k)) return 0;
+    const char *name = s + k, *end = s + strlen(s), *f;
+    if (!last_field(name, &end, &f)) return 0; /* md5 */
+    size_t n = (size_t)(s + strlen(s) - f);
+    int hex = n == 32;
+    for (size_t i = 0; hex && i < n; i++) hex = isxdigit((unsigned char)f[i]) && !isupper((unsigned char)f[i]);
+    if (!hex && strcmp(f, "meta") && strcmp(f, "-")) return 0;
+    const char *fe = end;
+    if (!last_field(name, &end, &f) || *f != '[' || fe[-1] != ']') return 0; /* shape */
+    if (!last_field(name, &end, &f)) return 0;                              /* dtype */
+    fe = end;
+    if (!last_field(name, &end, &f) || strncmp(f, "out", 3) || f + 3 == fe) return 0; /* out<j> */
+    for (const char *p = f + 3; p < fe; p++)
+        if (!isdigit((unsigned char)*p)) return 0;
+    return end > name; /* a non-empty name */
 }
 
 int pd_md5_diff(const char *path_a, const char *path_b, struct pd_md5_diff *d)
@@ -273,18 +317,37 @@ int pd_md5_diff(const char *path_a, const char *path_b, struct pd_md5_diff *d)
     FILE *fb = pdi_file_fopen_read(path_b, "md5diff");
     if (!fb) { fclose(fa); return pd_last_status(); }
     memset(d, 0, sizeof *d);
-    int rc = 0;
-    for (int64_t line = 1;; line++) {
-        int ha = read_line(fa, d->a, sizeof d->a), hb = read_line(fb, d->b, sizeof d->b);
-        if (!ha && !hb) break;
-        if (ha != hb || strcmp(d->a, d->b)) { d->line = line; rc = 1; break; }
+    /* Both files are read to their ends, every line checked, even past the
+     * first difference: a file that is not a checksum dump is an error, not
+     * a difference. */
+    int rc = 0, ha = 1, hb = 1;
+    int64_t bad_line = 0;
+    const char *bad_path = NULL;
+    char la[MD5_LINE_MAX], lb[MD5_LINE_MAX];
+    for (int64_t line = 1; ha || hb; line++) {
+        if (ha) ha = read_line(fa, la, sizeof la);
+        else la[0] = 0;
+        if (hb) hb = read_line(fb, lb, sizeof lb);
+        else lb[0] = 0;
+        if (ha && (ha < 0 || !is_md5_line(la, line - 1))) { bad_path = path_a, bad_line = line; break; }
+        if (hb && (hb < 0 || !is_md5_line(lb, line - 1))) { bad_path = path_b, bad_line = line; break; }
+        if (!rc && (ha != hb || strcmp(la, lb))) {
+            d->line = line;
+            snprintf(d->a, sizeof d->a, "%s", la);
+            snprintf(d->b, sizeof d->b, "%s", lb);
+            rc = 1;
+        }
     }
-    if (!rc) d->a[0] = d->b[0] = 0;
     int bad = ferror(fa) || ferror(fb);
     fclose(fa);
     fclose(fb);
     char qa[PDI_QUOTE_BUF], qb[PDI_QUOTE_BUF];
     if (bad) return pdi_errorf(PD_ERR_IO, "md5diff: reading %s or %s failed", pdi_quote(path_a, qa, sizeof qa),
                                pdi_quote(path_b, qb, sizeof qb));
+    if (bad_path) {
+        memset(d, 0, sizeof *d);
+        return pdi_errorf(PD_ERR_INVALID, "md5diff: %s line %lld is not a checksum line of pd_md5_begin's",
+                          pdi_quote(bad_path, qa, sizeof qa), (long long)bad_line);
+    }
     return rc;
 }

@@ -27,10 +27,16 @@ static const struct {
     {"export-hf", cmd_export_hf, "write a checkpoint as a Hugging Face Llama directory"},
 };
 
+#ifndef PADDLEC_VERSION
+#define PADDLEC_VERSION "0.1.0" /* CMakeLists.txt passes the project's version */
+#endif
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: paddlec COMMAND [options]   (paddlec COMMAND --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+    fprintf(f, "\n  paddlec help COMMAND       the same as paddlec COMMAND --help\n"
+               "  paddlec --version, -V      print the version\n");
 }
 
 int cli_main(int argc, char **argv)
@@ -39,13 +45,24 @@ int cli_main(int argc, char **argv)
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || (!strcmp(argv[1], "help") && argc == 2)) {
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
-        printf("paddlec 0.1.0\n");
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+        printf("paddlec %s\n", PADDLEC_VERSION);
         return 0;
+    }
+    /* "help COMMAND [SUB]" runs "COMMAND [SUB] --help" */
+    char *help_argv[5] = {argv[0], NULL, NULL, NULL, NULL};
+    if (!strcmp(argv[1], "help")) {
+        if (argc > 4) {
+            fprintf(stderr, "paddlec: error: help takes a command (see paddlec --help)\n");
+            return CLI_EXIT_USAGE;
+        }
+        for (int i = 2; i < argc; i++) help_argv[i - 1] = argv[i];
+        help_argv[argc - 1] = "--help";
+        argv = help_argv;
     }
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         if (!strcmp(argv[1], cmds[i].name)) {

@@ -27,7 +27,7 @@ int pdc_cmd_md5diff(int argc, char **argv)
     struct cli_opt opts[] = {{0}};
     const char *pos[2];
     int n_pos = 0;
-    cli_parse(argc, argv, opts, "paddlec md5diff A.md5 B.md5",
+    cli_parse(argc, argv, opts, "md5diff A.md5 B.md5",
               "Name the first op whose output checksum differs between two runs written with pd_md5_begin "
               "(exit 0: identical, 1: they differ, 2: error).",
               pos, 2, &n_pos);
