@@ -374,19 +374,20 @@ int cmd_plot(int argc, char **argv)
         strcpy(dflt + n - (jsonl ? 6 : 0), ".html");
         out = dflt;
     }
-    /* written next to its place, then renamed: a reader never sees half a page */
-    char *tmp = cli_hold(malloc(strlen(out) + 8), free);
-    if (!tmp) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    strcat(strcpy(tmp, out), ".tmp");
-    FILE *f = cli_hold(fopen(tmp, "w"), cli_dtor_file);
-    if (!f) cli_fail(CLI_EXIT_FAIL, "cannot write %s", cli_q(tmp));
+    /* built in memory, then written by the library's atomic writer (a
+     * temporary name, fsync, rename): a reader never sees half a page */
+    char *buf = NULL;
+    size_t n_buf = 0;
+    FILE *f = open_memstream(&buf, &n_buf);
+    if (!f) cli_fail(CLI_EXIT_FAIL, "out of memory");
     page(f, pl, pos[0]);
     int bad = ferror(f);
-    cli_drop(f);
-    if (fclose(f) || bad || rename(tmp, out)) {
-        remove(tmp);
-        cli_fail(CLI_EXIT_FAIL, "cannot write %s", cli_q(out));
+    if (fclose(f) || bad) {
+        free(buf);
+        cli_fail(CLI_EXIT_FAIL, "out of memory");
     }
+    cli_hold(buf, free);
+    if (pd_file_write(out, buf, n_buf)) cli_fail_pd("cannot write %s", cli_q(out));
     int points = 0;
     for (int i = 0; i < pl->n; i++) points += pl->s[i].n;
     printf("%s: %d series, %d points from %d lines%s\n", out, pl->n, points, pl->lines,
