@@ -214,6 +214,8 @@ struct pd_tensor *pd_conv1d(struct pd_tensor *x, struct pd_tensor *w, struct pd_
 /* x [N, C_in, H, W], w [C_out, C_in/groups, KH, KW]; stride/padding/dilation are {h, w}. */
 struct pd_tensor *pd_conv2d(struct pd_tensor *x, struct pd_tensor *w, struct pd_tensor *bias, const int *stride,
                             const int *padding, const int *dilation, int groups);
+/* Pools: kernel, stride and padding are {h, w}; stride NULL is the kernel
+ * (PyTorch's default), padding NULL is 0. */
 struct pd_tensor *pd_max_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding);
 struct pd_tensor *pd_avg_pool2d(struct pd_tensor *x, const int *kernel, const int *stride, const int *padding);
 /* The pools with Paddle's options. ceil_mode: the output size rounds up, the

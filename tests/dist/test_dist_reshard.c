@@ -301,6 +301,34 @@ static void errors(void)
               strstr(pd_last_error(), "Partial with different reductions"),
           "Partial axes with different reductions");
     pd_mesh_release(m2);
+    /* the rest of the API with NULLs and values out of range (the bad-input sweep
+     * runs single-process and does not start MPI: these are its rows) */
+    struct pd_tensor *g = global((const int64_t[]){2, 2}, 2, PD_F32, 0), *d = pd_shard_tensor(g, m, &bad);
+    struct pd_placement r = pd_replicate(), badop = pd_partial((enum pd_reduce_op)9), badkind = {(enum pd_placement_kind)7, 0, 0, 0};
+    d = pd_shard_tensor(g, m, &r);
+    CHECK(!pd_mesh_create(NULL, 1, NULL, NULL) && !pd_mesh_create((const int[]){1}, 0, NULL, NULL) &&
+              !pd_mesh_create((const int[]){1}, PD_MAX_MESH_DIMS + 1, NULL, NULL) && !pd_mesh_create((const int[]){0}, 1, NULL, NULL) &&
+              !pd_mesh_create((const int[]){1}, 1, NULL, (const int[]){world}) && !pd_mesh_create((const int[]){1}, 1, (const char *[]){""}, NULL),
+          "mesh_create refuses NULL, ndim, sizes, ranks and names");
+    CHECK(!pd_shard_tensor(NULL, m, &r) && !pd_shard_tensor(g, NULL, &r) && !pd_shard_tensor(g, m, NULL) &&
+              !pd_shard_tensor(g, m, &badop) && !pd_shard_tensor(g, m, &badkind) && !pd_shard_tensor(d, m, &r),
+          "shard_tensor refuses NULLs, bad placements and a distributed input");
+    CHECK(!pd_reshard(NULL, m, &r) && !pd_reshard(d, NULL, &r) && !pd_reshard(d, m, NULL) && !pd_reshard(d, m, &badop),
+          "reshard refuses NULLs and bad placements");
+    CHECK(!pd_dtensor_from_local(NULL, NULL, m, &r) && !pd_dtensor_from_local(g, NULL, NULL, &r) && !pd_dtensor_from_local(d, NULL, m, &r),
+          "from_local refuses NULLs and a distributed input");
+    CHECK(!pd_dtensor_full(NULL) && !pd_dtensor_full(g) && !pd_dtensor_local(g) && !pd_dtensor_is_dist(g) && !pd_dtensor_shape(g) &&
+              !pd_dtensor_mesh(NULL) && !pd_dtensor_placements(g) && pd_dtensor_is_dist(d),
+          "accessors of plain tensors and NULL");
+    CHECK(pd_mesh_ndim(NULL) < 0 && pd_mesh_size(NULL, 0) < 0 && pd_mesh_size(m, 5) < 0 && pd_mesh_size(m, -1) == world &&
+              pd_mesh_axis(m, NULL) == -1 && pd_mesh_axis(NULL, "x") == -1 && !pd_mesh_axis_name(m, 3) && pd_mesh_coord(m, -2) == -1 &&
+              !pd_mesh_contains(NULL) && pd_dist_is_initialized(),
+          "mesh accessors out of range");
+    int64_t s0 = -1, s1 = -1;
+    pd_dist_piece(10, 0, 0, &s0, &s1), pd_dist_piece(10, 3, 99, &s0, &s1), pd_dist_piece(10, 3, -1, NULL, NULL);
+    CHECK(s0 == 10 && s1 == 10, "a piece past the end is empty");
+    struct pd_comm_stats st;
+    pd_comm_stats(NULL), pd_comm_stats(&st), pd_comm_stats_reset(), pd_mesh_retain(NULL), pd_mesh_release(NULL);
     CHECK(!pd_reshard(global((const int64_t[]){2}, 1, PD_F32, 0), m, &bad) && strstr(pd_last_error(), "not a distributed"),
           "reshard of a plain tensor");
     pd_mesh_release(m);

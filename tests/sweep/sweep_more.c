@@ -686,6 +686,130 @@ static int w_session_i(int i, int *m, struct pd_tensor **out)
     return acc ? 0 : -1;
 }
 
+/* --- issue 13's additions: options structs, weighted losses, pooling options,
+ * group norm, parameter dtype, threads, leak tracking, document splits --- */
+static struct pd_tensor *img(void) { return pd_ones((const int64_t[]){1, 2, 5, 5}, 4, PD_F32); }
+static int w_pool_ex_i(int i, int *m, struct pd_tensor **out)
+{
+    /* kernel, stride, padding, ceil_mode and exclusive at v, one at a time */
+    int k = II, acc = 0;
+    const int two[2] = {2, 2}, one[2] = {1, 1}, zero[2] = {0, 0}, kv[2] = {k, 2};
+    struct pd_tensor *r[5] = {
+        pd_max_pool2d_ex(img(), kv, one, zero, 0), pd_avg_pool2d_ex(img(), two, kv, zero, 0, 1),
+        pd_avg_pool2d_ex(img(), two, one, kv, 0, 0), pd_max_pool2d_ex(img(), two, two, one, k),
+        pd_avg_pool2d_ex(img(), two, two, one, 1, k),
+    };
+    acc += r[0] && (k < 1 || k > 5), acc += r[1] && k < 1, acc += r[2] && (k < 0 || k > 1);
+    *m = 0, *out = NULL;
+    return acc ? 0 : -1;
+}
+static int w_pool_ex_n(int i, int *m, struct pd_tensor **out)
+{
+    const int two[2] = {2, 2}, zero[2] = {0, 0};
+    *m = i < 2; /* stride NULL: the kernel; padding NULL: 0 (include/pd/ops.h) */
+    if (i < 4) return RES(pd_avg_pool2d_ex(NP(0, img()), NP(1, two), NP(2, two), NP(3, zero), 0, 1));
+    return RES(pd_max_pool2d_ex(NULL, two, two, zero, 1));
+}
+static int w_weighted_n(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_tensor *logits = pd_ones((const int64_t[]){3, 4}, 2, PD_F32), *t = pd_zeros((const int64_t[]){3}, 1, PD_I64);
+    struct pd_tensor *w = pd_ones((const int64_t[]){4}, 1, PD_F32);
+    *m = i != 2 && i != 5; /* weight NULL: unweighted */
+    if (i < 3) return RES(pd_cross_entropy_weighted(NP(0, logits), NP(1, t), NP(2, w), -100, 0.0, PD_REDUCTION_MEAN));
+    if (i < 6) return RES(pd_nll_loss_weighted(NP(3, logits), NP(4, t), NP(5, w), -100, PD_REDUCTION_MEAN));
+    if (i == 6) return RES(pd_cross_entropy_weighted(logits, t, pd_ones((const int64_t[]){3}, 1, PD_F32), -100, 0.0, 1));
+    return RES(pd_cross_entropy(logits, t, -100, 2.0, PD_REDUCTION_MEAN)); /* smoothing outside [0, 1] */
+}
+static int w_weighted_i(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_tensor *logits = pd_ones((const int64_t[]){3, 4}, 2, PD_F32), *t = pd_zeros((const int64_t[]){3}, 1, PD_I64);
+    *m = II < 0 || II >= PD_REDUCTION_COUNT;
+    return RES(pd_cross_entropy_weighted(logits, t, pd_ones((const int64_t[]){4}, 1, PD_F32), IV, 0.0, (enum pd_reduction)II));
+}
+static int w_grad_opts_n(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_tensor *x = xg(), *y = pd_sum(pd_mul(x, x), NULL, 0, 0), *g = NULL, *z = x234();
+    *m = i != 3;
+    switch (i) {
+    case 0: return RC(pd_grad(NULL, 1, &x, 1, &g, NULL));
+    case 1: return RC(pd_grad(&y, 1, NULL, 1, &g, NULL));
+    case 2: return RC(pd_grad(&y, 1, &x, 1, NULL, NULL));
+    case 3: { /* x.grad holds its graph (and so x) until zero_grad: include/pd/autograd.h */
+        int rc = RC(pd_backward_ex(y, &(struct pd_grad_options){.create_graph = 1}));
+        pd_tensor_zero_grad(x);
+        return rc;
+    }
+    case 4: return RC(pd_grad(&y, 1, &z, 1, &g, NULL)); /* z is not used and needs no grad */
+    default: return RC(pd_backward_ex(NULL, NULL));
+    }
+}
+static int w_grad_opts_i(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_tensor *x = xg(), *y = pd_sum(x, NULL, 0, 0), *g[2] = {NULL, NULL};
+    struct pd_tensor *xs[2] = {x, x}, *ys[2] = {y, y};
+    int k = II;
+    *m = k < 1 || k > 2, *out = NULL;
+    int rc = pd_grad(ys, k > 2 ? 2 : k, xs, k > 2 ? 2 : k, g, &(struct pd_grad_options){.retain_graph = 1});
+    if (k > 2) return -1; /* only the arrays' 2 */
+    return rc < 0 ? rc : 0;
+}
+static int w_take_i(int i, int *m, struct pd_tensor **out)
+{
+    *m = II < -3 || II > 2;
+    return RES(pd_take_along_axis(x234(), II, pd_zeros((const int64_t[]){2, 3, 1}, 3, PD_I64)));
+}
+static int w_groupnorm_i(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_nn_groupnorm *g = pd_nn_groupnorm_create(IV, 4, 1e-5, 1);
+    struct pd_nn_groupnorm *h = pd_nn_groupnorm_create(2, IV, 1e-5, 1);
+    int acc = (g && !(IV == 1 || IV == 4 || IV == 2)) + (h && (IV < 2 || IV % 2));
+    struct pd_tensor *y = g ? pd_nn_groupnorm_forward(g, pd_ones((const int64_t[]){1, 4, 3}, 3, PD_F32)) : NULL;
+    struct pd_state_dict *sd = pd_state_dict_create();
+    if (g) pd_nn_groupnorm_params(g, "gn", sd);
+    pd_state_dict_destroy(sd);
+    pd_nn_groupnorm_destroy(g), pd_nn_groupnorm_destroy(h), DISCARD(y);
+    *m = 0, *out = NULL;
+    return acc ? 0 : -1;
+}
+static int w_groupnorm_n(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_nn_groupnorm *g = pd_nn_groupnorm_create(2, 4, i == 3 ? NAN : 1e-5, 1);
+    int rc = 0;
+    *m = 1;
+    if (i == 0) rc = RES(pd_nn_groupnorm_forward(NULL, x234()));
+    else if (i == 1) rc = RES(pd_nn_groupnorm_forward(g, NULL));
+    else if (i == 2) rc = RC(pd_nn_groupnorm_params(g, "gn", NULL));
+    else rc = g ? 0 : (pd_last_status() ? pd_last_status() : -1); /* eps NaN */
+    pd_nn_groupnorm_destroy(g), pd_nn_groupnorm_destroy(NULL);
+    return rc;
+}
+static int w_runtime_i(int i, int *m, struct pd_tensor **out)
+{
+    /* thread counts, the parameter dtype and leak tracking at v; each restored */
+    int acc = 0, t0 = pd_get_num_threads();
+    if (pd_set_num_threads(II) == 0) acc += II < 0 || II > 4096;
+    pd_set_num_threads(0), DISCARD(pd_kernel_isa()), DISCARD(t0);
+    enum pd_dtype d0 = pd_nn_param_dtype();
+    if (pd_nn_set_param_dtype((enum pd_dtype)II) >= 0) acc += II < 0 || II >= PD_DTYPE_COUNT;
+    pd_nn_set_param_dtype(d0);
+    int l0 = pd_debug_track_live(II);
+    DISCARD(pd_debug_report_live(NULL));
+    pd_debug_track_live(l0 > 0);
+    *m = 0, *out = NULL;
+    return acc ? 0 : -1;
+}
+static int w_docsplit_d(int i, int *m, struct pd_tensor **out)
+{
+    static const char text[] = "one doc\n\ntwo doc\n\nthree\n\nfour\n";
+    struct pd_text_dataset *d = pd_text_dataset_from_documents(text, sizeof text - 1, NULL, DV, 7);
+    int ok = d != NULL;
+    pd_text_dataset_destroy(d);
+    d = pd_text_dataset_from_parts(i % 2 ? NULL : text, sizeof text - 1, text, 4, NULL);
+    pd_text_dataset_destroy(d);
+    *m = BAD_D || DV < 0.0 || DV >= 1.0, *out = NULL;
+    return ok ? 0 : (pd_last_status() ? pd_last_status() : -1);
+}
+
 const struct sw_wrap sw_more[] = {
     {"tensor accessors(NULL)", NUL, 1, w_access_n}, {"pd_tensor_set_name(NULL)", NUL, 2, w_set_name_n},
     {"pd_tensor_register_hook(NULL)", NUL, 2, w_hook_n}, {"pd_retain_grad(NULL)", NUL, 1, w_retain_grad_n},
@@ -713,6 +837,13 @@ const struct sw_wrap sw_more[] = {
     {"pd_manual_seed/philox_fill/default_generator(v)", INT, 0, w_generator_i},
     {"pd_text_dataset_builtin/arith_is_heldout(v)", INT, 0, w_builtin_i},
     {"pd_text_dataset_builtin(NULL)", NUL, 2, w_builtin_n},
+    {"pd_max/avg_pool2d_ex(kernel/stride/padding/ceil/exclusive v)", INT, 0, w_pool_ex_i},
+    {"pd_max/avg_pool2d_ex(NULL)", NUL, 5, w_pool_ex_n}, {"pd_cross_entropy/nll_loss_weighted(NULL | bad)", NUL, 8, w_weighted_n},
+    {"pd_cross_entropy_weighted(ignore/reduction v)", INT, 0, w_weighted_i}, {"pd_grad/backward_ex(NULL | options)", NUL, 6, w_grad_opts_n},
+    {"pd_grad(n v)", INT, 0, w_grad_opts_i}, {"pd_take_along_axis(axis v)", INT, 0, w_take_i},
+    {"pd_nn_groupnorm_*(groups/channels v)", INT, 0, w_groupnorm_i}, {"pd_nn_groupnorm_*(NULL | eps NaN)", NUL, 4, w_groupnorm_n},
+    {"threads, parameter dtype, leak tracking(v)", INT, 0, w_runtime_i},
+    {"pd_text_dataset_from_documents/parts(val v)", DBL, 0, w_docsplit_d},
     {"pd_generate_session_*(NULL)", NUL, 5, w_session_n}, {"pd_generate_session(max_ctx/n/max_new v)", INT, 0, w_session_i},
     {"pd_llama_*_hf(NULL/bad)", NUL, 13, w_hf_n},
 };
