@@ -156,10 +156,10 @@ int main(int argc, char **argv)
     double tps = NAN;
     if (!bad) {
         tps = NEW / best;
-        printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"threads\":%d,\"dtype\":\"f32\",\"batch\":1,"
+        printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"threads\":%d,\"dtype\":\"f32\",\"isa\":\"%s\",\"batch\":1,"
                "\"prompt\":%d,\"new_tokens\":%d,\"runs\":%d,\"prefill_s\":%.5f,\"total_s\":%.4f,\"tokens_per_s\":%.1f,"
                "\"decode_tokens_per_s\":%.1f,\"first_tokens\":[%lld,%lld,%lld,%lld]}\n",
-               omp_get_max_threads(), PROMPT, NEW, runs, best_pre, best, tps, (NEW - 1) / (best - best_pre),
+               omp_get_max_threads(), pd_kernel_isa(), PROMPT, NEW, runs, best_pre, best, tps, (NEW - 1) / (best - best_pre),
                (long long)first[PROMPT], (long long)first[PROMPT + 1], (long long)first[PROMPT + 2],
                (long long)first[PROMPT + 3]);
         fflush(stdout);

@@ -386,11 +386,11 @@ int main(int argc, char **argv)
             cpu_step = cmed;
             tps = BATCH * SEQ / med;
             double fl = flops_per_token(&cfg) * BATCH * SEQ / med;
-            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"threads\":%d,\"dtype\":\"%s\",\"batch\":%d,"
+            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"threads\":%d,\"dtype\":\"%s\",\"isa\":\"%s\",\"batch\":%d,"
                    "\"seq\":%d,\"params\":%lld,\"steps\":%d,\"warmup\":%d,\"step_s\":%.4f,\"step_s_min\":%.4f,"
                    "\"tokens_per_s\":%.1f,\"cpu_s\":%.4f,\"gflops\":%.1f,\"mfu\":%.3f,\"peak_allocated_mb\":%.1f,"
                    "\"reserved_mb\":%.1f,\"loss\":%.4f,\"pd_flops_per_token\":%.0f,\"flops_per_token\":%.0f}\n",
-                   nt, o.bf16 ? "bf16-autocast" : "f32", BATCH, SEQ, (long long)pd_llama_num_params(r.model),
+                   nt, o.bf16 ? "bf16-autocast" : "f32", pd_kernel_isa(), BATCH, SEQ, (long long)pd_llama_num_params(r.model),
                    o.steps, o.warmup, med, tmin, tps, cmed, fl / 1e9, fl / peak, ms.peak_allocated_bytes / 1048576.0,
                    ms.reserved_bytes / 1048576.0, last, pd_llama_flops_per_token(&cfg, SEQ), flops_per_token(&cfg));
             fflush(stdout);
