@@ -174,10 +174,29 @@ static void report(int tokens, double dt, int turns)
             tokens / (dt > 0 ? dt : 1e-9));
 }
 
+/* The prompt's ids; the first segment of a conversation starts with the
+ * tokenizer's BOS when its file names one (a Hugging Face post-processor:
+ * Llama 2's <s>, Llama 3's <|begin_of_text|>), as transformers encodes it. */
+static int64_t *encode_prompt(const struct pd_tokenizer *tok, const char *text, int *n, int first)
+{
+    int64_t *ids = cli_encode(tok, text, n);
+    int bos = first ? pd_tokenizer_bos_id(tok) : -1;
+    if (bos < 0 || (*n > 0 && ids[0] == bos)) return ids;
+    int64_t *w = realloc(ids, sizeof *ids * (size_t)(*n + 1));
+    if (!w) {
+        free(ids);
+        cli_fail(CLI_EXIT_FAIL, "out of memory");
+    }
+    memmove(w + 1, w, sizeof *w * (size_t)*n);
+    w[0] = bos;
+    (*n)++;
+    return w;
+}
+
 int gen_once(struct gen_run *r)
 {
     int n, limit = ctx_limit(r), warned = 0;
-    int64_t *ids = cli_hold(cli_encode(r->cm->tok, r->text, &n), free);
+    int64_t *ids = cli_hold(encode_prompt(r->cm->tok, r->text, &n, 1), free);
     if (n < 1) cli_fail(CLI_EXIT_USAGE, "the prompt is empty");
     if (n >= limit)
         cli_fail(CLI_EXIT_USAGE, "the prompt has %d tokens; the context limit is %d (%s)", n, limit,
@@ -249,7 +268,7 @@ int gen_interactive(struct gen_run *r)
             strcat(strcpy(text, r->text), lb->s);
         }
         int n, hist = pd_generate_session_len(s);
-        int64_t *ids = cli_hold(cli_encode(r->cm->tok, text, &n), free);
+        int64_t *ids = cli_hold(encode_prompt(r->cm->tok, text, &n, hist == 0), free);
         if (text != lb->s) cli_free(text);
         if (hist + n < 1) {
             fprintf(stderr, "paddlec generate: note: an empty first line: nothing to continue\n");
