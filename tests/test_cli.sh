@@ -64,6 +64,12 @@ JSON
 ok '[ $? -eq 0 ] && grep -q "step 3/3" "$dir/c.err" && grep -q "4 parameters\|parameters (dim 32, 1 layers" "$dir/c.err"'
 
 # ---- bf16 autocast and gradient accumulation run and stay finite ----------------
+# --out makes every missing level (as mkdir -p), and a file in the way is an error
+"$bin" train $tiny --steps 2 --eval-every 0 --task-n 0 --out "$dir/deep/x/y" >/dev/null 2>"$dir/deep.err"
+ok '[ $? -eq 0 ] && [ -f "$dir/deep/x/y/final.safetensors" ]'
+: >"$dir/afile"
+"$bin" train $tiny --steps 2 --eval-every 0 --task-n 0 --out "$dir/afile/z" >/dev/null 2>"$dir/afile.err"
+ok '[ $? -ne 0 ] && grep -q "cannot create --out directory" "$dir/afile.err" && [ $(wc -l <"$dir/afile.err") -eq 1 ]'
 "$bin" train $tiny --steps 2 --bf16 --accum 2 --out "$dir/b" --metrics "$dir/b.jsonl" >/dev/null 2>"$dir/b.err"
 ok '[ $? -eq 0 ] && [ $(grep -c "\"loss\":[0-9]" "$dir/b.jsonl") -eq 2 ] && grep -q "batch 4 x 24 x 2" "$dir/b.err"'
 

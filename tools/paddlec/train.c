@@ -663,6 +663,18 @@ static const char *jnum(char *buf, double x)
 
 static void ensure_dir(const char *dir)
 {
+    /* every missing level, as mkdir -p */
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n >= sizeof path) cli_fail(CLI_EXIT_USAGE, "--out %s is too long", cli_q(dir));
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i < n; i++) {
+        if (path[i] != '/') continue;
+        path[i] = 0;
+        if (mkdir(path, 0777) && errno != EEXIST)
+            cli_fail(CLI_EXIT_FAIL, "cannot create --out directory %s: %s", cli_q(path), strerror(errno));
+        path[i] = '/';
+    }
     if (mkdir(dir, 0777) && errno != EEXIST) cli_fail(CLI_EXIT_FAIL, "cannot create --out directory %s: %s", cli_q(dir), strerror(errno));
     struct stat st;
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) cli_fail(CLI_EXIT_FAIL, "--out %s is not a directory", cli_q(dir));
