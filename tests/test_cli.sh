@@ -64,6 +64,12 @@ JSON
 ok '[ $? -eq 0 ] && grep -q "step 3/3" "$dir/c.err" && grep -q "4 parameters\|parameters (dim 32, 1 layers" "$dir/c.err"'
 
 # ---- bf16 autocast and gradient accumulation run and stay finite ----------------
+# a config's "threads" sets the count; --threads on the command line wins
+printf '{"threads": 1, "steps": 2, "eval-every": 0, "task-n": 0}' >"$dir/thr.json"
+"$bin" train $tiny --config "$dir/thr.json" --out "$dir/thr1" >/dev/null 2>"$dir/thr1.err"
+ok '[ $? -eq 0 ] && grep -q "f32, 1 thread " "$dir/thr1.err"'
+"$bin" train $tiny --config "$dir/thr.json" --threads 2 --out "$dir/thr2" >/dev/null 2>"$dir/thr2.err"
+ok '[ $? -eq 0 ] && grep -q "f32, 2 threads " "$dir/thr2.err"'
 # --out makes every missing level (as mkdir -p), and a file in the way is an error
 "$bin" train $tiny --steps 2 --eval-every 0 --task-n 0 --out "$dir/deep/x/y" >/dev/null 2>"$dir/deep.err"
 ok '[ $? -eq 0 ] && [ -f "$dir/deep/x/y/final.safetensors" ]'

@@ -236,6 +236,10 @@ static void recipe_apply_json(struct cli_opt *opts, const char *json, const char
     char err[256], num[64];
     for (cJSON *e = j->child; e; e = e->next) {
         struct cli_opt *o = cli_find(opts, e->string);
+        if (!o && cli_threads_enabled && !strcmp(e->string, "threads")) {
+            if (cli_threads_opt.seen) continue; /* --threads on the command line wins */
+            o = &cli_threads_opt;               /* threads.c; applied below */
+        }
         if (!o || !strcmp(e->string, "config") || !strcmp(e->string, "resume"))
             cli_fail(CLI_EXIT_USAGE, "%s: unknown key %s", cli_q(what), cli_q(e->string));
         const char *v = NULL;
@@ -254,6 +258,10 @@ static void recipe_apply_json(struct cli_opt *opts, const char *json, const char
             cli_fail(CLI_EXIT_USAGE, "%s: %s must be a number, a string or a boolean", cli_q(what), cli_q(e->string));
         }
         if (cli_set(o, v, err, sizeof err)) cli_fail(CLI_EXIT_USAGE, "%s: %s", cli_q(what), err);
+        if (o == &cli_threads_opt) { /* a config's thread count: set now, like the flag */
+            o->seen = 1;
+            cli_threads_apply();
+        }
         o->seen = 0;   /* only command-line flags count as "seen" */
     }
     *keep = j;   /* still held: freed with the command's other objects */
