@@ -91,5 +91,16 @@ printf '{"hidden_size": 32, "dim": 64}' >"$dir/mix.json"
 "$bin" bench --config "$dir/mix.json" 2>"$dir/mix.err" >/dev/null
 ok '[ $? -ne 0 ] && [ "$(wc -l <"$dir/mix.err")" -eq 1 ]'
 
+# BOS: a tokenizer.json whose post-processor names one puts it before the first prompt, as
+# transformers encodes it (the prompt's token count, read from the --ctx refusal, grows by one)
+cp -r "$fx/tied-f32" "$dir/bos"
+sed -i 's/"post_processor": null/"post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}], "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}], "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [0], "tokens": ["<|endoftext|>"]}}}/' "$dir/bos/tokenizer.json"
+"$bin" generate --hf "$dir/bos" --prompt hello --ctx 1 2>"$dir/bos1.err" >/dev/null
+"$bin" generate --hf "$fx/tied-f32" --prompt hello --ctx 1 2>"$dir/bos0.err" >/dev/null
+ok 'grep -q "the prompt has 5 tokens" "$dir/bos1.err" && grep -q "the prompt has 4 tokens" "$dir/bos0.err"'
+"$bin" generate --hf "$dir/bos" --prompt hello --max-new 4 >"$dir/bos1.out" 2>/dev/null
+"$bin" generate --hf "$fx/tied-f32" --prompt '<|endoftext|>hello' --max-new 4 >"$dir/bos2.out" 2>/dev/null
+ok '[ "hello$(tail -c +14 "$dir/bos2.out" | tail -c +6)" = "$(cat "$dir/bos1.out")" ]'   # the same ids continue the same way
+
 echo "test_hf_cli: $((checks - fails))/$checks checks passed"
 [ "$fails" -eq 0 ]
