@@ -200,11 +200,12 @@ static void store_row(const void *src, enum pd_dtype ct, char *p, int64_t stride
 NN_ROW_MEAN(float, f32)
 NN_ROW_MEAN(double, f64)
 
-#define NN_NORM_ROW(T, SFX)                                                                         \
-    static void norm_row_##SFX(const T *x, T *y, int64_t n, const T *w, const T *b, double eps, int centre) \
+/* 1 / sqrt(variance + eps) of a row around mu + mulo (the mean split in two
+ * T's for accuracy), summed in blocks: layer norm's and group norm's. */
+#define NN_ROW_RSTD(T, SFX)                                                                         \
+    static T row_rstd_##SFX(const T *x, int64_t n, T mu, T mulo, double eps)                       \
     {                                                                                               \
-        double mean = centre ? row_mean_##SFX(x, n) : 0, ss = 0;                                    \
-        T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
+        double ss = 0;                                                                              \
         for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
             int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
             T bs = 0;                                                                               \
@@ -214,7 +215,17 @@ NN_ROW_MEAN(double, f64)
             }                                                                                       \
             ss += bs;                                                                               \
         }                                                                                           \
-        T rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                            \
+        return (T)(1.0 / sqrt(ss / (double)n + eps));                                              \
+    }
+NN_ROW_RSTD(float, f32)
+NN_ROW_RSTD(double, f64)
+
+#define NN_NORM_ROW(T, SFX)                                                                         \
+    static void norm_row_##SFX(const T *x, T *y, int64_t n, const T *w, const T *b, double eps, int centre) \
+    {                                                                                               \
+        double mean = centre ? row_mean_##SFX(x, n) : 0;                                    \
+        T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
+        T rstd = row_rstd_##SFX(x, n, mu, mulo, eps);                                          \
         if (b) {                                                                                    \
             _Pragma("omp simd") for (int64_t j = 0; j < n; j++) y[j] = ((x[j] - mu) - mulo) * rstd * w[j] + b[j]; \
         } else {                                                                                    \
@@ -598,18 +609,9 @@ static int cpu_norm(const struct pdi_kcall *k)
     static void group_row_##SFX(T *x, int64_t cg, int64_t S, const T *w, const T *b, double eps)   \
     {                                                                                               \
         int64_t n = cg * S;                                                                         \
-        double mean = row_mean_##SFX(x, n), ss = 0;                                                 \
+        double mean = row_mean_##SFX(x, n);                                                 \
         T mu = (T)mean, mulo = (T)(mean - (double)mu);                                              \
-        for (int64_t j0 = 0; j0 < n; j0 += NN_BLOCK) {                                              \
-            int64_t j1 = j0 + NN_BLOCK < n ? j0 + NN_BLOCK : n;                                     \
-            T bs = 0;                                                                               \
-            _Pragma("omp simd reduction(+ : bs)") for (int64_t j = j0; j < j1; j++) {              \
-                T d = (x[j] - mu) - mulo;                                                           \
-                bs += d * d;                                                                        \
-            }                                                                                       \
-            ss += bs;                                                                               \
-        }                                                                                           \
-        T rstd = (T)(1.0 / sqrt(ss / (double)n + eps));                                            \
+        T rstd = row_rstd_##SFX(x, n, mu, mulo, eps);                                          \
         for (int64_t c = 0; c < cg; c++) {                                                          \
             T *xc = x + c * S, sc = rstd * w[c], sh = b ? b[c] : (T)0;                              \
             _Pragma("omp simd") for (int64_t j = 0; j < S; j++) xc[j] = ((xc[j] - mu) - mulo) * sc + sh; \
