@@ -161,4 +161,22 @@ static inline struct pdi_cand pdi_heap_pop(struct pdi_cand *h, int *n)
     return top;
 }
 
+/* After symbol j was merged into i: unlink j, then queue the pairs i now
+ * makes with its neighbours (their merge ranks from `rank`). Both BPE
+ * encoders (tokenizer.c, tokenizer_hf_encode.c) merge this way. */
+static inline void pdi_bpe_relink(const struct pdi_u64map *rank, const int32_t *sym, int *prev, int *next, int i, int j,
+                                  struct pdi_cand *heap, int *nh)
+{
+    next[i] = next[j];
+    if (next[j] >= 0) prev[next[j]] = i;
+    if (prev[i] >= 0) {
+        int32_t r = pdi_u64map_get(rank, pdi_pair_key(sym[prev[i]], sym[i]));
+        if (r >= 0) pdi_heap_push(heap, nh, (struct pdi_cand){r, prev[i]});
+    }
+    if (next[i] >= 0) {
+        int32_t r = pdi_u64map_get(rank, pdi_pair_key(sym[i], sym[next[i]]));
+        if (r >= 0) pdi_heap_push(heap, nh, (struct pdi_cand){r, i});
+    }
+}
+
 #endif

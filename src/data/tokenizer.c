@@ -371,16 +371,7 @@ static void encode_piece(const struct pd_tokenizer *tok, const unsigned char *s,
         if (!alive[i] || j < 0 || sym[i] != tok->merges[2 * c.rank] || sym[j] != tok->merges[2 * c.rank + 1]) continue;
         sym[i] = 256 + c.rank;
         alive[j] = 0;
-        next[i] = next[j];
-        if (next[j] >= 0) prev[next[j]] = i;
-        if (prev[i] >= 0) {
-            int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[prev[i]], sym[i]));
-            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, prev[i]});
-        }
-        if (next[i] >= 0) {
-            int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[i], sym[next[i]]));
-            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, i});
-        }
+        pdi_bpe_relink(tok->rank, sym, prev, next, i, j, heap, &nh);
     }
     int k = 0;
     for (int i = 0; i >= 0; i = next[i]) out[k++] = sym[i];

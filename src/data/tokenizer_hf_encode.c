@@ -214,16 +214,7 @@ static void bpe(const struct pd_tokenizer *tok, struct work *w, int n, struct pd
         if (j < 0 || sym[i] != mg[2 * c.rank] || sym[j] != mg[2 * c.rank + 1]) continue;
         sym[i] = mo[c.rank];
         sym[j] = -1;
-        next[i] = next[j];
-        if (next[j] >= 0) prev[next[j]] = i;
-        if (prev[i] >= 0) {
-            int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[prev[i]], sym[i]));
-            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, prev[i]});
-        }
-        if (next[i] >= 0) {
-            int32_t r = pdi_u64map_get(tok->rank, pdi_pair_key(sym[i], sym[next[i]]));
-            if (r >= 0) pdi_heap_push(heap, &nh, (struct pdi_cand){r, i});
-        }
+        pdi_bpe_relink(tok->rank, sym, prev, next, i, j, heap, &nh);
     }
     for (int i = n ? 0 : -1; i >= 0; i = next[i]) out->v[out->n++] = sym[i];
 }
