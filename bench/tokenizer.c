@@ -20,20 +20,8 @@
 #include "pd/data.h"
 #include "pd/pd.h"
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    s[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return s;
-}
+/* The whole file (the library's reader; NULL when it cannot be read). */
+static char *slurp(const char *path, size_t *len) { return pd_file_read(path, (size_t)1 << 30, len); }
 
 /* CPU seconds of this process: on a shared machine, closer to the work done
  * than the wall clock. */

@@ -8,17 +8,10 @@
 # exit frees what the command holds: LeakSanitizer is on for them).
 # Checks named "issue 12, bug N" are the regression tests of issue 12's bugs.
 #   test_cli.sh PATH/TO/paddlec
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"   # a run that wrongly used the default --out would write here, not in the tree
+. "$(dirname "$0")/cli_lib.sh" "$1"
 # Every exit must free what the command holds: with this set, a tensor or scope of the
 # library left at exit fails the run with one more line on stderr (tools/paddlec/cli.h).
-export PADDLEC_LEAK_CHECK=1
-fails=0; checks=0
 # ok 'CONDITION': $? inside CONDITION is the exit status of the command just before ok.
-ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
 
 tiny="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --seq-len 24 --batch 4 --lines 3000 --warmup 2 --lr 0.01 --min-lr 0.001 --task-n 8 --eval-batches 2"
 

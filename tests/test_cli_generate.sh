@@ -3,15 +3,8 @@
 # and the interactive mode, end to end on a tiny model trained here (the
 # checks of issue 13's "Generation" items).
 #   test_cli_generate.sh PATH/TO/paddlec
-set -u
+. "$(dirname "$0")/cli_lib.sh" "$1"
 export LC_ALL=C
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-export PADDLEC_LEAK_CHECK=1
-fails=0; checks=0
-ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
 
 tiny="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --seq-len 24 --batch 4 --lines 3000 --warmup 2 --lr 0.01 --min-lr 0.001 --task-n 4 --eval-batches 1"
 "$bin" train $tiny --steps 8 --out "$dir/m" >/dev/null 2>&1

@@ -7,14 +7,7 @@
 # fields) is handled. Without chromium the page is still checked as text and
 # the test reports itself skipped (exit 77).
 #   test_cli_plot.sh PATH/TO/paddlec
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-dir=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
-cd "$dir"
-export PADDLEC_LEAK_CHECK=1
-fails=0; checks=0
-ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
+. "$(dirname "$0")/cli_lib.sh" "$1"
 
 tiny="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --seq-len 24 --batch 4 --lines 3000 --warmup 2 --lr 0.01 --min-lr 0.001 --task-n 4 --eval-batches 1"
 "$bin" train $tiny --steps 12 --eval-every 4 --out "$dir/r" --metrics "$dir/run.jsonl" >/dev/null 2>&1

@@ -6,15 +6,8 @@
 # keys, a Hugging Face config.json) and build the same model; bad input gives
 # one line. The numerics against PyTorch are tests/test_hf.c's.
 #   test_hf_cli.sh PATH/TO/paddlec
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 fx=$(cd "$(dirname "$0")" && pwd)/fixtures/hf
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-export PADDLEC_LEAK_CHECK=1
-fails=0; checks=0
-ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
+. "$(dirname "$0")/cli_lib.sh" "$1"
 one_line() { [ "$(wc -l <"$1")" -eq 1 ] && grep -q "error: .*$2" "$1"; }
 
 tiny="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --seq-len 24 --batch 4 --lines 3000 --warmup 2 --lr 0.01 --task-n 0 --eval-batches 2"

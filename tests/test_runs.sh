@@ -7,14 +7,7 @@
 # says so; the final model is weights-only, its state beside it; export; bits per
 # byte; --val-data.
 #   test_runs.sh PATH/TO/paddlec
-set -u
-bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-export PADDLEC_LEAK_CHECK=1
-fails=0; checks=0
-ok() { local rc=$?; checks=$((checks+1)); if ! { (exit $rc); eval "$1"; }; then fails=$((fails+1)); echo "FAIL: $1"; fi; }
+. "$(dirname "$0")/cli_lib.sh" "$1"
 losses() { grep '"loss":' "$1" | sed 's/,"tokens_per_s.*//'; }   # step, loss, lr, grad_norm
 
 tiny="--dim 16 --layers 1 --heads 2 --kv-heads 1 --hidden 32 --seq-len 16 --batch 2 --lines 2000 --warmup 2 --lr 0.01
