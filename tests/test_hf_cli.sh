@@ -84,6 +84,10 @@ printf '{"hidden_size": 32, "dim": 64}' >"$dir/mix.json"
 "$bin" bench --config "$dir/mix.json" 2>"$dir/mix.err" >/dev/null
 ok '[ $? -ne 0 ] && [ "$(wc -l <"$dir/mix.err")" -eq 1 ]'
 
+# export-hf takes a run directory as export does (its latest checkpoint)
+"$bin" export-hf "$dir/a" "$dir/hfdir" >/dev/null 2>"$dir/hfdir.err"
+ok '[ $? -eq 0 ] && [ -f "$dir/hfdir/config.json" ] && [ -f "$dir/hfdir/model.safetensors" ]'
+
 # BOS: a tokenizer.json whose post-processor names one puts it before the first prompt, as
 # transformers encodes it (the prompt's token count, read from the --ctx refusal, grows by one)
 cp -r "$fx/tied-f32" "$dir/bos"

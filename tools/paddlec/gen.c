@@ -96,22 +96,20 @@ static int on_token(void *user, int row, const int64_t *tokens, int n)
     int32_t id = (int32_t)tokens[n - 1];
     size_t k = 0;
     (void)row;
-    char *s = pd_tokenizer_decode(sm->tok, &id, 1, &k);
+    /* the token's own bytes (a leading space kept: decoding it alone would drop
+     * a SentencePiece-style one), the way to stream (include/pd/data.h) */
+    const unsigned char *s = pd_tokenizer_token(sm->tok, id, &k);
     if (!s) return 1;   /* cannot happen for a sampled id; stopping is the safe answer */
     if (sm->len + k + 1 > sm->cap) {
         size_t cap = 2 * (sm->len + k + 1);
         char *grown = realloc(sm->text, cap);
-        if (!grown) {
-            free(s);
-            return 1;
-        }
+        if (!grown) return 1;
         sm->text = grown;
         sm->cap = cap;
     }
     size_t from = sm->stop && sm->len >= sm->stop_len ? sm->len - sm->stop_len + 1 : 0;
     memcpy(sm->text + sm->len, s, k);
     sm->len += k;
-    free(s);
     for (size_t i = from; sm->stop && i + sm->stop_len <= sm->len; i++)
         if (!memcmp(sm->text + i, sm->stop, sm->stop_len)) {
             sm->found = 1;

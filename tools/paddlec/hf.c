@@ -80,7 +80,7 @@ int cmd_export_hf(int argc, char **argv)
     enum pd_dtype dt = !strcmp(dtype, "f32") ? PD_F32 : !strcmp(dtype, "bf16") ? PD_BF16 : !strcmp(dtype, "f16") ? PD_F16 : PD_I8;
     if (dt == PD_I8) cli_fail(CLI_EXIT_USAGE, "--dtype %s: expected f32, bf16 or f16", cli_q(dtype));
     struct cli_model cm;
-    cli_model_load(&cm, pos[0]);
+    cli_model_load(&cm, cli_run_resolve(pos[0])); /* a checkpoint, or a run directory's latest (as export) */
     if (pd_llama_save_hf(cm.model, pos[1], dt)) cli_fail_pd("cannot write %s", cli_q(pos[1]));
     char path[4200];
     dir_file(path, sizeof path, pos[1], "tokenizer.json");

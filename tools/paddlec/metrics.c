@@ -26,10 +26,8 @@ static int64_t *token_bytes(const struct pd_tokenizer *tok, int *n)
     int64_t *b = cli_hold(calloc((size_t)*n, sizeof *b), free);
     if (!b) cli_fail(CLI_EXIT_FAIL, "out of memory");
     for (int32_t i = 0; i < *n; i++) {
-        size_t len = 0;
-        char *t = pd_tokenizer_decode(tok, &i, 1, &len);
-        if (!t) cli_fail_pd("cannot decode token %d", (int)i);
-        free(t);
+        size_t len = 0; /* the token's own bytes: decoding it alone could drop a leading space */
+        if (!pd_tokenizer_token(tok, i, &len)) cli_fail_pd("cannot read token %d", (int)i);
         b[i] = (int64_t)len;
     }
     return b;

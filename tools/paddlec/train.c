@@ -852,12 +852,11 @@ void cli_config_model(const char *path, struct pd_llama_config *mc, int *batch)
     struct recipe r;
     recipe_default(&r);
     char *text = cli_hold(cli_read_file(path, CLI_MAX_CONFIG, NULL), free);
-    cJSON *keep = NULL, *j = cli_hold(cJSON_Parse(cli_config_canonical(text, recipe_opts(&r), path)), cli_dtor_json);
+    cJSON *keep = NULL; /* the canonical object recipe_apply_json parsed */
     recipe_apply_json(recipe_opts(&r), text, path, &keep);
-    if (batch && cJSON_HasObjectItem(j, "batch")) *batch = r.batch;
+    if (batch && cJSON_HasObjectItem(keep, "batch")) *batch = r.batch;
     *mc = (struct pd_llama_config){r.vocab ? r.vocab : 256, r.dim, r.layers, r.heads, r.kv_heads, r.hidden, r.seq_len,
                                    r.norm_eps, r.rope_theta, r.tie, r.dropout, r.init_std};
-    cli_free(j);
     cli_free(keep);
     cli_free(text);
 }
