@@ -80,14 +80,16 @@ struct pd_tensor {
     void *dbg_site;
     struct pd_tensor *dbg_live_prev, *dbg_live_next;
     /* a distributed tensor's global shape, mesh and placements (src/dist;
-     * NULL for a plain tensor), freed by dist_free */
+     * NULL for a plain tensor), freed by pdi_tensor_dist_release */
     void *dist;
-    void (*dist_free)(void *dist);
 };
 
 /* How a tensor drops its grad_fn: set by autograd (node.c) before the first
  * node exists, so that core/ never calls up into autograd/. */
 extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
+/* How a tensor drops its distribution: set by src/dist when it makes the
+ * first distributed tensor (core/ does not call up into dist/). */
+extern void (*pdi_tensor_dist_release)(void *dist);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope),
  * made by the CPU backend from its allocator. Not for library code outside
  * the dispatcher: a storage made here is made by no op (use a creation op,

@@ -17,6 +17,7 @@
 
 static int64_t live_tensors;
 void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
+void (*pdi_tensor_dist_release)(void *dist);
 static uint64_t next_id;
 
 int64_t pd_live_tensors(void) { return __atomic_load_n(&live_tensors, __ATOMIC_RELAXED); }
@@ -286,7 +287,7 @@ void pd_tensor_release(struct pd_tensor *t)
     pd_tensor_release(t->grad);
     if (t->grad_fn) __atomic_load_n(&pdi_tensor_grad_fn_release, __ATOMIC_RELAXED)(t->grad_fn); /* set by any thread */
     for (struct pdi_hook *h = t->hooks, *nx; h; h = nx) { nx = h->next; free(h); }
-    if (t->dist) t->dist_free(t->dist);
+    if (t->dist) __atomic_load_n(&pdi_tensor_dist_release, __ATOMIC_RELAXED)(t->dist);
     __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
     if (__builtin_expect(t->dbg_tracked, 0)) pdi_live_remove(t);
     fl_put(&free_tensors, t);

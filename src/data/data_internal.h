@@ -72,8 +72,10 @@ struct pdi_ids {
     int64_t n, cap;
 };
 int pdi_ids_reserve(struct pdi_ids *ids, int64_t extra);
-/* Encode every piece of s[0..n) and append the ids. */
-int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n,
+/* Encode every piece of s[0..n) and append the ids. continued: s goes on a
+ * text already encoded (a Hugging Face tokenizer prepends its space to a
+ * text's start only; others ignore it). */
+int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
                                 struct pdi_ids *out);
 /* ---- Hugging Face tokenizers (tokenizer_hf.c, tokenizer_hf_encode.c) ---- */
 /* The HF pipeline of a PD_TOKENIZER_HF tokenizer. */

@@ -84,9 +84,9 @@ struct pd_text_dataset *pd_text_dataset_from_parts(const void *train, size_t tra
     struct pd_tokenizer *own = NULL;
     if (!tok && !(tok = own = pd_tokenizer_byte_create())) return NULL;
     struct pdi_ids ids = {0};
-    int rc = pdi_tokenizer_encode_append(tok, train, train_len, &ids);
+    int rc = pdi_tokenizer_encode_append(tok, train, train_len, 0, &ids);
     int64_t n_train = ids.n;
-    if (!rc) rc = pdi_tokenizer_encode_append(tok, val, val_len, &ids);
+    if (!rc) rc = pdi_tokenizer_encode_append(tok, val, val_len, 0, &ids);
     int vocab = tok->n_tok;
     pd_tokenizer_destroy(own);
     if (rc) {
@@ -106,7 +106,7 @@ struct pd_text_dataset *pd_text_dataset_from_memory(const void *text, size_t len
     struct pd_tokenizer *own = NULL;
     if (!tok && !(tok = own = pd_tokenizer_byte_create())) return NULL;
     struct pdi_ids ids = {0};
-    int rc = pdi_tokenizer_encode_append(tok, text, len, &ids);
+    int rc = pdi_tokenizer_encode_append(tok, text, len, 0, &ids);
     int vocab = tok->n_tok;
     pd_tokenizer_destroy(own);
     if (rc) {
@@ -164,9 +164,7 @@ struct pd_text_dataset *pd_text_dataset_open(const char *path, const struct pd_t
         have += got;
         int eof = got < CHUNK;
         size_t cut = eof ? have : last_piece_start(tok, buf, have);
-        /* a Hugging Face tokenizer prepends a space to a text's start only */
-        rc = tok->hf ? pdi_hf_encode_append(tok, buf, cut, continued, &ids)
-                     : pdi_tokenizer_encode_append(tok, buf, cut, &ids);
+        rc = pdi_tokenizer_encode_append(tok, buf, cut, continued, &ids);
         continued |= cut > 0;
         memmove(buf, buf + cut, have - cut);
         have -= cut;

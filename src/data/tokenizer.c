@@ -378,10 +378,10 @@ static void encode_piece(const struct pd_tokenizer *tok, const unsigned char *s,
     *n_out = k;
 }
 
-int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n,
+int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
                                 struct pdi_ids *out)
 {
-    if (tok->hf) return pdi_hf_encode_append(tok, s, n, 0, out);
+    if (tok->hf) return pdi_hf_encode_append(tok, s, n, continued, out);
     if (pdi_ids_reserve(out, (int64_t)n)) return PD_ERR_NOMEM; /* never more ids than bytes */
     if (tok->n_merges == 0) {
         for (size_t i = 0; i < n; i++) out->v[out->n++] = s[i];
@@ -405,7 +405,7 @@ int64_t pd_tokenizer_encode(const struct pd_tokenizer *tok, const void *text, si
     if (!text && len) return pdi_errorf(PD_ERR_INVALID, "tokenizer_encode: text is NULL");
     struct pdi_ids out = {0};
     if (pdi_ids_reserve(&out, 1)) return PD_ERR_NOMEM;
-    int rc = pdi_tokenizer_encode_append(tok, text, len, &out);
+    int rc = pdi_tokenizer_encode_append(tok, text, len, 0, &out);
     if (rc) {
         free(out.v);
         return rc;

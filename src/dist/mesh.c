@@ -291,8 +291,8 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
     pd_mesh_retain(m);
     memcpy(d->gshape, gshape, sizeof(int64_t) * (size_t)ndim);
     memcpy(d->pl, pl, sizeof *pl * (size_t)m->ndim);
+    __atomic_store_n(&pdi_tensor_dist_release, dist_free, __ATOMIC_RELAXED);
     t->dist = d;
-    t->dist_free = dist_free;
     return t;
 }
 

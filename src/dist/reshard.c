@@ -358,8 +358,7 @@ static struct pd_tensor *reshard_cross(struct pd_tensor *x, struct pd_mesh *src,
     full = full ? pd_contiguous(full) : NULL;
     size_t bytes = (size_t)pdi_numel(gshape, ndim) * pd_dtype_size(x->dtype);
     if (!fits_int((int64_t)bytes, "a send")) return NULL;
-    MPI_Request req[2];
-    int nreq = 0, me = pd_dist_world_rank(), rc = MPI_SUCCESS;
+    int me = pd_dist_world_rank(), rc = MPI_SUCCESS;
     struct pd_tensor *got = NULL;
     void *rbuf = NULL;
     if (src->index >= 0) { /* send to the target ranks this rank serves */
@@ -370,7 +369,6 @@ static struct pd_tensor *reshard_cross(struct pd_tensor *x, struct pd_mesh *src,
             pdi_comm_count(PD_COMM_SEND, (int64_t)bytes);
         }
     }
-    (void)req, (void)nreq;
     if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, FN, "MPI_Send"), NULL;
     if (dst->index < 0) return empty_piece(ndim, x->dtype);
     int from_rank = src->ranks[dst->index % src->n];

@@ -531,7 +531,7 @@ static struct pd_tensor *loss_of(struct pd_llama *m, struct pd_tensor *logits, s
     int64_t n = ids->shape[0] * ids->shape[1];
     /* -100 (Hugging Face's ignore index) is ignored as -1 is */
     struct pd_tensor *t = pd_reshape(targets, &n, 1);
-    t = pd_where(pd_eq(t, pd_scalar(-100, PD_I64)), pd_full_like(t, -1), t);
+    t = pd_where(pd_eq(t, pd_scalar(-100, PD_I64)), pd_scalar(-1, PD_I64), t);
     return pd_cross_entropy(pd_reshape(logits, (int64_t[]){n, m->cfg.vocab_size}, 2), t, -1, 0.0, PD_REDUCTION_MEAN);
 }
 

@@ -330,6 +330,9 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
     return pdi_status_of(gin[0], __func__);
 }
 
+/* The dtype half-precision work is computed in: f32 for f16 and bf16. */
+static enum pd_dtype compute_dtype(enum pd_dtype dt) { return dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt; }
+
 static struct pd_tensor *cast_to(struct pd_tensor *t, enum pd_dtype dt)
 {
     return t && t->dtype != dt ? pd_cast(t, dt) : t;
@@ -348,7 +351,7 @@ static int norm_vjp(struct pdi_node *n, struct pd_tensor *const *g, struct pd_te
     int has_w = n->a.norm.has_w != 0, has_b = centre && n->a.norm.has_b != 0;
     struct pd_tensor *w = NULL;
     if (has_w && !(w = pdi_node_in(n, 1))) return pd_last_status();
-    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    enum pd_dtype dt = x->dtype, ct = compute_dtype(dt);
     int k = (int)n->a.norm.n_norm_axes, nd = x->ndim, lead = nd - k;
     int axes[PD_MAX_DIMS], lax[PD_MAX_DIMS];
     for (int i = 0; i < k; i++) axes[i] = lead + i;
@@ -434,7 +437,7 @@ int pdi_vjp_group_norm(struct pdi_node *n, struct pd_tensor *const *g, struct pd
     if (!x) return pd_last_status();
     int has_w = n->a.group_norm.has_w != 0, has_b = n->a.group_norm.has_b != 0;
     if (has_w && !(w = pdi_node_in(n, 1))) return pd_last_status();
-    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    enum pd_dtype dt = x->dtype, ct = compute_dtype(dt);
     const struct pdi_meta *xm = &n->in_meta[0];
     int64_t grp[3], chan[PD_MAX_DIMS];
     group_shapes(xm, n->a.group_norm.num_groups, grp, chan);
@@ -498,7 +501,6 @@ int pdi_vjp_embedding(struct pdi_node *n, struct pd_tensor *const *g, struct pd_
 /* ---- decompositions (primitive public ops) ---------------------------- */
 /* Compute dtype of the decompositions: bf16/f16 in f32 and cast back, as
  * the fused kernels do. */
-static enum pd_dtype compute_dtype(enum pd_dtype dt) { return dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt; }
 
 /* x - max(x, axis) (kept dims), in the compute dtype. The max is a
  * constant shift (softmax is invariant to it), so it is detached; an empty
@@ -554,13 +556,8 @@ int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
     /* ignored targets may hold any value (e.g. -100): gather class 0 there and drop it */
     struct pd_tensor *safe = cast_to(pd_where(valid, t, pd_scalar(0, t->dtype)), PD_I64);
     struct pd_tensor *picked = pd_squeeze(pd_gather(cast_to(lp, ct), cax, pd_unsqueeze(safe, cax)), cax);
-    struct pd_tensor *wt = pd_cast(valid, ct);
-    if (c->a.nll_loss.has_weight) {
-        int64_t cnt = pd_tensor_numel(t);
-        struct pd_tensor *tw = pd_index_select(cast_to(c->in[2], ct), 0, pd_reshape(safe, &cnt, 1));
-        wt = pd_where(valid, pd_reshape(tw, t->shape, t->ndim), pd_scalar(0, ct));
-        picked = pd_mul(picked, wt);
-    }
+    struct pd_tensor *wt = target_weights(t, valid, safe, c->a.nll_loss.has_weight ? c->in[2] : NULL, ct);
+    if (c->a.nll_loss.has_weight) picked = pd_mul(picked, wt);
     struct pd_tensor *l = pd_where(valid, pd_neg(picked), pd_scalar(0, ct));
     if (red == PD_REDUCTION_SUM) l = pd_sum(l, NULL, 0, 0);
     if (red == PD_REDUCTION_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(wt, NULL, 0, 0));

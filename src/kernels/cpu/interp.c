@@ -113,7 +113,7 @@ static int interp_run(const struct pdi_kcall *k, int bwd)
     int64_t in_n = in->shape[2] * in->shape[3], out_n = out->shape[2] * out->shape[3];
     size_t bbytes = ces * (size_t)(in_n + out_n);
     int par = P > 1 && P * out_n >= INTERP_GRAIN;
-#pragma omp parallel if (par) reduction(| : failed)
+#pragma omp parallel if (par) reduction(| : failed) num_threads(pdi_num_threads())
     {
         char *buf = pdi_kscratch(k, bbytes);
         if (!buf) failed = 1;

@@ -645,7 +645,7 @@ static int cpu_group_norm(const struct pdi_kcall *k)
     const int params_ok = w && (!has_b || b);
     int failed = !params_ok, par = params_ok && rows > 1 && rows * M >= NN_GRAIN;
     size_t bbytes = ces * (size_t)M + 1;
-#pragma omp parallel if (par) reduction(| : failed)
+#pragma omp parallel if (par) reduction(| : failed) num_threads(pdi_num_threads())
     {
         void *buf = params_ok ? pdi_kscratch(k, bbytes) : NULL;
         if (!buf) failed = 1;
