@@ -198,6 +198,8 @@ int cli_interrupted(void);
 /* A run directory -> its latest checkpoint (the highest step of its
  * ckpt-<step>.safetensors and final.safetensors; held), a file -> itself. */
 const char *cli_run_resolve(const char *path);
+/* buf = dir/name; a path that does not fit ends the command with one line. */
+void cli_path_join(char *buf, size_t n, const char *dir, const char *name);
 /* A checkpoint for resuming, held: a training checkpoint, or a weights-only
  * model merged with its training state X.state.safetensors. */
 struct pd_state_dict *cli_checkpoint_load(const char *path);

@@ -16,15 +16,10 @@
 
 #include "cli.h"
 
-static void dir_file(char *buf, size_t n, const char *dir, const char *name)
-{
-    if ((size_t)snprintf(buf, n, "%s/%s", dir, name) >= n) cli_fail(CLI_EXIT_USAGE, "path too long: %s", cli_q(dir));
-}
-
 void cli_hf_config(const char *dir, struct pd_llama_config *c)
 {
     char path[4200];
-    dir_file(path, sizeof path, dir, "config.json");
+    cli_path_join(path, sizeof path, dir, "config.json");
     char *text = cli_hold(cli_read_file(path, CLI_MAX_CONFIG, NULL), free);
     if (pd_llama_config_from_hf(c, text)) cli_fail_pd("%s", cli_q(path));
     cli_free(text);
@@ -34,7 +29,7 @@ struct pd_tokenizer *cli_hf_tokenizer(const char *dir, int vocab)
 {
     char path[4200];
     struct stat st;
-    dir_file(path, sizeof path, dir, "tokenizer.json");
+    cli_path_join(path, sizeof path, dir, "tokenizer.json");
     struct pd_tokenizer *tok;
     if (stat(path, &st) == 0) {
         tok = cli_hold(pd_tokenizer_load(path), cli_dtor_tokenizer);
@@ -83,7 +78,7 @@ int cmd_export_hf(int argc, char **argv)
     cli_model_load(&cm, cli_run_resolve(pos[0])); /* a checkpoint, or a run directory's latest (as export) */
     if (pd_llama_save_hf(cm.model, pos[1], dt)) cli_fail_pd("cannot write %s", cli_q(pos[1]));
     char path[4200];
-    dir_file(path, sizeof path, pos[1], "tokenizer.json");
+    cli_path_join(path, sizeof path, pos[1], "tokenizer.json");
     if (pd_tokenizer_save(cm.tok, path)) cli_fail_pd("cannot write %s", cli_q(path));
     printf("%s: config.json, model.safetensors (%s, %lld parameters), tokenizer.json\n", pos[1], dtype,
            (long long)pd_llama_num_params(cm.model));

@@ -46,7 +46,7 @@ static void finish_profile(const char *out)
     char *sum = pd_profiler_summary(30);
     if (sum) fprintf(stderr, "%s", sum);
     free(sum);
-    snprintf(path, sizeof path, "%s/trace.json", out);
+    cli_path_join(path, sizeof path, out, "trace.json");
     if (pd_profiler_write_chrome_trace(path)) cli_fail_pd("--profile: cannot write %s", cli_q(path));
     fprintf(stderr, "paddlec train: profile trace written to %s\n", cli_q(path));
 }
@@ -364,9 +364,9 @@ static void save_checkpoint(struct run *R, const char *path, int parts)
     if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
     if (parts == SAVE_MODEL) {   /* the config and the tokenizer beside the model, as plain JSON files */
         char p[4096];
-        snprintf(p, sizeof p, "%s/model_config.json", R->r.out);
+        cli_path_join(p, sizeof p, R->r.out, "model_config.json");
         if (pd_file_write(p, mj, strlen(mj))) cli_fail_pd("cannot save %s", cli_q(p));
-        snprintf(p, sizeof p, "%s/tokenizer.json", R->r.out);
+        cli_path_join(p, sizeof p, R->r.out, "tokenizer.json");
         if (pd_tokenizer_save(R->tok, p)) cli_fail_pd("cannot save %s", cli_q(p));
     }
     cli_free(tj);
@@ -883,7 +883,7 @@ int cmd_train(int argc, char **argv)
     if (pd_lr_schedule_validate(&sched)) cli_fail_pd("bad learning-rate schedule");
     ensure_dir(r->out);   /* only once the inputs are known to be good */
     char mpath[4096];
-    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", r->out);
+    cli_path_join(mpath, sizeof mpath, r->out, "metrics.jsonl");
     const char *metrics = r->metrics ? r->metrics : mpath;
     /* a resumed run continues the metrics of the step it resumes from */
     int64_t dropped = resumed ? cli_metrics_truncate(metrics, R.step) : 0;
@@ -983,9 +983,9 @@ int cmd_train(int argc, char **argv)
             if (!stop) cli_progress_note(&prog, "step %lld: saved %s", (long long)R.step, path);
         }
         if (last) {   /* the training state first: a final.safetensors always has its state beside it */
-            snprintf(path, sizeof path, "%s/final.state.safetensors", r->out);
+            cli_path_join(path, sizeof path, r->out, "final.state.safetensors");
             save_checkpoint(&R, path, SAVE_STATE);
-            snprintf(path, sizeof path, "%s/final.safetensors", r->out);
+            cli_path_join(path, sizeof path, r->out, "final.safetensors");
             save_checkpoint(&R, path, SAVE_MODEL);
             cli_progress_note(&prog, "step %lld: saved %s (weights; training state in final.state.safetensors)",
                               (long long)R.step, path);

@@ -424,3 +424,8 @@ char *cli_read_file(const char *path, size_t max, size_t *len)
     if (!buf) cli_fail_pd("cannot read the input");
     return buf;
 }
+
+void cli_path_join(char *buf, size_t n, const char *dir, const char *name)
+{
+    if ((size_t)snprintf(buf, n, "%s/%s", dir, name) >= n) cli_fail(CLI_EXIT_USAGE, "path too long: %s", cli_q(dir));
+}
