@@ -165,12 +165,11 @@ int pdi_infer_group_norm(struct pdi_call *c)
     if (x->ndim < 2)
         return pdi_errorf(PD_ERR_INVALID, "group_norm: x must be [N, C, d...] (at least 2 dims), got %s",
                           pdi_shape_str(x->shape, x->ndim, b0, sizeof b0));
+    /* num_groups >= 1 and a finite eps >= 0: the attribute ranges, checked at dispatch */
     int64_t G = c->a.group_norm.num_groups, C = x->shape[1];
-    if (G < 1 || C % G)
+    if (C % G)
         return pdi_errorf(PD_ERR_INVALID, "group_norm: %lld channels are not divisible into num_groups = %lld",
                           (long long)C, (long long)G);
-    if (!(c->a.group_norm.eps >= 0))
-        return pdi_errorf(PD_ERR_INVALID, "group_norm: eps must be >= 0, got %g", c->a.group_norm.eps);
     for (int i = 1; i < c->n_in; i++) {
         const struct pd_tensor *t = c->in[i];
         const char *what = i == 1 && has_w ? "weight" : "bias";
