@@ -90,16 +90,7 @@ static void test_sampling_rule(void)
     PT_CHECK(pd_sample_logits(lg, 5, &c, 1.0, NULL) == -1 && strstr(pd_last_error(), "u must"));
 }
 
-static struct pd_llama *tiny_model(void)
-{
-    struct pd_llama_config cfg = pt_tiny_llama_config();
-    cfg.vocab_size = 50;
-    cfg.hidden_dim = 64;
-    cfg.max_seq_len = 40;
-    cfg.init_std = 0.5; /* large weights: peaked, input-dependent logits */
-    cfg.dropout = 0;
-    return pd_llama_create(&cfg, 42);
-}
+static struct pd_llama *tiny_model(void) { return pt_tiny_gen_model(40); }
 
 static int same_row(const struct pd_generation *a, int ra, const struct pd_generation *b, int rb)
 {

@@ -10,16 +10,7 @@
 #include "pt.h"
 #include "tiny_llama.h"
 
-static struct pd_llama *tiny_model(void)
-{
-    struct pd_llama_config cfg = pt_tiny_llama_config();
-    cfg.vocab_size = 50;
-    cfg.hidden_dim = 64;
-    cfg.max_seq_len = 24;
-    cfg.init_std = 0.5; /* large weights: peaked, input-dependent logits */
-    cfg.dropout = 0;
-    return pd_llama_create(&cfg, 42);
-}
+static struct pd_llama *tiny_model(void) { return pt_tiny_gen_model(24); }
 
 static int same_tokens(const struct pd_generation *a, const int64_t *b, int n)
 {

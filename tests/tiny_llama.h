@@ -21,4 +21,17 @@ static inline struct pd_llama_config pt_tiny_llama_config(void)
     return c;
 }
 
+/* The generation tests' model: vocab 50, hidden 64, large weights (peaked,
+ * input-dependent logits), no dropout, seed 42. */
+static inline struct pd_llama *pt_tiny_gen_model(int max_seq_len)
+{
+    struct pd_llama_config cfg = pt_tiny_llama_config();
+    cfg.vocab_size = 50;
+    cfg.hidden_dim = 64;
+    cfg.max_seq_len = max_seq_len;
+    cfg.init_std = 0.5;
+    cfg.dropout = 0;
+    return pd_llama_create(&cfg, 42);
+}
+
 #endif
