@@ -24,7 +24,7 @@
  * collective: every rank of MPI_COMM_WORLD calls them with the same
  * arguments (ranks outside a mesh hold an empty local piece). MPI errors are
  * returned (MPI_ERRORS_RETURN) as statuses with a message naming the
- * collective and the mesh axes.
+ * collective and the mesh axes. No call waits past a timeout (below).
  */
 #ifndef PD_DIST_H
 #define PD_DIST_H
@@ -106,6 +106,22 @@ struct pd_comm_stats {
 };
 void pd_comm_stats(struct pd_comm_stats *out);
 void pd_comm_stats_reset(void);
+
+/* Failures (docs/distributed.md, "Failures and timeouts"). No call waits
+ * for other ranks longer than the timeout: past it, the waiting rank prints
+ * one line naming itself, the collective, the mesh axes and the ranks it
+ * waits for, and MPI_Abort ends every rank. Default 60 s, or the
+ * environment variable PD_DIST_TIMEOUT (seconds), read when MPI starts;
+ * pd_dist_set_timeout overrides both. 0: no limit. Negative or NaN:
+ * PD_ERR_INVALID. Neither call starts MPI. */
+int pd_dist_set_timeout(double seconds);
+double pd_dist_timeout(void);
+/* End every rank of the job now: print "rank r of n: <msg>" on stderr (one
+ * line) and call MPI_Abort (exit without MPI); code is the exit status (0
+ * becomes 1). Does not return. For a rank that fails while the others may
+ * be waiting for it in a collective. A rank that exits with a non-zero
+ * status after MPI started aborts the job the same way. */
+void pd_dist_abort(int code, const char *msg);
 
 #ifdef __cplusplus
 }

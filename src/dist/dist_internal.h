@@ -44,7 +44,11 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
                                 const struct pd_placement *pl);
 int pdi_dist_check_placements(const char *fn, const struct pd_mesh *m, const struct pd_placement *pl, int ndim,
                               enum pd_dtype dt);
+/* Start MPI (once; every world query and mesh calls it), the timeout
+ * thread and the exit hook (src/dist/comm.c). */
 int pdi_dist_start(const char *fn);
+/* PD_DIST_TIMEOUT, when set, is a number of seconds >= 0. */
+int pdi_comm_check_env(const char *fn);
 
 #ifdef PD_HAVE_MPI
 /* The communicator over the mesh axes `axes` (n of them, outermost first):
@@ -53,6 +57,63 @@ int pdi_dist_start(const char *fn);
 int pdi_mesh_sub(struct pd_mesh *m, const int *axes, int n, MPI_Comm *out);
 int pdi_mpi_error(int rc, const char *fn, const char *what);
 void pdi_comm_count(enum pd_comm_kind k, int64_t bytes);
+
+/* ---- the communication layer (src/dist/comm.c) ---------------------------
+ * Every MPI call that waits for other ranks goes through these. Each waits
+ * at most the timeout (pd_dist_set_timeout, PD_DIST_TIMEOUT; default 60 s):
+ * past it, this rank prints one line (rank, caller, collective, mesh axes,
+ * the ranks it waits for) and MPI_Abort ends the job. MPI errors come back
+ * as statuses with a pd_last_error() message; after one, or after
+ * pdi_comm_skip, this rank is out of step: every later call fails at once
+ * and exiting aborts the job (docs/distributed.md, "Failures and timeouts").
+ * Call them from the thread that started MPI (MPI_THREAD_FUNNELED). */
+struct pdi_comm_on {
+    const char *fn;                 /* the caller, as in its error messages ("reshard"); outlives the call */
+    struct pd_mesh *mesh;           /* the ranks; NULL: every rank of MPI_COMM_WORLD */
+    int naxes;                      /* 0: the whole mesh */
+    int axes[PD_MAX_MESH_DIMS];     /* the mesh axes, outermost first (pdi_mesh_sub's order) */
+    int quiet;                      /* metadata: not in pd_comm_stats */
+};
+static inline struct pdi_comm_on pdi_comm_on_axes(const char *fn, struct pd_mesh *m, const int *axes, int naxes)
+{
+    struct pdi_comm_on on = {fn, m, naxes, {0}, 0};
+    for (int i = 0; i < naxes && i < PD_MAX_MESH_DIMS; i++) on.axes[i] = axes[i];
+    return on;
+}
+/* Can MPI reduce dt (f16 and bf16: no, reduce them in f32)? */
+int pdi_comm_reducible(enum pd_dtype dt);
+/* Reductions: n elements of dt; PD_RED_AVG sums (the caller divides); send
+ * NULL: in place in recv. Byte calls (all-gather, all-to-all, send/recv)
+ * take counts and displacements in bytes. Counted in pd_comm_stats as the
+ * bytes this rank sends (reduce-scatter: its whole input). */
+int pdi_comm_allreduce(const struct pdi_comm_on *on, const void *send, void *recv, int64_t n, enum pd_dtype dt,
+                       enum pd_reduce_op op);
+int pdi_comm_allgatherv(const struct pdi_comm_on *on, const void *send, int bytes, void *recv, const int *counts,
+                        const int *displs);
+int pdi_comm_reduce_scatter(const struct pdi_comm_on *on, const void *send, void *recv, const int *counts,
+                            enum pd_dtype dt, enum pd_reduce_op op);
+int pdi_comm_alltoallv(const struct pdi_comm_on *on, const void *send, const int *scounts, const int *sdispls,
+                       void *recv, const int *rcounts, const int *rdispls);
+int pdi_comm_barrier(const struct pdi_comm_on *on);
+/* Point to point over MPI_COMM_WORLD (peer: a world rank). */
+int pdi_comm_send(const char *fn, const void *buf, int bytes, int to, int tag);
+int pdi_comm_recv(const char *fn, void *buf, int bytes, int from, int tag);
+/* MPI_Comm_split of parent (the message names mesh m's axes; NULL: the
+ * world); the new communicator returns errors. */
+int pdi_comm_split(const char *fn, struct pd_mesh *m, MPI_Comm parent, int color, int key, MPI_Comm *out);
+/* A local error made this rank skip a collective (`what`, e.g. "all-gather")
+ * that the others make: this rank is out of step. */
+void pdi_comm_skip(const struct pdi_comm_on *on, const char *what);
+/* The async all-reduce, for overlapping communication with compute: start
+ * it (NULL and the error on failure), then wait once (the timeout runs from
+ * the wait; it frees the request). test progresses it (Open MPI moves a
+ * non-blocking collective only inside MPI calls) and says whether it is
+ * done. send and recv, and the mesh, must live until the wait. */
+struct pdi_comm_req;
+struct pdi_comm_req *pdi_comm_iallreduce(const struct pdi_comm_on *on, const void *send, void *recv, int64_t n,
+                                         enum pd_dtype dt, enum pd_reduce_op op);
+int pdi_comm_test(struct pdi_comm_req *q, int *done);
+int pdi_comm_wait(struct pdi_comm_req *q);
 #endif
 
 #endif

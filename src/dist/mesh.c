@@ -1,5 +1,6 @@
 /* paddle.c — process meshes and distributed tensors (include/pd/dist.h).
- * MPI starts with the first mesh or world query, never before. */
+ * MPI starts with the first mesh or world query, never before
+ * (pdi_dist_start, src/dist/comm.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,26 +32,6 @@ int pdi_mpi_error(int rc, const char *fn, const char *what)
     return pdi_errorf(PD_ERR_IO, "%s: %s failed on rank %d: %s", fn, what, pd_dist_world_rank(), s);
 }
 
-static void finish(void)
-{
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (!fin) MPI_Finalize();
-}
-
-int pdi_dist_start(const char *fn)
-{
-    int init = 0;
-    MPI_Initialized(&init);
-    if (init) return PD_OK;
-    int provided;
-    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
-    if (rc != MPI_SUCCESS) return pdi_errorf(PD_ERR_IO, "%s: MPI_Init_thread failed (%d)", fn, rc);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    atexit(finish);
-    return PD_OK;
-}
-
 int pd_dist_is_initialized(void)
 {
     int init = 0, fin = 0;
@@ -73,7 +54,6 @@ int pd_dist_world_rank(void)
     return r;
 }
 #else
-int pdi_dist_start(const char *fn) { return pdi_errorf(PD_ERR_STATE, "%s: paddle.c was built without MPI", fn); }
 int pd_dist_is_initialized(void) { return 0; }
 int pd_dist_world_size(void) { return 1; }
 int pd_dist_world_rank(void) { return 0; }
@@ -86,7 +66,7 @@ struct pd_mesh *pd_mesh_create(const int *shape, int ndim, const char *const *na
     if (!shape) return pdi_error(PD_ERR_NULL, "%s: shape is NULL", fn);
     if (ndim < 1 || ndim > PD_MAX_MESH_DIMS)
         return pdi_error(PD_ERR_INVALID, "%s: ndim %d outside [1, %d]", fn, ndim, PD_MAX_MESH_DIMS);
-    if (pdi_dist_start(fn)) return NULL;
+    if (pdi_dist_start(fn) || pdi_comm_check_env(fn)) return NULL;
     int world = pd_dist_world_size(), me = pd_dist_world_rank();
     int64_t n = 1;
     for (int a = 0; a < ndim; a++) {
@@ -130,13 +110,10 @@ struct pd_mesh *pd_mesh_create(const int *shape, int ndim, const char *const *na
     for (int a = 0; a < ndim && m->index < 0; a++) m->coord[a] = -1;
 #ifdef PD_HAVE_MPI
     m->comm = MPI_COMM_NULL;
-    int rc = MPI_Comm_split(MPI_COMM_WORLD, m->index >= 0 ? 0 : MPI_UNDEFINED, m->index, &m->comm);
-    if (rc != MPI_SUCCESS) {
-        pdi_mpi_error(rc, fn, "MPI_Comm_split");
+    if (pdi_comm_split(fn, NULL, MPI_COMM_WORLD, m->index >= 0 ? 0 : MPI_UNDEFINED, m->index, &m->comm)) {
         pd_mesh_release(m);
         return NULL;
     }
-    if (m->comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
 #endif
     return m;
 }
@@ -197,9 +174,8 @@ int pdi_mesh_sub(struct pd_mesh *m, const int *axes, int n, MPI_Comm *out)
     for (int a = 0; a < m->ndim; a++)
         if (!in[a]) color = color * m->shape[a] + m->coord[a];
     MPI_Comm c;
-    int rc = MPI_Comm_split(m->comm, color, order, &c);
-    if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, "mesh", "MPI_Comm_split");
-    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    int rc = pdi_comm_split("mesh", m, m->comm, color, order, &c);
+    if (rc) return rc;
     m->sub[m->n_sub].key = key, m->sub[m->n_sub].comm = c, m->n_sub++;
     *out = c;
     return PD_OK;

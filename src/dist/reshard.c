@@ -120,27 +120,6 @@ static struct pd_tensor *from_bytes(const void *buf, const int64_t *shape, int n
     return t ? pdi_scope_add(t) : NULL;
 }
 
-static MPI_Datatype mpi_type(enum pd_dtype dt)
-{
-    switch (dt) {
-    case PD_F32: return MPI_FLOAT;
-    case PD_F64: return MPI_DOUBLE;
-    case PD_I8: return MPI_INT8_T;
-    case PD_U8: return MPI_UINT8_T;
-    case PD_I16: return MPI_INT16_T;
-    case PD_I32: return MPI_INT32_T;
-    case PD_I64: return MPI_INT64_T;
-    case PD_BOOL: return MPI_C_BOOL;
-    default: return MPI_DATATYPE_NULL; /* f16, bf16: reduced in f32 */
-    }
-}
-
-static MPI_Op mpi_op(enum pd_reduce_op op, enum pd_dtype dt)
-{
-    if (dt == PD_BOOL) return op == PD_RED_MIN ? MPI_LAND : MPI_LOR;
-    return op == PD_RED_MAX ? MPI_MAX : op == PD_RED_MIN ? MPI_MIN : MPI_SUM;
-}
-
 static struct pd_tensor *divide(struct pd_tensor *x, int n)
 {
     return pd_div(x, pd_full(NULL, 0, (double)n, x->dtype));
@@ -150,17 +129,15 @@ static struct pd_tensor *divide(struct pd_tensor *x, int n)
 static struct pd_tensor *gather_dim(struct pd_tensor *x, struct pd_mesh *m, const int *axes, int na, int d,
                                     int64_t extent)
 {
-    MPI_Comm c;
-    if (pdi_mesh_sub(m, axes, na, &c)) return NULL;
+    struct pdi_comm_on on = pdi_comm_on_axes(FN, m, axes, na);
     int n = 1;
     for (int i = 0; i < na; i++) n *= m->shape[axes[i]];
     struct pd_tensor *f = front(x, d);
-    if (!f) return NULL;
     size_t es = pd_dtype_size(x->dtype);
-    int64_t row = row_elems(x, d) * (int64_t)es;
-    int *counts = pdi_calloc((size_t)n * 2, sizeof *counts), *displs = counts ? counts + n : NULL;
+    int64_t row = f ? row_elems(x, d) * (int64_t)es : 0;
+    int *counts = f ? pdi_calloc((size_t)n * 2, sizeof *counts) : NULL, *displs = counts ? counts + n : NULL;
     void *out = counts ? pdi_malloc((size_t)(extent * row) + 1) : NULL;
-    int rc = out ? PD_OK : pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (all-gather)");
+    int rc = out ? PD_OK : f ? pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (all-gather)") : pd_last_status();
     int64_t off = 0;
     for (int i = 0; i < n && !rc; i++) {
         int64_t s, e;
@@ -168,14 +145,11 @@ static struct pd_tensor *gather_dim(struct pd_tensor *x, struct pd_mesh *m, cons
         if (!fits_int((e - s) * row, "a piece") || !fits_int(off, "a gathered tensor")) rc = PD_ERR_INVALID;
         counts[i] = (int)((e - s) * row), displs[i] = (int)off, off += (e - s) * row;
     }
-    int64_t mine = f->shape[0] * row;
+    int64_t mine = f ? f->shape[0] * row : 0;
     const void *src = rc ? NULL : pdi_host_read(f, FN);
     if (!rc && !src && mine) rc = pd_last_status();
-    if (!rc) {
-        int e = MPI_Allgatherv(src, (int)mine, MPI_BYTE, out, counts, displs, MPI_BYTE, c);
-        if (e != MPI_SUCCESS) rc = pdi_mpi_error(e, FN, "MPI_Allgatherv");
-        pdi_comm_count(PD_COMM_ALLGATHER, mine);
-    }
+    if (!rc) rc = pdi_comm_allgatherv(&on, src, (int)mine, out, counts, displs);
+    else pdi_comm_skip(&on, "all-gather");
     struct pd_tensor *y = NULL;
     if (!rc) {
         int64_t shape[PD_MAX_DIMS];
@@ -191,24 +165,20 @@ static struct pd_tensor *gather_dim(struct pd_tensor *x, struct pd_mesh *m, cons
 /* P -> R on axis a: an all-reduce. */
 static struct pd_tensor *reduce_axis(struct pd_tensor *x, struct pd_mesh *m, int a, enum pd_reduce_op op)
 {
-    MPI_Comm c;
-    if (pdi_mesh_sub(m, &a, 1, &c)) return NULL;
+    struct pdi_comm_on on = pdi_comm_on_axes(FN, m, &a, 1);
     enum pd_dtype dt = x->dtype;
-    struct pd_tensor *w = pd_contiguous(mpi_type(dt) == MPI_DATATYPE_NULL ? pd_cast(x, PD_F32) : x);
-    if (!w) return NULL;
-    int64_t n = pd_tensor_numel(w);
-    size_t bytes = (size_t)n * pd_dtype_size(w->dtype);
-    if (!fits_int(n, "an all-reduce")) return NULL;
-    const void *src = pdi_host_read(w, FN);
-    void *out = pdi_malloc(bytes + 1);
+    struct pd_tensor *w = pd_contiguous(!pdi_comm_reducible(dt) ? pd_cast(x, PD_F32) : x);
+    int64_t n = w ? pd_tensor_numel(w) : 0;
+    size_t bytes = w ? (size_t)n * pd_dtype_size(w->dtype) : 0;
+    const void *src = w && fits_int(n, "an all-reduce") ? pdi_host_read(w, FN) : NULL;
+    void *out = src || (w && !n) ? pdi_malloc(bytes + 1) : NULL;
     struct pd_tensor *y = NULL;
-    if (!out) return pdi_error(PD_ERR_NOMEM, FN ": out of memory (all-reduce)");
-    if (src || !n) {
-        int e = MPI_Allreduce(n ? src : MPI_IN_PLACE, out, (int)n, mpi_type(w->dtype), mpi_op(op, w->dtype), c);
-        if (e != MPI_SUCCESS) pdi_mpi_error(e, FN, "MPI_Allreduce");
-        else y = from_bytes(out, w->shape, w->ndim, w->dtype);
-        pdi_comm_count(PD_COMM_ALLREDUCE, (int64_t)bytes);
+    if (!out) {
+        if (src || (w && !n)) pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (all-reduce)");
+        pdi_comm_skip(&on, "all-reduce");
+        return NULL;
     }
+    if (!pdi_comm_allreduce(&on, n ? src : NULL, out, n, w->dtype, op)) y = from_bytes(out, w->shape, w->ndim, w->dtype);
     free(out);
     if (y && op == PD_RED_AVG) y = divide(y, m->shape[a]);
     return y && y->dtype != dt ? pd_cast(y, dt) : y;
@@ -217,31 +187,28 @@ static struct pd_tensor *reduce_axis(struct pd_tensor *x, struct pd_mesh *m, int
 /* P -> S(d) on axis a, when only a shards d: a reduce-scatter. */
 static struct pd_tensor *reduce_scatter(struct pd_tensor *x, struct pd_mesh *m, int a, enum pd_reduce_op op, int d)
 {
-    MPI_Comm c;
-    if (pdi_mesh_sub(m, &a, 1, &c)) return NULL;
+    struct pdi_comm_on on = pdi_comm_on_axes(FN, m, &a, 1);
     enum pd_dtype dt = x->dtype;
-    struct pd_tensor *f = front(mpi_type(dt) == MPI_DATATYPE_NULL ? pd_cast(x, PD_F32) : x, d);
-    if (!f) return NULL;
+    struct pd_tensor *f = front(!pdi_comm_reducible(dt) ? pd_cast(x, PD_F32) : x, d);
     int n = m->shape[a];
-    int64_t row = row_elems(f, 0), extent = f->shape[0], s, e;
-    int *counts = pdi_calloc((size_t)n, sizeof *counts);
-    if (!counts) return pdi_error(PD_ERR_NOMEM, FN ": out of memory (reduce-scatter)");
-    int ok = fits_int(extent * row, "a reduce-scatter");
+    int64_t row = f ? row_elems(f, 0) : 0, extent = f ? f->shape[0] : 0, s, e;
+    int *counts = f ? pdi_calloc((size_t)n, sizeof *counts) : NULL;
+    if (f && !counts) pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (reduce-scatter)");
+    int ok = counts && fits_int(extent * row, "a reduce-scatter");
     for (int i = 0; i < n && ok; i++) pd_dist_piece(extent, n, i, &s, &e), counts[i] = (int)((e - s) * row);
     pd_dist_piece(extent, n, m->coord[a], &s, &e);
     int64_t shape[PD_MAX_DIMS];
-    memcpy(shape, f->shape, sizeof shape);
+    if (f) memcpy(shape, f->shape, sizeof shape);
     shape[0] = e - s;
-    size_t bytes = (size_t)((e - s) * row) * pd_dtype_size(f->dtype);
+    size_t bytes = f ? (size_t)((e - s) * row) * pd_dtype_size(f->dtype) : 0;
     void *dst = ok ? pdi_malloc(bytes + 1) : NULL;
     const void *src = dst && extent * row != 0 ? pdi_host_read(f, FN) : NULL;
     struct pd_tensor *y = NULL;
     if (ok && !dst) pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (reduce-scatter)");
     if (dst && (src || extent * row == 0)) {
-        int rc = MPI_Reduce_scatter(src, dst, counts, mpi_type(f->dtype), mpi_op(op, f->dtype), c);
-        if (rc != MPI_SUCCESS) pdi_mpi_error(rc, FN, "MPI_Reduce_scatter");
-        else y = from_bytes(dst, shape, f->ndim, f->dtype);
-        pdi_comm_count(PD_COMM_REDUCE_SCATTER, extent * row * (int64_t)pd_dtype_size(f->dtype));
+        if (!pdi_comm_reduce_scatter(&on, src, dst, counts, f->dtype, op)) y = from_bytes(dst, shape, f->ndim, f->dtype);
+    } else {
+        pdi_comm_skip(&on, "reduce-scatter");
     }
     free(dst);
     free(counts);
@@ -253,12 +220,11 @@ static struct pd_tensor *reduce_scatter(struct pd_tensor *x, struct pd_mesh *m, 
 /* S(i) -> S(j) on axis a, when only a shards i before and j after: an all-to-all. */
 static struct pd_tensor *all_to_all(struct pd_tensor *x, struct pd_mesh *m, int a, int i, int j, const int64_t *gshape)
 {
-    MPI_Comm c;
-    if (pdi_mesh_sub(m, &a, 1, &c)) return NULL;
+    struct pdi_comm_on on = pdi_comm_on_axes(FN, m, &a, 1);
     int n = m->shape[a];
     size_t es = pd_dtype_size(x->dtype);
     struct pd_tensor *f = front(x, j); /* [Nj, ...], dim i (at i + (i < j)) holds this rank's piece */
-    if (!f) return NULL;
+    if (!f) return pdi_comm_skip(&on, "all-to-all"), NULL;
     int64_t row = row_elems(f, 0) * (int64_t)es, s, e, my_s, my_e;
     pd_dist_piece(gshape[j], n, m->coord[a], &my_s, &my_e);
     int64_t my_rows = my_e - my_s, in_i = i < j ? i + 1 : i; /* dim i's place in f */
@@ -266,7 +232,7 @@ static struct pd_tensor *all_to_all(struct pd_tensor *x, struct pd_mesh *m, int 
     for (int k = 1; k < f->ndim; k++)
         if (k != in_i) other *= f->shape[k];
     int *cnt = pdi_calloc((size_t)n * 4, sizeof *cnt);
-    if (!cnt) return pdi_error(PD_ERR_NOMEM, FN ": out of memory (all-to-all)");
+    if (!cnt) return pdi_comm_skip(&on, "all-to-all"), pdi_error(PD_ERR_NOMEM, FN ": out of memory (all-to-all)");
     int *sd = cnt + n, *rc_ = cnt + 2 * n, *rd = cnt + 3 * n;
     int64_t so = 0, ro = 0;
     int ok = 1;
@@ -282,11 +248,10 @@ static struct pd_tensor *all_to_all(struct pd_tensor *x, struct pd_mesh *m, int 
     const void *src = out ? pdi_host_read(f, FN) : NULL;
     struct pd_tensor *y = NULL;
     if (out && (src || !so)) {
-        int rc = MPI_Alltoallv(src, cnt, sd, MPI_BYTE, out, rc_, rd, MPI_BYTE, c);
-        if (rc != MPI_SUCCESS) pdi_mpi_error(rc, FN, "MPI_Alltoallv");
-        pdi_comm_count(PD_COMM_ALLTOALL, so);
+        int rc = pdi_comm_alltoallv(&on, src, cnt, sd, out, rc_, rd);
         /* block k is [my_rows, ..., piece k of dim i, ...] in f's order: back, then concatenate along i */
-        struct pd_tensor **parts = rc == MPI_SUCCESS ? pdi_calloc((size_t)n, sizeof *parts) : NULL;
+        struct pd_tensor **parts = rc ? NULL : pdi_calloc((size_t)n, sizeof *parts);
+        if (!rc && !parts) pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (all-to-all)");
         int good = parts != NULL;
         for (int k = 0; k < n && good; k++) {
             int64_t ks, ke, shape[PD_MAX_DIMS];
@@ -298,8 +263,9 @@ static struct pd_tensor *all_to_all(struct pd_tensor *x, struct pd_mesh *m, int 
         }
         if (good) y = pd_concat(parts, n, i);
         free(parts);
-    } else if (ok && !out) {
-        pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (all-to-all)");
+    } else {
+        if (ok && !out) pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (all-to-all)");
+        pdi_comm_skip(&on, "all-to-all");
     }
     free(out);
     free(cnt);
@@ -353,33 +319,28 @@ static struct pd_tensor *reshard_cross(struct pd_tensor *x, struct pd_mesh *src,
 {
     struct pd_placement rep[PD_MAX_MESH_DIMS];
     for (int a = 0; a < PD_MAX_MESH_DIMS; a++) rep[a] = pd_replicate();
+    struct pdi_comm_on world = {.fn = FN};
     struct pd_tensor *full = src->index >= 0 ? reshard_same(x, src, from, rep, gshape) : NULL;
-    if (src->index >= 0 && !full) return NULL;
     full = full ? pd_contiguous(full) : NULL;
     size_t bytes = (size_t)pdi_numel(gshape, ndim) * pd_dtype_size(x->dtype);
     if (!fits_int((int64_t)bytes, "a send")) return NULL;
-    int me = pd_dist_world_rank(), rc = MPI_SUCCESS;
+    int me = pd_dist_world_rank(), rc = PD_OK;
     struct pd_tensor *got = NULL;
-    void *rbuf = NULL;
     if (src->index >= 0) { /* send to the target ranks this rank serves */
-        const void *p = pdi_host_read(full, FN);
-        for (int i = src->index; i < dst->n && rc == MPI_SUCCESS; i += src->n) {
-            if (dst->ranks[i] == me) continue;
-            rc = MPI_Send(p, (int)bytes, MPI_BYTE, dst->ranks[i], 7301, MPI_COMM_WORLD);
-            pdi_comm_count(PD_COMM_SEND, (int64_t)bytes);
-        }
+        const void *p = full ? pdi_host_read(full, FN) : NULL;
+        if (!p && bytes) return pdi_comm_skip(&world, "send"), NULL;
+        for (int i = src->index; i < dst->n && !rc; i += src->n)
+            if (dst->ranks[i] != me) rc = pdi_comm_send(FN, p, (int)bytes, dst->ranks[i], 7301);
     }
-    if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, FN, "MPI_Send"), NULL;
+    if (rc) return NULL;
     if (dst->index < 0) return empty_piece(ndim, x->dtype);
     int from_rank = src->ranks[dst->index % src->n];
     if (from_rank == me) {
         got = full;
     } else {
-        rbuf = pdi_malloc(bytes + 1);
-        if (!rbuf) return pdi_error(PD_ERR_NOMEM, FN ": out of memory (receive)");
-        rc = MPI_Recv(rbuf, (int)bytes, MPI_BYTE, from_rank, 7301, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) got = from_bytes(rbuf, gshape, ndim, x->dtype);
-        else pdi_mpi_error(rc, FN, "MPI_Recv");
+        void *rbuf = pdi_malloc(bytes + 1);
+        if (!rbuf) return pdi_comm_skip(&world, "recv"), pdi_error(PD_ERR_NOMEM, FN ": out of memory (receive)");
+        if (!pdi_comm_recv(FN, rbuf, (int)bytes, from_rank, 7301)) got = from_bytes(rbuf, gshape, ndim, x->dtype);
         free(rbuf);
     }
     got = got ? slice_to(got, dst, to, gshape) : NULL;
@@ -419,11 +380,10 @@ struct pd_tensor *pd_dtensor_from_local(struct pd_tensor *local, const int64_t *
 #ifdef PD_HAVE_MPI
         for (int d = 0; d < local->ndim && m->index >= 0; d++) {
             int ax[PD_MAX_MESH_DIMS], na = pdi_dist_axes_of(m, pl, d, ax);
-            MPI_Comm c;
             if (!na) continue;
-            if (pdi_mesh_sub(m, ax, na, &c)) return NULL;
-            int rc = MPI_Allreduce(&local->shape[d], &g[d], 1, MPI_INT64_T, MPI_SUM, c);
-            if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, fn, "MPI_Allreduce (local sizes)"), NULL;
+            struct pdi_comm_on on = pdi_comm_on_axes(fn, m, ax, na);
+            on.quiet = 1; /* metadata, not counted */
+            if (pdi_comm_allreduce(&on, &local->shape[d], &g[d], 1, PD_I64, PD_RED_SUM)) return NULL;
         }
 #endif
     }
