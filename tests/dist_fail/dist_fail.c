@@ -1,0 +1,63 @@
+/* paddle.c — a loop of reshards in which the last rank fails on purpose,
+ * for tests/test_dist_fail.sh, which runs it under mpirun and checks that
+ * every rank ends within the bound, with the message (docs/distributed.md,
+ * "Failures and timeouts"). Not a test by itself: most modes end the job.
+ *
+ *   dist_fail MODE [TIMEOUT]   (TIMEOUT: pd_dist_set_timeout; else PD_DIST_TIMEOUT)
+ *
+ * At iteration 5 the last rank:
+ *   kill    raise(SIGKILL)
+ *   sleep   sleeps 60 s (never arrives)
+ *   late    sleeps 1 s, less than the timeout: the job must finish (exit 0)
+ *   skip    skips the reshard and returns 0 from main
+ *   error   gets an error from a pd_ call and returns 1 from main
+ *   abort   gets an error from a pd_ call and calls pd_dist_abort(3, ...)
+ *   mpierr  (before the loop) receives 8 bytes where rank 0 sends 16: the
+ *           MPI error comes back as a status; its next reshard fails at
+ *           once (out of step); it returns 0 from main
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dist/dist_internal.h"
+#include "pd/pd.h"
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "late";
+    if (argc > 2 && pd_dist_set_timeout(atof(argv[2]))) return fprintf(stderr, "%s\n", pd_last_error()), 2;
+    int world = pd_dist_world_size(), rank = pd_dist_world_rank(), last = rank == world - 1;
+    struct pd_mesh *m = pd_mesh_create(&world, 1, NULL, NULL);
+    if (!m) return fprintf(stderr, "rank %d: %s\n", rank, pd_last_error()), 2;
+    if (!strcmp(mode, "mpierr") && world > 1 && rank < 2) {
+        char buf[16] = {0};
+        int rc = rank == 0 ? pdi_comm_send("dist_fail", buf, 16, 1, 5) : pdi_comm_recv("dist_fail", buf, 8, 0, 5);
+        if (rc) fprintf(stderr, "rank %d: status %d: %s\n", rank, rc, pd_last_error());
+    }
+    struct pd_placement pl[4] = {pd_shard(0), pd_shard(1), pd_replicate(), pd_partial(PD_RED_SUM)};
+    int tok = pd_scope_begin();
+    struct pd_tensor *x = pd_shard_tensor(pd_reshape(pd_arange(0, 48, 1, PD_F32), (int64_t[]){8, 6}, 2), m, &pl[0]);
+    for (int i = 0; i < 40 && x; i++) {
+        if (i == 5 && last) {
+            if (!strcmp(mode, "kill")) raise(SIGKILL);
+            if (!strcmp(mode, "sleep")) sleep(60);
+            if (!strcmp(mode, "late")) sleep(1);
+            if (!strcmp(mode, "skip")) return 0;
+            if (!strcmp(mode, "error") || !strcmp(mode, "abort")) {
+                if (pd_reshape(x, (int64_t[]){7}, 1)) return 2; /* a call that fails here only */
+                if (!strcmp(mode, "abort")) pd_dist_abort(3, pd_last_error());
+                fprintf(stderr, "rank %d: %s\n", rank, pd_last_error());
+                return 1;
+            }
+        }
+        x = pd_reshard(x, m, &pl[(i + 1) % 4]); /* all-to-all, all-gather, local, reduce-scatter, ... */
+        if (!x) fprintf(stderr, "rank %d: reshard %d: status %d: %s\n", rank, i, pd_last_status(), pd_last_error());
+    }
+    pd_scope_end(tok);
+    pd_mesh_release(m);
+    if (rank == 0) printf("dist_fail %s: finished\n", mode);
+    return 0;
+}

@@ -1,0 +1,94 @@
+#!/bin/bash
+# paddle.c — no rank hangs (docs/distributed.md, "Failures and timeouts"):
+# runs tests/dist_fail/dist_fail.c under mpirun with one rank failing on
+# purpose and checks mpirun's exit status, the time the job took and the
+# message on stderr. CTest runs it per scenario with 2 and 4 ranks:
+#   bash tests/test_dist_fail.sh build/dist_fail MPIRUN NP SCENARIO
+# Scenarios: kill (mpirun tears the job down), kill-kept (--enable-recovery:
+# mpirun keeps the job, so the timeout must end it), sleep, skip, late (a
+# slow rank within the timeout: the job finishes), error, abort, mpierr.
+# The bound checked is the timeout plus a generous margin for mpirun's start
+# on a busy machine: it tells a bounded job from a hung one (killed at 90 s),
+# it does not measure speed.
+set -u
+prog=$1 mpirun=$2 np=$3 scenario=$4
+last=$((np - 1))
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fails=0
+fail() { fails=$((fails + 1)); echo "FAIL ($scenario, $np ranks): $*"; }
+
+# run TIMEOUT_ENV [mpirun options] -- program arguments: sets rc, secs
+run() {
+    local tenv=$1
+    shift
+    local opts=()
+    while [ "$1" != "--" ]; do opts+=("$1"); shift; done
+    shift
+    local t0
+    t0=$(date +%s.%N)
+    PD_DIST_TIMEOUT=$tenv timeout -k 5 90 "$mpirun" "${opts[@]}" --oversubscribe -x PD_DIST_TIMEOUT -np "$np" "$prog" "$@" \
+        >"$out" 2>&1
+    rc=$?
+    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+}
+within() { [ "$(echo "$secs < $1" | bc)" = 1 ] || fail "took ${secs} s, more than $1 s"; }
+has() { grep -Eq -- "$1" "$out" || fail "no line matching: $1"; }
+# the timeout's line: this rank, the caller, the collective, the mesh axes, the ranks
+waited="paddle\.c: rank [0-9]+ of $np: (reshard|mesh|exit): (all-gather|all-to-all|all-reduce|reduce-scatter|MPI_Finalize)[^:]*"
+waited="$waited has waited [0-9.]+ s: .*died, failed or never got there; aborting the job"
+
+case $scenario in
+kill) # mpirun sees the death and ends the job at once (Open MPI's default)
+    run 30 -- kill
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 25
+    has "rank $last .*(signal 9|Killed)" ;;
+kill-kept) # mpirun keeps the job running: the survivors' timeout ends it
+    run 3 --enable-recovery -- kill
+    [ $rc -ne 124 ] || fail "the job hung"
+    within 25
+    has "$waited"
+    has "MPI_ABORT was invoked"
+    [ "$np" != 2 ] || has "rank 0 of 2: reshard: .* world ranks 0,1 has waited .* rank 1 died" ;;
+sleep) # the last rank never arrives
+    run 30 -- sleep 3
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 25
+    has "$waited"
+    [ "$np" != 2 ] || has "rank 0 of 2: reshard: .* rank 1 died" ;;
+skip) # the last rank skips a collective and exits normally
+    run 3 -- skip
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 25
+    has "$waited" ;;
+late) # slower than usual, within the timeout: nothing ends
+    run 4 -- late
+    [ $rc -eq 0 ] || fail "mpirun exited with $rc"
+    has "dist_fail late: finished" ;;
+error) # an error, then exit(1): the job ends at once, not at the 30 s timeout
+    run 30 -- error
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 20
+    has "rank $last: reshape: "
+    has "paddle\.c: rank $last of $np exits with status 1; aborting the job" ;;
+abort) # pd_dist_abort(3, message)
+    run 30 -- abort
+    [ $rc -eq 3 ] || fail "mpirun exited with $rc, not 3"
+    within 20
+    has "paddle\.c: rank $last of $np: reshape: [^;]*; aborting the job" ;;
+mpierr) # an MPI error is a status with a message; the rank is then out of step
+    run 30 -- mpierr
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 20
+    has "rank 1: status -5: dist_fail: MPI_Recv from world rank 0 failed on rank 1: .*truncat"
+    has "rank 1: reshard 0: status -4: reshard: rank 1 is out of step with the other ranks since the recv in dist_fail failed on it"
+    has "paddle\.c: rank 1 of $np exits out of step with the other ranks \(the recv in dist_fail failed here\); aborting the job" ;;
+*) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+if [ $fails -ne 0 ]; then
+    echo "--- output (exit $rc, ${secs} s):"
+    cat "$out"
+    exit 1
+fi
+echo "test_dist_fail $scenario, $np ranks: ok (exit $rc, ${secs} s)"
