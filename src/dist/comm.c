@@ -116,6 +116,7 @@ static struct {
     int naxes, axes[PD_MAX_MESH_DIMS];
     int peer; /* send/recv: the world rank */
     double start, limit;
+    int me, world; /* read at start: the watchdog calls MPI only to abort */
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int out_of_step;
@@ -150,9 +151,7 @@ static void group_ranks(char *s, size_t cap, const struct pd_mesh *m, const int 
  * MPI_Abort ends every rank. */
 static void fire(double waited)
 {
-    int me = 0, world = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    int me = wd.me, world = wd.world;
     char where[256], who[96];
     if (wd.kind == K_SEND || wd.kind == K_RECV) {
         snprintf(where, sizeof where, "%s %s world rank %d", kind_name[wd.kind], wd.kind == K_SEND ? "to" : "from",
@@ -234,9 +233,7 @@ static void at_exit(int status, void *arg)
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
     if (init && !fin && (status || out_of_step)) {
-        int me = 0, world = 1;
-        MPI_Comm_rank(MPI_COMM_WORLD, &me);
-        MPI_Comm_size(MPI_COMM_WORLD, &world);
+        int me = wd.me, world = wd.world;
         if (status)
             fprintf(stderr, "paddle.c: rank %d of %d exits with status %d; aborting the job so that no rank waits for it\n",
                     me, world, status);
@@ -272,6 +269,8 @@ int pdi_dist_start(const char *fn)
     }
     started = 1;
     timeout_load();
+    MPI_Comm_rank(MPI_COMM_WORLD, &wd.me);
+    MPI_Comm_size(MPI_COMM_WORLD, &wd.world);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
