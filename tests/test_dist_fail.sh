@@ -72,11 +72,17 @@ error) # an error, then exit(1): the job ends at once, not at the 30 s timeout
     within 20
     has "rank $last: reshape: "
     has "paddle\.c: rank $last of $np exits with status 1; aborting the job" ;;
-abort) # pd_dist_abort(3, message)
-    run 30 -- abort
-    [ $rc -eq 3 ] || fail "mpirun exited with $rc, not 3"
-    within 20
-    has "paddle\.c: rank $last of $np: reshape: [^;]*; aborting the job" ;;
+abort) # pd_dist_abort(3, message); with 4 ranks pd_dist_abort(0, NULL)
+    if [ "$np" = 2 ]; then
+        run 30 -- abort
+        [ $rc -eq 3 ] || fail "mpirun exited with $rc, not 3"
+        has "paddle\.c: rank $last of $np: reshape: [^;]*; aborting the job"
+    else
+        run 30 -- abort0
+        [ $rc -eq 1 ] || fail "mpirun exited with $rc, not 1"
+        has "paddle\.c: rank $last of $np: pd_dist_abort; aborting the job"
+    fi
+    within 20 ;;
 mpierr) # an MPI error is a status with a message; the rank is then out of step
     run 30 -- mpierr
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"

@@ -12,6 +12,7 @@
  *   skip    skips the reshard and returns 0 from main
  *   error   gets an error from a pd_ call and returns 1 from main
  *   abort   gets an error from a pd_ call and calls pd_dist_abort(3, ...)
+ *   abort0  calls pd_dist_abort(0, NULL) (the status becomes 1)
  *   mpierr  (before the loop) receives 8 bytes where rank 0 sends 16: the
  *           MPI error comes back as a status; its next reshard fails at
  *           once (out of step); it returns 0 from main
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
             if (!strcmp(mode, "sleep")) sleep(60);
             if (!strcmp(mode, "late")) sleep(1);
             if (!strcmp(mode, "skip")) return 0;
+            if (!strcmp(mode, "abort0")) pd_dist_abort(0, NULL);
             if (!strcmp(mode, "error") || !strcmp(mode, "abort")) {
                 if (pd_reshape(x, (int64_t[]){7}, 1)) return 2; /* a call that fails here only */
                 if (!strcmp(mode, "abort")) pd_dist_abort(3, pd_last_error());
