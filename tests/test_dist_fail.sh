@@ -63,7 +63,7 @@ skip) # the last rank skips a collective and exits normally
     within 25
     has "$waited" ;;
 late) # slower than usual, within the timeout: nothing ends
-    run 4 -- late
+    run 10 -- late
     [ $rc -eq 0 ] || fail "mpirun exited with $rc"
     has "dist_fail late: finished" ;;
 error) # an error, then exit(1): the job ends at once, not at the 30 s timeout
