@@ -88,7 +88,7 @@ mpierr) # an MPI error is a status with a message; the rank is then out of step
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
     within 20
     has "rank 1: status -5: dist_fail: MPI_Recv from world rank 0 failed on rank 1: .*truncat"
-    has "rank 1: reshard 0: status -4: reshard: rank 1 is out of step with the other ranks since the recv in dist_fail failed on it"
+    has "rank 1: reshard 0: status -4: .*reshard: rank 1 is out of step with the other ranks since the recv in dist_fail failed on it"
     has "paddle\.c: rank 1 of $np exits out of step with the other ranks \(the recv in dist_fail failed here\); aborting the job" ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
