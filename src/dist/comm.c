@@ -79,13 +79,18 @@ int pdi_comm_check_env(const char *fn)
     return PD_OK;
 }
 
-/* msg on one line: control bytes become '?' (it may come from anywhere) */
+/* Control bytes become '?': a message (axis names, a program's text) stays one line. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 static void print_line(const char *head, const char *msg, const char *tail)
 {
     char buf[512];
     snprintf(buf, sizeof buf, "%s", msg ? msg : "");
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    one_line(buf);
     fprintf(stderr, "%s%s%s\n", head, buf, tail);
     fflush(NULL);
 }
@@ -167,6 +172,7 @@ static void fire(double waited)
         for (int i = 0; i < na; i++)
             k += (size_t)snprintf(axes + k, sizeof axes - k, "%s%s", i ? "," : "", wd.mesh->names[wd.naxes ? wd.axes[i] : i]);
         group_ranks(ranks, sizeof ranks, wd.mesh, wd.axes, wd.naxes, &n, &other);
+        one_line(axes);
         snprintf(where, sizeof where, "%s over mesh axes (%s), world ranks %s", kind_name[wd.kind], axes, ranks);
         if (n == 2) snprintf(who, sizeof who, "rank %d died, failed or never got there", other);
         else snprintf(who, sizeof who, "another rank of the group died, failed or never got there");
@@ -316,6 +322,7 @@ static int mpi_fail(int rc, const struct pdi_comm_on *on, enum kind k, const cha
         for (int i = 0; i < na && n < sizeof what; i++)
             n += (size_t)snprintf(what + n, sizeof what - n, "%s%s", i ? "," : "", on->mesh->names[on->naxes ? on->axes[i] : i]);
         if (n < sizeof what) snprintf(what + n, sizeof what - n, ")");
+        one_line(what);
     }
     return pdi_mpi_error(rc, on->fn, what);
 }
