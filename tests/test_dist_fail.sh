@@ -6,7 +6,7 @@
 #   bash tests/test_dist_fail.sh build/dist_fail MPIRUN NP SCENARIO
 # Scenarios: kill (mpirun tears the job down), kill-kept (--enable-recovery:
 # mpirun keeps the job, so the timeout must end it), sleep, skip, late (a
-# slow rank within the timeout: the job finishes), error, abort, mpierr.
+# slow rank within the timeout: the job finishes), error, abort, oom, mpierr.
 # The bound checked is the timeout plus a generous margin for mpirun's start
 # on a busy machine: it tells a bounded job from a hung one (killed at 90 s),
 # it does not measure speed.
@@ -83,6 +83,12 @@ abort) # pd_dist_abort(3, message); with 4 ranks pd_dist_abort(0, NULL)
         has "paddle\.c: rank $last of $np: pd_dist_abort; aborting the job"
     fi
     within 20 ;;
+oom) # out of memory inside a reshard, then exit 0: out of step, so the exit aborts at once
+    run 30 -- oom
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 20
+    has "rank $last: failed: .*out of memory"
+    has "paddle\.c: rank $last of $np exits out of step with the other ranks \(the [a-z-]+ in reshard failed here\); aborting the job" ;;
 mpierr) # an MPI error is a status with a message; the rank is then out of step
     run 30 -- mpierr
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"

@@ -414,6 +414,9 @@ struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const stru
     y = y ? pd_contiguous(y) : NULL;
     struct pd_tensor *t = pd_keep(pdi_dist_wrap(y, m, d->gshape, d->ndim, pl));
     pd_scope_end(tok);
+    /* failed after the checks every rank makes alike: the others may have
+     * gone on (or wait for this rank), so the ranks are out of step */
+    if (!t) pdi_comm_skip(&(struct pdi_comm_on){.fn = FN}, "reshard");
     return t;
 #else
     return pdi_error(PD_ERR_STATE, FN ": paddle.c was built without MPI");

@@ -13,6 +13,9 @@
  *   error   gets an error from a pd_ call and returns 1 from main
  *   abort   gets an error from a pd_ call and calls pd_dist_abort(3, ...)
  *   abort0  calls pd_dist_abort(0, NULL) (the status becomes 1)
+ *   oom     every allocation fails inside a reshard (the internal
+ *           pdi_reshard, so that nothing before it fails instead); it
+ *           returns 0 from main: the rank is out of step, so exit aborts
  *   mpierr  (before the loop) receives 8 bytes where rank 0 sends 16: the
  *           MPI error comes back as a status; its next reshard fails at
  *           once (out of step); it returns 0 from main
@@ -48,6 +51,13 @@ int main(int argc, char **argv)
             if (!strcmp(mode, "late")) sleep(1);
             if (!strcmp(mode, "skip")) return 0;
             if (!strcmp(mode, "abort0")) pd_dist_abort(0, NULL);
+            if (!strcmp(mode, "oom")) {
+                pd_fault_inject(1, 1);
+                struct pd_tensor *y = pdi_reshard(x, m, &pl[(i + 1) % 4]);
+                pd_fault_inject(0, 0);
+                fprintf(stderr, "rank %d: %s: %s\n", rank, y ? "no failure" : "failed", pd_last_error());
+                return 0;
+            }
             if (!strcmp(mode, "error") || !strcmp(mode, "abort")) {
                 if (pd_reshape(x, (int64_t[]){7}, 1)) return 2; /* a call that fails here only */
                 if (!strcmp(mode, "abort")) pd_dist_abort(3, pd_last_error());
