@@ -126,7 +126,8 @@ static struct {
 
 static int out_of_step;
 static char out_of_step_why[160];
-static int we_init; /* this library called MPI_Init (so it finalizes) */
+static int we_init;    /* this library called MPI_Init (so it finalizes) */
+static pid_t mpi_pid;  /* the process that started MPI (not a forked child) */
 
 /* The world ranks of the group a mesh call runs on (the ranks that share
  * this rank's coordinates off `axes`; naxes 0: the whole mesh), listed into
@@ -235,6 +236,7 @@ static void watchdog_stop(void)
 static void at_exit(int status, void *arg)
 {
     (void)arg;
+    if (getpid() != mpi_pid) return; /* a forked child exiting: not an MPI process */
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
@@ -273,7 +275,7 @@ int pdi_dist_start(const char *fn)
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         we_init = 1;
     }
-    started = 1;
+    started = 1, mpi_pid = getpid();
     timeout_load();
     MPI_Comm_rank(MPI_COMM_WORLD, &wd.me);
     MPI_Comm_size(MPI_COMM_WORLD, &wd.world);
