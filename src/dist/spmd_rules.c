@@ -159,12 +159,25 @@ int pdi_spmd_pointwise(const struct pdi_call *g, struct pdi_spmd *s)
 /* ---- reductions ------------------------------------------------------- */
 int pdi_spmd_reduce(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    if (g->op == PD_OP_grad_sumsq) { /* sum of squares of every input */
+    if (g->op == PD_OP_grad_sumsq) {
+        /* Sum of squares of every input (gradient clipping): a sharded
+         * input's pieces add up; a replicated one must count once, so it
+         * is zero off coordinate 0 (Replicate → Partial is exactly that);
+         * a Partial one is reduced first (its square is not the sum of the
+         * squares), and then the whole axis is replicated. */
         for (int k = 0; k < s->mdim; k++) {
-            int all_shard = 1;
-            for (int i = 0; i < s->n_in; i++) all_shard &= is_shard(&s->in[i][k]);
-            if (all_shard) out_all(s, k, pd_partial(PD_RED_SUM));
-            else replicate_axis(s, k);
+            int any_shard = 0, any_partial = 0;
+            for (int i = 0; i < s->n_in; i++) {
+                any_shard |= is_shard(&s->in[i][k]);
+                any_partial |= is_partial(&s->in[i][k]);
+            }
+            if (any_partial || !any_shard) {
+                replicate_axis(s, k);
+                continue;
+            }
+            for (int i = 0; i < s->n_in; i++)
+                if (!is_shard(&s->in[i][k])) s->in[i][k] = pd_partial(PD_RED_SUM);
+            out_all(s, k, pd_partial(PD_RED_SUM));
         }
         return PD_OK;
     }
