@@ -50,6 +50,8 @@ void *pdi_dist_copy(const void *dist);
 /* Install the distribute stage (spmd.c): called with the first distributed
  * tensor. */
 void pdi_spmd_install(void);
+/* Finish every attached data-parallel reducer (dp.c); status. */
+int pdi_dp_finish_all(void);
 /* Reshard without autograd (pd_reshard records the op around it). */
 struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl);
 

@@ -282,10 +282,14 @@ static struct pd_tensor *leaf_grad(struct pd_tensor *leaf, struct pd_tensor *g)
     memcpy(want, dl->pl, sizeof want);
     for (int a = 0; a < dl->mesh->ndim; a++)
         if (want[a].kind == PD_PARTIAL) want[a] = pd_replicate();
+    int da = dl->dp_axis - 1; /* pd_dp_attach reduces it there (dp.c) */
+    if (da >= 0 && dg->mesh == dl->mesh && dg->pl[da].kind == PD_PARTIAL && dg->pl[da].op == PD_RED_SUM)
+        want[da] = dg->pl[da];
     if (dg->mesh == dl->mesh && same_placements(dg->pl, want, dl->mesh->ndim)) return g;
     return pd_reshard(g, dl->mesh, want);
 }
 
-static const struct pdi_dist_hooks hooks = {dist_call, pdi_dist_copy, dist_zeros, leaf_grad, pd_dtensor_full};
+static const struct pdi_dist_hooks hooks = {dist_call, pdi_dist_copy, dist_zeros, leaf_grad, pd_dtensor_full,
+                                           pdi_dp_finish_all};
 
 void pdi_spmd_install(void) { __atomic_store_n(&pdi_dist_hooks, &hooks, __ATOMIC_RELEASE); }
