@@ -26,9 +26,7 @@ struct dp_bucket {
     int64_t count; /* elements */
     enum pd_dtype dt;
     int n_params, n_arrived, started;
-#ifdef PD_HAVE_MPI
-    MPI_Request req;
-#endif
+    struct pdi_comm_req *req; /* started, not waited yet (src/dist/comm.c) */
 };
 
 struct dp_param {
@@ -52,25 +50,23 @@ struct pd_dp {
 static struct pd_dp *attached;
 
 #ifdef PD_HAVE_MPI
-static MPI_Datatype dp_type(enum pd_dtype dt) { return dt == PD_F64 ? MPI_DOUBLE : MPI_FLOAT; }
-
+/* Through the communication layer: counted, and its wait has the timeout. */
 static int start_bucket(struct pd_dp *dp, struct dp_bucket *b)
 {
     if (b->started) return PD_OK;
     b->started = 1;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, b->buf, (int)b->count, dp_type(b->dt), MPI_SUM, dp->comm, &b->req);
-    if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, "dp", "MPI_Iallreduce (gradient bucket)");
-    pdi_comm_count(PD_COMM_ALLREDUCE, b->count * (int64_t)pd_dtype_size(b->dt));
-    return PD_OK;
+    struct pdi_comm_on on = pdi_comm_on_axes("dp", dp->mesh, &dp->axis, 1);
+    b->req = pdi_comm_iallreduce(&on, NULL, b->buf, b->count, b->dt, PD_RED_SUM);
+    return b->req ? PD_OK : pd_last_status();
 }
 
 /* Drive the started all-reduces (MPI progresses inside MPI calls). */
 static void progress(struct pd_dp *dp)
 {
     for (int i = 0; i < dp->nb; i++)
-        if (dp->bs[i].started && dp->bs[i].req != MPI_REQUEST_NULL) {
+        if (dp->bs[i].req) {
             int done = 0;
-            MPI_Test(&dp->bs[i].req, &done, MPI_STATUS_IGNORE);
+            pdi_comm_test(dp->bs[i].req, &done);
         }
 }
 #else
@@ -154,7 +150,6 @@ struct pd_dp *pd_dp_attach(struct pd_tensor *const *params, int n, struct pd_mes
             (b->count + q->count) * (int64_t)pd_dtype_size(b->dt) > (int64_t)bucket_bytes) {
             b = &dp->bs[dp->nb++];
             b->dt = params[i]->dtype;
-            b->req = MPI_REQUEST_NULL;
         }
         q->bucket = (int)(b - dp->bs);
         q->off = b->count;
@@ -200,8 +195,8 @@ int pd_dp_finish(struct pd_dp *dp)
     }
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) rc = start_bucket(dp, &dp->bs[i]);
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) {
-        int e = MPI_Wait(&dp->bs[i].req, MPI_STATUS_IGNORE);
-        if (e != MPI_SUCCESS) rc = pdi_mpi_error(e, "dp_finish", "MPI_Wait (gradient bucket)");
+        rc = pdi_comm_wait(dp->bs[i].req);
+        dp->bs[i].req = NULL;
     }
     int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
     for (int i = 0; i < dp->n && rc == PD_OK; i++) {
@@ -248,8 +243,8 @@ void pd_dp_detach(struct pd_dp *dp)
             break;
         }
 #ifdef PD_HAVE_MPI
-    for (int i = 0; i < dp->nb; i++)
-        if (dp->bs[i].started && dp->bs[i].req != MPI_REQUEST_NULL) MPI_Wait(&dp->bs[i].req, MPI_STATUS_IGNORE);
+    for (int i = 0; dp->bs && i < dp->nb; i++)
+        if (dp->bs[i].req) pdi_comm_wait(dp->bs[i].req);
 #endif
     for (int i = 0; dp->ps && i < dp->n; i++) {
         struct dp_param *q = &dp->ps[i];
