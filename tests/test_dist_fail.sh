@@ -5,7 +5,8 @@
 # message on stderr. CTest runs it per scenario with 2 and 4 ranks:
 #   bash tests/test_dist_fail.sh build/dist_fail MPIRUN NP SCENARIO
 # Scenarios: kill (mpirun tears the job down), kill-kept (--enable-recovery:
-# mpirun keeps the job, so the timeout must end it), sleep, skip, late (a
+# mpirun keeps the job, so the timeout must end it), dp-kill-kept (the same in
+# data-parallel training), sleep, skip, late (a
 # slow rank within the timeout: the job finishes), error, abort, oom, mpierr.
 # The bound checked is the timeout plus a generous margin for mpirun's start
 # on a busy machine: it tells a bounded job from a hung one (killed at 90 s),
@@ -35,7 +36,7 @@ run() {
 within() { [ "$(echo "$secs < $1" | bc)" = 1 ] || fail "took ${secs} s, more than $1 s"; }
 has() { grep -Eq -- "$1" "$out" || fail "no line matching: $1"; }
 # the timeout's line: this rank, the caller, the collective, the mesh axes, the ranks
-waited="paddle\.c: rank [0-9]+ of $np: (reshard|mesh|exit): (all-gather|all-to-all|all-reduce|reduce-scatter|MPI_Finalize)[^:]*"
+waited="paddle\.c: rank [0-9]+ of $np: (reshard|mesh|exit|dp): (all-gather|all-to-all|all-reduce|reduce-scatter|MPI_Finalize)[^:]*"
 waited="$waited has waited [0-9.]+ s: .*died, failed or never got there; aborting the job"
 
 case $scenario in
@@ -51,6 +52,12 @@ kill-kept) # mpirun keeps the job running: the survivors' timeout ends it
     has "$waited"
     has "MPI_ABORT was invoked"
     [ "$np" != 2 ] || has "rank 0 of 2: reshard: .* world ranks 0,1 has waited .* rank 1 died" ;;
+dp-kill-kept) # data-parallel steps, the last rank killed, mpirun keeps the job: the timeout ends it
+    run 3 --enable-recovery -- dp
+    [ $rc -ne 124 ] || fail "the job hung"
+    within 25
+    has "$waited"
+    has "MPI_ABORT was invoked" ;;
 sleep) # the last rank never arrives
     run 30 -- sleep 3
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"

@@ -16,6 +16,9 @@
  *   oom     every allocation fails inside a reshard (the internal
  *           pdi_reshard, so that nothing before it fails instead); it
  *           returns 0 from main: the rank is out of step, so exit aborts
+ *   dp      (a data-parallel loop instead of reshards) raise(SIGKILL)
+ *           before its third backward: the others wait for its gradient
+ *           all-reduce (or a collective of the loss)
  *   mpierr  (before the loop) receives 8 bytes where rank 0 sends 16: the
  *           MPI error comes back as a status; its next reshard fails at
  *           once (out of step); it returns 0 from main
@@ -29,6 +32,30 @@
 #include "dist/dist_internal.h"
 #include "pd/pd.h"
 
+/* Data-parallel steps: w replicated, the batch sharded, gradients reduced
+ * by pd_dp_attach's buckets; the last rank dies at step 2. */
+static int dp_loop(struct pd_mesh *m, int last)
+{
+    struct pd_placement rep = pd_replicate(), s0 = pd_shard(0);
+    int tok = pd_scope_begin();
+    struct pd_tensor *w = pd_keep(pd_shard_tensor(pd_full((int64_t[]){8, 8}, 2, 0.1, PD_F32), m, &rep));
+    struct pd_tensor *x = pd_keep(pd_shard_tensor(pd_ones((int64_t[]){8, 8}, 2, PD_F32), m, &s0));
+    pd_scope_end(tok);
+    pd_requires_grad_(w, 1);
+    struct pd_dp *dp = pd_dp_attach(&w, 1, m, "d0", 0);
+    for (int i = 0; i < 10 && dp; i++) {
+        tok = pd_scope_begin();
+        struct pd_tensor *loss = pd_mean(pd_matmul(x, w, 0, 0), NULL, 0, 0);
+        if (i == 2 && last) raise(SIGKILL);
+        int rc = loss ? pd_backward(loss, NULL, 0) : pd_last_status();
+        rc = rc ? rc : pd_dp_finish(dp);
+        pd_scope_end(tok);
+        if (rc) return fprintf(stderr, "step %d: %s\n", i, pd_last_error()), 1;
+    }
+    pd_dp_detach(dp);
+    return dp ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "late";
@@ -36,6 +63,7 @@ int main(int argc, char **argv)
     int world = pd_dist_world_size(), rank = pd_dist_world_rank(), last = rank == world - 1;
     struct pd_mesh *m = pd_mesh_create(&world, 1, NULL, NULL);
     if (!m) return fprintf(stderr, "rank %d: %s\n", rank, pd_last_error()), 2;
+    if (!strcmp(mode, "dp")) return dp_loop(m, last);
     if (!strcmp(mode, "mpierr") && world > 1 && rank < 2) {
         char buf[16] = {0};
         int rc = rank == 0 ? pdi_comm_send("dist_fail", buf, 16, 1, 5) : pdi_comm_recv("dist_fail", buf, 8, 0, 5);
