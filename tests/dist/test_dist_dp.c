@@ -10,6 +10,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pd/dist.h"
 #include "pd/pd.h"
@@ -162,6 +163,30 @@ int main(void)
         CHECK(st.calls[PD_COMM_ALLGATHER] == 0 && st.calls[PD_COMM_ALLTOALL] == 0,
               "data parallelism gathered activations (%lld all-gathers, %lld all-to-alls)",
               (long long)st.calls[PD_COMM_ALLGATHER], (long long)st.calls[PD_COMM_ALLTOALL]);
+        pd_scope_end(tok);
+    }
+    { /* the profiler: collectives on their own track, exposed waits on the thread's */
+        double l[STEPS], n[STEPS];
+        struct pd_tensor *f[3];
+        int tok = pd_scope_begin();
+        CHECK(pd_profiler_begin() == 0, "profiler");
+        train(dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, l, n, f, 0, NULL);
+        pd_profiler_end();
+        struct pd_profiler_totals t;
+        CHECK(pd_profiler_totals(&t) == 0, "totals");
+        CHECK(t.comm_bytes == (double)STEPS * ((D * H + H * D + H) * 4 + 4) && t.comm_us > 0 && t.exposed_us >= 0,
+              "profiled %.0f bytes in %.1f us of collectives (%.1f us exposed)", t.comm_bytes, t.comm_us, t.exposed_us);
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/pd_dist_dp_trace_%d.json", rank);
+        CHECK(pd_profiler_write_chrome_trace(path) == 0, "trace");
+        FILE *fp = fopen(path, "r");
+        char buf[1 << 16];
+        size_t got = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+        buf[got] = 0;
+        if (fp) fclose(fp);
+        remove(path);
+        CHECK(strstr(buf, "\"name\":\"communication\"") && strstr(buf, "all-reduce (data-parallel gradients)"),
+              "the trace has no communication track");
         pd_scope_end(tok);
     }
     if (world == 4) { /* dp x tp: column- then row-parallel weights */
