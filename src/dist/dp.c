@@ -26,6 +26,7 @@ struct dp_bucket {
     int64_t count; /* elements */
     enum pd_dtype dt;
     int n_params, n_arrived, started;
+    int64_t t0; /* started at (the profiler's clock) */
     struct pdi_comm_req *req; /* started, not waited yet (src/dist/comm.c) */
 };
 
@@ -50,11 +51,19 @@ struct pd_dp {
 static struct pd_dp *attached;
 
 #ifdef PD_HAVE_MPI
+/* The profiler's view: the all-reduce was in flight until now. */
+static void bucket_done(struct dp_bucket *b)
+{
+    pdi_profiler_comm("all-reduce (data-parallel gradients)", b->t0, pdi_now_ns(),
+                      (double)b->count * (double)pd_dtype_size(b->dt), 0);
+}
+
 /* Through the communication layer: counted, and its wait has the timeout. */
 static int start_bucket(struct pd_dp *dp, struct dp_bucket *b)
 {
     if (b->started) return PD_OK;
     b->started = 1;
+    b->t0 = pdi_now_ns();
     struct pdi_comm_on on = pdi_comm_on_axes("dp", dp->mesh, &dp->axis, 1);
     b->req = pdi_comm_iallreduce(&on, NULL, b->buf, b->count, b->dt, PD_RED_SUM);
     return b->req ? PD_OK : pd_last_status();
@@ -67,6 +76,11 @@ static void progress(struct pd_dp *dp)
         if (dp->bs[i].req) {
             int done = 0;
             pdi_comm_test(dp->bs[i].req, &done);
+            if (done) { /* the wait of a completed request returns at once and frees it */
+                bucket_done(&dp->bs[i]);
+                pdi_comm_wait(dp->bs[i].req);
+                dp->bs[i].req = NULL;
+            }
         }
 }
 #else
@@ -195,8 +209,12 @@ int pd_dp_finish(struct pd_dp *dp)
     }
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) rc = start_bucket(dp, &dp->bs[i]);
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) {
+        if (!dp->bs[i].req) continue; /* completed during backward */
+        int64_t t0 = pdi_now_ns();
         rc = pdi_comm_wait(dp->bs[i].req);
         dp->bs[i].req = NULL;
+        bucket_done(&dp->bs[i]);
+        pdi_profiler_comm("wait for data-parallel gradients", t0, pdi_now_ns(), 0, 1);
     }
     int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
     for (int i = 0; i < dp->n && rc == PD_OK; i++) {
