@@ -45,19 +45,18 @@ kill) # mpirun sees the death and ends the job at once (Open MPI's default)
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
     within 25
     has "rank $last .*(signal 9|Killed)" ;;
-kill-kept) # mpirun keeps the job running: the survivors' timeout ends it
+kill-kept) # mpirun keeps the job running: the survivors' timeout ends it (mpirun then
+    # exits 0 here, and its MPI_ABORT banner is sometimes lost: our line is the evidence)
     run 3 --enable-recovery -- kill
     [ $rc -ne 124 ] || fail "the job hung"
     within 25
     has "$waited"
-    has "MPI_ABORT was invoked"
     [ "$np" != 2 ] || has "rank 0 of 2: reshard: .* world ranks 0,1 has waited .* rank 1 died" ;;
 dp-kill-kept) # data-parallel steps, the last rank killed, mpirun keeps the job: the timeout ends it
     run 3 --enable-recovery -- dp
     [ $rc -ne 124 ] || fail "the job hung"
     within 25
-    has "$waited"
-    has "MPI_ABORT was invoked" ;;
+    has "$waited" ;;
 sleep) # the last rank never arrives
     run 30 -- sleep 3
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
