@@ -133,6 +133,19 @@ static void test_identities(void)
     static const char want[] = "\xFF\xC3\xA9 \xC3 \xE2\x82 \x80 \xED\xA0\x80 \xF4\x90\x80\x80 \xC3\xA1\xC0";
     PT_CHECK(norm_is(PDI_UNORM_NFC, junk, sizeof junk - 1, want, sizeof want - 1));
     PT_CHECK(norm_is(PDI_UNORM_NFKC, "", 0, "", 0) && norm_is(PDI_UNORM_NFD, "plain ascii", 11, "plain ascii", 11));
+    /* a run of 400,000 marks (classes 230, 220 alternating) sorts in linear time */
+    size_t nm = 400000, m;
+    char *marks = malloc(2 * nm + 1), *sorted = malloc(2 * nm + 1);
+    marks[0] = sorted[0] = 'a';
+    for (size_t i = 0; i < nm; i++) {
+        memcpy(marks + 1 + 2 * i, i % 2 ? "\xCC\x96" : "\xCC\x81", 2);                 /* U+0316 (220), U+0301 (230) */
+        memcpy(sorted + 1 + 2 * i, i < nm / 2 ? "\xCC\x96" : "\xCC\x81", 2);
+    }
+    char *t = norm(PDI_UNORM_NFD, marks, 2 * nm + 1, &m);
+    PT_CHECK(t && m == 2 * nm + 1 && !memcmp(t, sorted, m));
+    free(t);
+    free(marks);
+    free(sorted);
 }
 
 static void test_tokenizers(void)

@@ -41,19 +41,41 @@ struct u32s {
     size_t n, cap;
 };
 
-/* Append c, keeping each run of non-starters in canonical order (room is
- * reserved by the caller). */
-static void put(struct u32s *b, uint32_t c)
+static inline void put(struct u32s *b, uint32_t c) { b->v[b->n++] = c; } /* room reserved by the caller */
+
+/* Canonical ordering: each run of non-starters stably sorted by combining
+ * class; short runs by insertion, long ones by counting (linear, so a text
+ * of a million marks costs no more than its length). 0, or PD_ERR_NOMEM. */
+static int reorder(uint32_t *v, size_t n)
 {
-    int k = ccc(c);
-    size_t i = b->n++;
-    if (k)
-        for (; i > 0; i--) {
-            int p = ccc(b->v[i - 1]);
-            if (p <= k) break; /* p == 0: a starter ends the run */
-            b->v[i] = b->v[i - 1];
+    uint32_t *tmp = NULL;
+    for (size_t i = 0; i < n;) {
+        if (!ccc(v[i])) {
+            i++;
+            continue;
         }
-    b->v[i] = c;
+        size_t j = i + 1;
+        while (j < n && ccc(v[j])) j++;
+        if (j - i <= 32) {
+            for (size_t a = i + 1; a < j; a++) {
+                uint32_t c = v[a];
+                int k = ccc(c);
+                size_t p = a;
+                for (; p > i && ccc(v[p - 1]) > k; p--) v[p] = v[p - 1];
+                v[p] = c;
+            }
+        } else {
+            size_t count[257] = {0};
+            if (!tmp && !(tmp = pdi_malloc(n * sizeof *tmp))) return PD_ERR_NOMEM;
+            for (size_t a = i; a < j; a++) count[ccc(v[a]) + 1]++;
+            for (int k = 1; k < 257; k++) count[k] += count[k - 1];
+            for (size_t a = i; a < j; a++) tmp[count[ccc(v[a])]++] = v[a];
+            memcpy(v + i, tmp, (j - i) * sizeof *v);
+        }
+        i = j;
+    }
+    free(tmp);
+    return 0;
 }
 
 /* Full decomposition of c (canonical; compat: compatibility too). The
@@ -192,6 +214,10 @@ unsigned char *pdi_unorm(enum pdi_unorm_form form, const unsigned char *s, size_
             b.cap = cap;
         }
         decompose(next_cp(s, n, &i), compat, &b);
+    }
+    if (reorder(b.v, b.n)) {
+        free(b.v);
+        return pdi_error(PD_ERR_NOMEM, "unicode normalization: out of memory for %zu code points", b.n);
     }
     if (form == PDI_UNORM_NFC || form == PDI_UNORM_NFKC) b.n = compose_all(b.v, b.n);
     unsigned char *o = pdi_malloc(4 * b.n + 1);

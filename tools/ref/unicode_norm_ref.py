@@ -37,6 +37,7 @@ TRICKY = [
     "e\u0301", "a\u0301\u0327", "a\u0327\u0301", "\u1e0b\u0323", "q\u0307\u0323", "a\u0302\u0323", "a\u0323\u0302",
     "e\u0301\u0301", "a\u0308\u0301\u0323", "o\u031b\u0323\u0301", "u\u0308\u0304", "\u01d6\u0323",
     "a\u05b0\u05b1\u0301\u0316", "a" + "\u0301\u0316\u0300\u0317\u0327\u0328\u0345\u0335\u0301" * 3,
+    "o" + "\u0301\u0316\u0300\u0317\u0327\u0328\u0345\u0335\u0308\u05b0\u0323" * 7 + "e\u0316\u0301",
     # a leading non-starter, non-starters alone
     "\u0301e", "\u0301\u0300", "\u0327\u0301a", "\u0345", "\u0308\u0301",
     # Hangul: jamo that compose, syllables that decompose, LV + T, LVT + T
