@@ -14,14 +14,18 @@ step:
 
   ddp     --world (2) processes x --threads (1) thread, paddle.DataParallel
           (gloo), each rank on its 8 / world rows of the batch;
+  auto    the same processes, Paddle's automatic (semi-auto, dynamic graph)
+          parallelism instead: the batch dist.shard_tensor'ed Shard(0) over
+          a 1-d "dp" ProcessMesh, the model dist.shard_layer'ed (parameters
+          replicated), the optimizer dist.shard_optimizer'ed;
   single  1 process x --single-threads (2) threads, no DataParallel.
 
-  ddp_paddle.py [--what ddp,single] [--world 2] [--threads 1]
+  ddp_paddle.py [--what ddp,auto,single] [--world 2] [--threads 1]
                 [--single-threads 2] [--steps 10] [--warmup 3]
                 [--attn matmul|sdpa|best]
 
 Prints one JSON line per measurement with bench "train_llama_dp", impl
-"paddle-dp" or "paddle", the fields of bench/ddp_torch.py (paddle instead
+"paddle-dp", "paddle-auto" or "paddle", the fields of bench/ddp_torch.py (paddle instead
 of torch: the version), world_size, threads (per process), tokens_per_s
 (the whole batch), step_ms (median), step_ms_min.
 
@@ -49,7 +53,7 @@ CFG = dict(vocab=256, dim=288, n_layers=6, n_heads=6, n_kv_heads=6, hidden=768, 
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--what", default="ddp,single", help="comma list of ddp, single")
+    p.add_argument("--what", default="ddp,auto,single", help="comma list of ddp, auto, single")
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="threads per DataParallel rank")
     p.add_argument("--single-threads", type=int, default=2, help="threads of the single process")
@@ -82,17 +86,17 @@ def flops_per_token():  # the formula of llama_torch.py and bench_train_llama
 
 # ---- driver ---------------------------------------------------------------
 def run_config(args, what):
-    world = args.world if what == "ddp" else 1
-    th = args.threads if what == "ddp" else args.single_threads
+    world = args.world if what != "single" else 1
+    th = args.threads if what != "single" else args.single_threads
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(th)
     env["MKL_NUM_THREADS"] = str(th)
     env.setdefault("GLOG_minloglevel", "2")  # Paddle's C++ info lines
     child = [os.path.abspath(__file__), "--child", "--what", what, "--world", str(world), "--threads", str(th),
              "--steps", str(args.steps), "--warmup", str(args.warmup), "--attn", args.attn]
-    impl = "paddle-dp" if what == "ddp" else "paddle"
+    impl = {"ddp": "paddle-dp", "auto": "paddle-auto"}.get(what, "paddle")
     with tempfile.TemporaryDirectory(prefix="ddp_paddle.") as logdir:
-        if what == "ddp":
+        if what != "single":
             argv = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world),
                     "--log_dir", logdir] + child
             r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -112,7 +116,8 @@ def run_config(args, what):
         if "tokens_per_s" in d and not d.get("variant_probe"):
             result = d
     if r.returncode or result is None:
-        tail = [l for l in (out + (r.stdout or "")).splitlines() if l.strip()][-1:]
+        lines = [l for l in (out + (r.stdout or "")).splitlines() if l.strip()]
+        tail = [l for l in lines if "Error" in l.split(":")[0]][-1:] or lines[-1:]  # the exception, else the end
         msg = "peer failed: status %d%s" % (r.returncode, (": " + tail[0][:200]) if tail else "")
         print(json.dumps(dict(bench="train_llama_dp", impl=impl, world_size=world, threads=th, error=msg)), flush=True)
         return None
@@ -122,8 +127,8 @@ def run_config(args, what):
 def driver(args):
     ok = True
     for what in args.what.split(","):
-        if what not in ("ddp", "single"):
-            sys.exit("ddp_paddle.py: --what takes ddp and/or single, not %r" % what)
+        if what not in ("ddp", "auto", "single"):
+            sys.exit("ddp_paddle.py: --what takes ddp, auto and single, not %r" % what)
         ok = run_config(args, what) is not None and ok
     return 0 if ok else 1
 
@@ -229,29 +234,43 @@ def child(args):
     paddle.base.core.set_num_threads(args.threads)
     c = CFG
     world = args.world
-    ddp = args.what == "ddp"
-    if ddp:
+    ddp, auto = args.what == "ddp", args.what == "auto"
+    if ddp or auto:  # auto: for the all-reduces of the times and the loss
         dist.init_parallel_env()
-    rank = dist.get_rank() if ddp else 0
+    rank = dist.get_rank() if ddp or auto else 0
     Llama = build(paddle)
-    paddle.seed(0)
-    model = Llama()
     data = np.random.RandomState(1).randint(0, c["vocab"], (c["batch"], c["seq"] + 1)).astype("int64")
     per = c["batch"] // world
-    data = data[rank * per:(rank + 1) * per]
-    x, y = paddle.to_tensor(data[:, :-1]), paddle.to_tensor(data[:, 1:])
-    net = paddle.DataParallel(model) if ddp else model
-    settings = dict(backend="gloo", comm_buffer_size_mb=25, last_comm_buffer_size_mb=1) if ddp else {}
     F = paddle.nn.functional
-    common = dict(bench="train_llama_dp", impl="paddle-dp" if ddp else "paddle", paddle=paddle.__version__,
-                  world_size=world, threads=args.threads, dtype="f32", batch=c["batch"], batch_per_rank=per,
-                  seq=c["seq"], **settings)
+    if auto:  # every rank passes the whole batch; Shard(0) keeps its rows
+        mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp"])
+        x, y = (dist.shard_tensor(paddle.to_tensor(t), mesh, [dist.Shard(0)]) for t in (data[:, :-1], data[:, 1:]))
+        settings = dict(mode="semi-auto (dygraph): shard_tensor Shard(0) inputs, shard_layer, shard_optimizer")
+    else:
+        data = data[rank * per:(rank + 1) * per]
+        x, y = paddle.to_tensor(data[:, :-1]), paddle.to_tensor(data[:, 1:])
+        settings = dict(backend="gloo", comm_buffer_size_mb=25, last_comm_buffer_size_mb=1) if ddp else {}
+    common = dict(bench="train_llama_dp", impl={"ddp": "paddle-dp", "auto": "paddle-auto"}.get(args.what, "paddle"),
+                  paddle=paddle.__version__, world_size=world, threads=args.threads, dtype="f32", batch=c["batch"],
+                  batch_per_rank=per, seq=c["seq"], **settings)
 
-    def make_opt():
-        return paddle.optimizer.AdamW(learning_rate=3e-4, beta1=0.9, beta2=0.95, epsilon=1e-8, weight_decay=0.1,
-                                      parameters=model.parameters())
+    def make(attn):  # fresh weights (the same on every rank), wrapper and optimizer
+        paddle.seed(0)
+        model = Llama()
+        model.set_attn(attn)
+        net = model
+        if ddp:
+            net = paddle.DataParallel(model)
+        elif auto:
+            net = model = dist.shard_layer(model, mesh)
+            for k in ("cos", "sin", "mask"):  # constants: replicated
+                if not getattr(model, k).is_dist():
+                    setattr(model, k, dist.shard_tensor(getattr(model, k), mesh, [dist.Replicate()]))
+        opt = paddle.optimizer.AdamW(learning_rate=3e-4, beta1=0.9, beta2=0.95, epsilon=1e-8, weight_decay=0.1,
+                                     parameters=model.parameters())
+        return net, dist.shard_optimizer(opt) if auto else opt
 
-    def step(opt):
+    def step(net, opt):
         opt.clear_grad(set_to_zero=False)
         logits = net(x)
         loss = F.cross_entropy(logits.reshape([-1, c["vocab"]]), y.reshape([-1]))
@@ -260,40 +279,37 @@ def child(args):
         return float(loss)
 
     def slowest(ts):
-        if not ddp:
+        if not (ddp or auto):
             return ts
         t = paddle.to_tensor(ts, dtype="float64")
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return t.numpy().tolist()
 
-    def timed(opt, warm, n):
+    def timed(attn, warm, n):
+        net, opt = make(attn)
         for _ in range(warm):
-            step(opt)
+            step(net, opt)
         ts, loss = [], None
         for _ in range(n):
             t0 = time.perf_counter()
-            loss = step(opt)
+            loss = step(net, opt)
             ts.append(time.perf_counter() - t0)
         return slowest(ts), loss
 
     attns = ["matmul", "sdpa"] if args.attn == "best" else [args.attn]
-    best = (0, attns[0])
+    a = attns[0]
     if len(attns) > 1:
         best = None
         for a in attns:
-            model.set_attn(a)
-            ts, _ = timed(make_opt(), 1, 3)
+            ts, _ = timed(a, 1, 3)
             m = median(ts)
             if rank == 0:
                 print(json.dumps(dict(common, variant_probe=True, attn=a, step_ms=round(1e3 * m, 1))), flush=True)
             if best is None or m < best[0]:
                 best = (m, a)
-    _, a = best
-    paddle.seed(0)  # fresh weights (the same on every rank) and optimizer state for the timed run
-    model.set_state_dict(Llama().state_dict())
-    model.set_attn(a)
-    ts, loss = timed(make_opt(), args.warmup, args.steps)
-    if ddp:
+        a = best[1]
+    ts, loss = timed(a, args.warmup, args.steps)
+    if ddp:  # the mean over ranks = the loss of the whole batch (auto's float(loss) is already global)
         lv = paddle.to_tensor([loss], dtype="float64")
         dist.all_reduce(lv)
         loss = float(lv[0]) / world

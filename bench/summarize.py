@@ -210,11 +210,14 @@ def data_parallel(rows):
     if not rows:
         return None
 
+    def peer(r):  # framework and version
+        ver = r.get("torch") or r.get("paddle") or "?"
+        return "%s %s" % ("PaddlePaddle" if r["impl"].startswith("paddle") else "PyTorch", ver)
+
     def who(r):
         if r["impl"] == "paddle.c":
             return "paddle.c (%s)" % r.get("run", "?")
-        ver = r.get("torch") or r.get("paddle") or "?"
-        return "%s %s" % ("PaddlePaddle" if r["impl"].startswith("paddle") else "PyTorch", ver)
+        return peer(r) + (" (auto parallel)" if r["impl"].endswith("-auto") else "")
 
     mode = lambda r: "no comm." if "independent" in r.get("run", "") else "DP" if r["world_size"] > 1 else "one process"
     body = [[who(r), mode(r), f"{r['world_size']} × {r['threads']}",
@@ -238,7 +241,7 @@ def data_parallel(rows):
         if r["impl"] == "paddle.c" or r["world_size"] == 1:
             continue
         one = next((o for o in rows if o["impl"] != "paddle.c" and o["world_size"] == 1 and
-                    who(o) == who(r)), None)
+                    peer(o) == peer(r)), None)
         own = f" (its own DP / one process: {r['tokens_per_s'] / one['tokens_per_s']:.2f}×)" if one else ""
         if pd_dp:
             q = pd_dp["tokens_per_s"] / r["tokens_per_s"]
