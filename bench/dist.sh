@@ -12,6 +12,8 @@
 #   paddle.c  NP independent paddlec train processes x 1 thread, each on
 #             8 / NP sequences, side by side: the ceiling of data
 #             parallelism (its compute without any communication)
+#   paddle.c  bench_allreduce under mpirun: the all-reduce of the whole
+#             gradient (24.5 MB) through pd_reshard, alone
 #   paddle.c  bench_train_llama, 1 process x 2 threads (the peers' exact
 #             step: one fixed batch, no data pipeline; for reference)
 #   peers     bench/ddp_torch.py with Debian's python3-torch 1.13 and with
@@ -43,7 +45,10 @@ paddle_py=${PD_DIST_PADDLE_PY:-/work/venv-paddle/bin/python}
 here=$(cd "$(dirname "$0")" && pwd)
 pdc=$build/paddlec
 [ -x "$pdc" ] || { echo "dist.sh: no program $pdc (build first)" >&2; exit 2; }
-[ "$steps" -ge 1 ] && [ "$warm" -ge 1 ] || { echo "dist.sh: need STEPS >= 1 and PD_DIST_WARMUP >= 1" >&2; exit 2; }
+if ! [ "$steps" -ge 1 ] 2>/dev/null || ! [ "$warm" -ge 1 ] 2>/dev/null || ! [ "$np" -ge 2 ] 2>/dev/null; then
+  echo "dist.sh: need STEPS >= 1, PD_DIST_WARMUP >= 1 and PD_DIST_NP >= 2" >&2
+  exit 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$tmp/lines.jsonl
@@ -135,6 +140,12 @@ ceiling_run() {
     echo "{\"bench\":\"train_llama_dp\",\"impl\":\"paddle.c\",\"run\":\"paddlec train --mesh dp=$np\",\"world_size\":$np,\"threads\":1,\"error\":\"paddlec train has no --mesh option yet (issue 14): no data-parallel figure\"}"
   fi
   [ $((8 % np)) = 0 ] && ceiling_run
+  if [ -x "$build/bench_allreduce" ]; then  # the all-reduce of the gradients, alone
+    echo "# bench_allreduce under mpirun -np $np" >&2
+    # shellcheck disable=SC2086
+    env "${mpi_env[@]}" mpirun -np "$np" ${PD_DIST_MPIRUN:-} "$build/bench_allreduce" ||
+      echo "{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",\"error\":\"bench_allreduce failed\"}"
+  fi
 
   if [ -x "$build/bench_train_llama" ]; then
     echo "# bench_train_llama, 1 process x 2 threads" >&2

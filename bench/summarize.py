@@ -205,8 +205,8 @@ def flashmask(rows):
     return "### FlashMask (fwd+bwd speedups are the peer's time over FlashMask's)\n\n" + "\n\n".join(out)
 
 
-def data_parallel(rows):
-    rows = [r for r in rows if r.get("bench") == "train_llama_dp" and "tokens_per_s" in r]
+def data_parallel(all_rows):
+    rows = [r for r in all_rows if r.get("bench") == "train_llama_dp" and "tokens_per_s" in r]
     if not rows:
         return None
 
@@ -248,6 +248,12 @@ def data_parallel(rows):
             goals.append(f"- paddle.c DP / {who(r)} DP: {q:.2f}× (goal 1.3×): {'met' if q >= 1.3 else 'NOT met'}{own}")
         else:
             goals.append(f"- {who(r)} DP: {fmt(r['tokens_per_s'])} tokens/s{own}; no paddle.c DP figure to compare")
+    ar = next((r for r in all_rows if r.get("bench") == "allreduce" and r.get("size") == "bench Llama gradient"
+               and "ms" in r), None)
+    if ar:
+        share = f" = {ar['ms'] / pd_one['step_ms']:.1%} of the one-process step" if pd_one else ""
+        goals.append(f"- all-reduce of the whole gradient ({ar['bytes'] / 1e6:.1f} MB, {ar['world_size']} ranks, "
+                     f"bench_allreduce): {ar['ms']:.1f} ms median{share}")
     if goals:
         out.append("\n".join(goals))
     return "### Data parallelism (bench Llama, 8 × 256 tokens per step, f32, AdamW)\n\n" + "\n\n".join(out)
