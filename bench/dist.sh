@@ -176,7 +176,7 @@ for line in sys.stdin:
       continue
     fi
     env -u OMP_NUM_THREADS "$py" "$script" --world "$np" --steps "$steps" --warmup "$warm" 2>>"$tmp/peer.err" |
-      grep -v '"variant_probe": true' ||
+      grep --line-buffered -v '"variant_probe": true' ||
       echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"$(json_str "peer failed: $(tail -1 "$tmp/peer.err" | cut -c1-200)")\"}"
   done
 } | tee "$out"
