@@ -48,6 +48,7 @@ import argparse, json, os, socket, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 import llama_torch as lt  # noqa: E402  (the model, CFG, flops formula)
 
 MALLOC = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
