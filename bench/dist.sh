@@ -31,6 +31,9 @@
 #   PD_DIST_TORCH_PY, PD_DIST_PADDLE_PY   the interpreters of the PyPI peers
 #                    (default /work/venv/bin/python, /work/venv-paddle/bin/python)
 #   PD_DIST_MPIRUN   extra mpirun arguments (e.g. "--bind-to none")
+#   PD_DIST_TORCH_ARGS, PD_DIST_PADDLE_ARGS   extra arguments of the peers,
+#                    e.g. "--attn sdpa --foreach 1" to skip their variant
+#                    probes (see the scripts' --help)
 # The MPI environment is the one the distributed tests run under
 # (CMakeLists.txt): root allowed, no single-copy mechanism (containers),
 # waiting ranks yield their CPU.
@@ -165,9 +168,9 @@ for line in sys.stdin:
 
   for p in $peers; do
     case $p in
-      torch113) py=/usr/bin/python3; script=$here/ddp_torch.py ;;
-      torch-pypi) py=$torch_py; script=$here/ddp_torch.py ;;
-      paddle) py=$paddle_py; script=$here/ddp_paddle.py ;;
+      torch113) py=/usr/bin/python3; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
+      torch-pypi) py=$torch_py; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
+      paddle) py=$paddle_py; script=$here/ddp_paddle.py; extra=${PD_DIST_PADDLE_ARGS:-} ;;
       *) echo "dist.sh: unknown peer '$p' (torch113, torch-pypi, paddle)" >&2; continue ;;
     esac
     echo "# peer $p: $py $script" >&2
@@ -175,7 +178,8 @@ for line in sys.stdin:
       echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"no interpreter $(json_str "$py")\"}"
       continue
     fi
-    env -u OMP_NUM_THREADS "$py" "$script" --world "$np" --steps "$steps" --warmup "$warm" 2>>"$tmp/peer.err" |
+    # shellcheck disable=SC2086  # the extra arguments are a list
+    env -u OMP_NUM_THREADS "$py" "$script" --world "$np" --steps "$steps" --warmup "$warm" $extra 2>>"$tmp/peer.err" |
       grep --line-buffered -v '"variant_probe": true' ||
       echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"$(json_str "peer failed: $(tail -1 "$tmp/peer.err" | cut -c1-200)")\"}"
   done
