@@ -32,7 +32,7 @@
 #                    (default /work/venv/bin/python, /work/venv-paddle/bin/python)
 #   PD_DIST_MPIRUN   extra mpirun arguments (e.g. "--bind-to none")
 #   PD_DIST_TORCH_ARGS, PD_DIST_PADDLE_ARGS   extra arguments of the peers,
-#                    e.g. "--attn sdpa --foreach 1" to skip their variant
+#                    e.g. "--attn matmul --foreach 0" to skip their variant
 #                    probes (see the scripts' --help)
 # The MPI environment is the one the distributed tests run under
 # (CMakeLists.txt): root allowed, no single-copy mechanism (containers),
