@@ -128,6 +128,10 @@ static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor 
 
 static int flush_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
 {
+    if (leaf->dist && g->dist) { /* in the leaf's placements: a Partial sum is reduced here */
+        g = pdi_dist_hooks->leaf_grad(leaf, g);
+        if (!g) return pd_last_status();
+    }
     g = run_hooks(leaf->hooks, g);
     if (!g) return pdi_status_of(NULL, "backward: leaf hook");
     if (!r->create_graph && g->grad_fn) g = pd_detach(g);
@@ -163,7 +167,8 @@ static int run_node(struct run *r, int k)
     for (int j = 0; j < n->n_out && rc == PD_OK; j++) {
         struct pd_tensor *g = r->buf[k][j];
         if (!g) {
-            g = pd_zeros(n->out_meta[j].shape, n->out_meta[j].ndim, n->out_meta[j].dtype);
+            g = n->dist ? pdi_dist_hooks->zeros(n->dist, &n->out_meta[j])
+                        : pd_zeros(n->out_meta[j].shape, n->out_meta[j].ndim, n->out_meta[j].dtype);
             if (!g) { rc = pd_last_status(); break; }
         }
         g = run_hooks(n->out_hooks[j], g);
