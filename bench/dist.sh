@@ -179,9 +179,13 @@ for line in sys.stdin:
       continue
     fi
     # shellcheck disable=SC2086  # the extra arguments are a list
-    env -u OMP_NUM_THREADS "$py" "$script" --world "$np" --steps "$steps" --warmup "$warm" $extra 2>>"$tmp/peer.err" |
-      grep --line-buffered -v '"variant_probe": true' ||
-      echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"$(json_str "peer failed: $(tail -1 "$tmp/peer.err" | cut -c1-200)")\"}"
+    env -u OMP_NUM_THREADS "$py" "$script" --world "$np" --steps "$steps" --warmup "$warm" $extra \
+      2>"$tmp/peer-$p.err" | grep --line-buffered -v '"variant_probe": true' | tee "$tmp/peer-$p.out"
+    # the peer prints its own error lines; a peer that printed nothing at all gets one
+    if ! grep -q '"train_llama_dp"' "$tmp/peer-$p.out"; then
+      last=$(grep -v '^ *$' "$tmp/peer-$p.err" | tail -1 | cut -c1-200)
+      echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"$(json_str "peer printed nothing: ${last:-no message}")\"}"
+    fi
   done
 } | tee "$out"
 
