@@ -35,8 +35,8 @@
 #                    e.g. "--attn matmul --foreach 0" to skip their variant
 #                    probes (see the scripts' --help)
 # The MPI environment is the one the distributed tests run under
-# (CMakeLists.txt): root allowed, no single-copy mechanism (containers),
-# waiting ranks yield their CPU.
+# (CMakeLists.txt): root allowed, waiting ranks yield their CPU; but the
+# single-copy transport is kept where it works (below).
 set -uo pipefail
 build=${1:-build}
 steps=${2:-10}
@@ -55,8 +55,24 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$tmp/lines.jsonl
-mpi_env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-         OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_mpi_yield_when_idle=1)
+mpi_env=(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+         OMPI_MCA_mpi_yield_when_idle=1)
+# Shared memory's single-copy transport (cross-memory attach) where the
+# container allows it: a 24.5 MB all-reduce took 140-180 ms with it and
+# 390-470 ms without, at load 14 (docs/benchmarks.md). One all-reduce with
+# Open MPI's default tells; if it fails or complains, copy through the
+# shared segment as the tests do (OMPI_MCA_btl_vader_single_copy_mechanism=none).
+single_copy=default
+if [ -z "${OMPI_MCA_btl_vader_single_copy_mechanism:-}" ] && [ -x "$build/bench_allreduce" ]; then
+  # shellcheck disable=SC2086
+  if ! env "${mpi_env[@]}" mpirun -np "$np" ${PD_DIST_MPIRUN:-} "$build/bench_allreduce" --trials 1 \
+      >/dev/null 2>"$tmp/cma.err" || [ -s "$tmp/cma.err" ]; then
+    single_copy=none
+  fi
+else
+  single_copy=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+fi
+[ "$single_copy" = default ] || mpi_env+=(OMPI_MCA_btl_vader_single_copy_mechanism="$single_copy")
 model=(--dim 288 --layers 6 --heads 6 --kv-heads 6 --hidden 768 --seq-len 256 --batch 8 --vocab 256)
 recipe=(--steps $((steps + warm)) --lr 3e-4 --min-lr 3e-4 --warmup 0 --clip 0 --task-n 0
         --eval-every 1000000 --log-every 1000000)
@@ -128,7 +144,7 @@ ceiling_run() {
 
 {
   cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-  echo "{\"bench\":\"dist_machine\",\"cpu\":\"$(json_str "$cpu")\",\"nproc\":$(nproc),\"date\":\"$(date -u +%FT%TZ)\",\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"steps\":$steps,\"warmup\":$warm}"
+  echo "{\"bench\":\"dist_machine\",\"cpu\":\"$(json_str "$cpu")\",\"nproc\":$(nproc),\"date\":\"$(date -u +%FT%TZ)\",\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"steps\":$steps,\"warmup\":$warm,\"mpi_single_copy\":\"$single_copy\"}"
 
   our_run "paddlec train" 1 2 "$pdc" train
 
