@@ -50,13 +50,13 @@ static struct pd_tensor *plain_piece(struct pd_tensor *x, struct pd_mesh *m, con
 
 /* The op's decomposition on the distributed inputs (each of its ops comes
  * back through the stage). */
-static int run_decomp(struct pdi_call *c)
+static int run_decomp(struct pdi_call *c, const struct pdi_spmd *s)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
     if (c->inplace) return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: in place on a distributed tensor in this placement", d->name);
     struct pd_tensor *out[PDI_SPMD_MAX_OUT] = {0};
     int tok = pd_scope_begin();
-    int rc = d->decomp(c, out);
+    int rc = s->decomp ? s->decomp(c, out) : d->decomp(c, out);
     for (int j = 0; j < c->n_out; j++) c->out[j] = rc ? NULL : pd_keep(out[j]);
     pd_scope_end(tok);
     return rc;
@@ -161,9 +161,15 @@ int pdi_vjp_reshard(struct pdi_node *n, struct pd_tensor *const *gout, struct pd
 }
 
 /* ---- the stage -------------------------------------------------------- */
+static int64_t stage_calls[PD_OP_COUNT];
+
+void pdi_spmd_stats(int64_t *calls) { memcpy(calls, stage_calls, sizeof stage_calls); }
+void pdi_spmd_stats_reset(void) { memset(stage_calls, 0, sizeof stage_calls); }
+
 static int dist_call(struct pdi_call *c)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
+    __atomic_add_fetch(&stage_calls[c->op], 1, __ATOMIC_RELAXED);
     if (c->op == PD_OP_reshard) return reshard_call(c);
     int ni = c->n_in, no = c->n_out;
     struct pd_mesh *m = NULL;
@@ -190,6 +196,7 @@ static int dist_call(struct pdi_call *c)
     if (rc) return rc;
     int have_meta = d->infer(&g) == PD_OK;
     if (!have_meta) pd_clear_error();
+    else c->a = g.a; /* as infer leaves them on a plain call (axes normalised): autograd records these */
 
     /* 2. the rule */
     struct pd_placement (*pl)[PD_MAX_MESH_DIMS] = pdi_malloc(sizeof *pl * (size_t)(ni ? ni : 1));
@@ -209,7 +216,7 @@ static int dist_call(struct pdi_call *c)
     }
     if (rc) goto out;
     if (s.decompose) {
-        rc = run_decomp(c);
+        rc = run_decomp(c, &s);
         goto out;
     }
 
@@ -235,7 +242,8 @@ static int dist_call(struct pdi_call *c)
         if (c->op == PD_OP_view) loc[0] = pd_contiguous(loc[0]); /* the piece may be a strided view */
         struct pdi_call l = {.op = c->op, .n_in = ni, .n_out = no, .in = loc, .out = lout, .a = s.a,
                              .inplace = c->inplace};
-        rc = loc[0] || !ni ? pdi_dispatch(&l) : pd_last_status(); /* its outputs join the scope */
+        /* its outputs join the scope */
+        rc = loc[0] || !ni ? (s.local ? s.local(&l, &s) : pdi_dispatch(&l)) : pd_last_status();
     }
     pd_grad_mode_end(gtok);
 

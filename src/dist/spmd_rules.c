@@ -237,7 +237,7 @@ static int spmd_dims(const struct pdi_call *g, struct pdi_spmd *s, unsigned allo
         if (d < 0) { replicate_axis(s, k); continue; }
         struct pd_placement sp = {PD_SHARD, d, order, 0};
         for (int i = 0; i < s->n_in; i++)
-            s->in[i][k] = g->in[i]->ndim > d && g->in[i]->shape[d] == x0->shape[d] && g->in[i]->shape[d] > 1 ? sp : R;
+            s->in[i][k] = g->in[i]->ndim > d && g->in[i]->shape[d] == x0->shape[d] ? sp : R; /* extent 1 of N: broadcast */
         for (int j = 0; j < s->n_out; j++)
             s->out[j][k] = g->meta[j].ndim > d && g->meta[j].shape[d] == x0->shape[d] ? sp : R;
     }
@@ -320,26 +320,86 @@ int pdi_spmd_softmax(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_dims(g, s, all & ~(1u << ax));
 }
 
-/* nll_loss: logp [N, C, d...], target [N, d...], [weight [C]]. Classes
- * replicated; the rows stay sharded: reduction none keeps them, sum makes
- * Partial(sum), mean (a ratio of two sums) runs the decomposition. */
+/* nll_loss on this rank's classes [c0, c0 + C_local): a target outside
+ * them (or ignored) becomes -1, which the local call ignores, so the
+ * ranks' losses sum to the loss (Partial(sum)): each rank reads only its
+ * picked logit, as Megatron's vocabulary-parallel cross entropy. */
+static int nll_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pd_tensor *lp = l->in[0], *t = l->in[1];
+    int cax = lp->ndim == 1 ? 0 : 1;
+    struct pd_tensor *sh = pd_sub(t, pd_scalar((double)s->local_arg[0], t->dtype));
+    struct pd_tensor *valid = pd_logical_and(pd_ne(t, pd_scalar((double)l->a.nll_loss.ignore_index, t->dtype)),
+                                             pd_logical_and(pd_ge(sh, pd_scalar(0, t->dtype)),
+                                                            pd_lt(sh, pd_scalar((double)lp->shape[cax], t->dtype))));
+    struct pd_tensor *in[3] = {lp, pd_where(valid, sh, pd_scalar(-1, t->dtype)), l->n_in > 2 ? l->in[2] : NULL};
+    if (!in[1]) return pd_last_status();
+    struct pdi_call c = *l;
+    c.in = in;
+    c.a.nll_loss.ignore_index = -1;
+    return pdi_dispatch(&c);
+}
+
+/* The mean over classes split: sum / the targets' total weight (the sum
+ * comes back to the rule: the local path above). */
+static int nll_mean_split(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *t = c->in[1], *w = c->a.nll_loss.has_weight ? c->in[2] : NULL;
+    struct pdi_attrs a = c->a;
+    a.nll_loss.reduction = PD_REDUCTION_SUM;
+    struct pd_tensor *num = pdi_calln(PD_OP_nll_loss, c->in, c->n_in, &a);
+    struct pd_tensor *valid = pd_ne(t, pd_scalar((double)c->a.nll_loss.ignore_index, t->dtype));
+    struct pd_tensor *wt = pd_cast(valid, num ? num->dtype : PD_F32);
+    if (w) {
+        struct pd_tensor *safe = pd_where(valid, t, pd_scalar(0, t->dtype));
+        int64_t n = pd_tensor_numel(safe);
+        struct pd_tensor *pick = pd_index_select(w, 0, pd_reshape(safe, &n, 1));
+        wt = pd_mul(wt, pd_reshape(pd_cast(pick, wt->dtype), t->shape, t->ndim));
+    }
+    out[0] = pd_div(num, pd_sum(wt, NULL, 0, 0));
+    return out[0] ? PD_OK : pd_last_status();
+}
+
+/* nll_loss: logp [N, C, d...] (or [C]), target [N, d...], [weight [C]].
+ * Rows split: they stay split; reduction none keeps them, sum makes
+ * Partial(sum). Classes split (vocabulary-parallel logits): the local
+ * lookup above, Partial(sum) for every reduction but mean, whose ratio
+ * runs nll_mean_split. Mean over split rows runs the decomposition. */
 int pdi_spmd_nll_loss(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int red = (int)g->a.nll_loss.reduction, any = 0;
+    int red = (int)g->a.nll_loss.reduction, rows = 0, classes = 0;
+    int nd = g->in[0]->ndim, cax = nd == 1 ? 0 : 1;
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k], *t = &s->in[1][k];
-        int d = -1, order = 0; /* a row dim of logp (dim 1 is the class) */
-        if (is_shard(p) && p->dim != 1 && g->in[0]->ndim > 1) d = p->dim, order = p->order;
-        else if (is_shard(t) && g->in[0]->ndim > 1) d = t->dim ? t->dim + 1 : 0, order = t->order;
+        for (int i = 2; i < s->n_in; i++) s->in[i][k] = R;
+        if (is_shard(p) && p->dim == cax) { /* vocabulary-parallel */
+            classes = 1;
+            *t = R;
+            for (int i = 2; i < s->n_in; i++) s->in[i][k] = (struct pd_placement){PD_SHARD, 0, p->order, 0};
+            s->out[0][k] = pd_partial(PD_RED_SUM);
+            continue;
+        }
+        int d = -1, order = 0; /* a row dim of logp */
+        if (is_shard(p) && nd > 1) d = p->dim, order = p->order;
+        else if (is_shard(t) && nd > 1) d = t->dim ? t->dim + 1 : 0, order = t->order;
         if (d < 0) { replicate_axis(s, k); continue; }
-        any = 1;
+        rows = 1;
         *p = (struct pd_placement){PD_SHARD, d, order, 0};
         *t = (struct pd_placement){PD_SHARD, d ? d - 1 : 0, order, 0};
-        for (int i = 2; i < s->n_in; i++) s->in[i][k] = R;
         if (red == PD_REDUCTION_NONE) s->out[0][k] = (struct pd_placement){PD_SHARD, d ? d - 1 : 0, order, 0};
         else s->out[0][k] = pd_partial(PD_RED_SUM);
     }
-    if (any && red == PD_REDUCTION_MEAN) s->decompose = 1;
+    if (classes && red == PD_REDUCTION_MEAN) {
+        s->decompose = 1;
+        s->decomp = nll_mean_split;
+    } else if (rows && red == PD_REDUCTION_MEAN) {
+        s->decompose = 1;
+    } else if (classes) {
+        int64_t c0, c1;
+        pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
+        s->local = nll_local;
+        s->local_arg[0] = c0;
+    }
     return PD_OK;
 }
 
@@ -390,12 +450,33 @@ int pdi_spmd_matmul(const struct pdi_call *g, struct pdi_spmd *s)
 }
 
 /* ---- embedding -------------------------------------------------------- */
-/* ids [...], weight [V, D] → [..., D]: the ids' dims carried; weight
- * split by columns (D) gives a split last dim. A vocabulary split (rows)
- * is gathered (the local lookup would need shifted ids). */
+/* A vocabulary-parallel lookup on this rank's rows [v0, v0 + V_local) of
+ * the table: ids outside them read row 0 and are zeroed, so the ranks'
+ * results sum to the lookup (Partial(sum); docs/distributed.md). */
+static int embedding_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pd_tensor *ids = l->in[0], *w = l->in[1];
+    int64_t nv = w->shape[0], shape[PD_MAX_DIMS];
+    memcpy(shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
+    shape[ids->ndim] = w->shape[1];
+    if (nv == 0) { /* an empty piece of the table */
+        l->out[0] = pd_zeros(shape, ids->ndim + 1, w->dtype);
+        return l->out[0] ? PD_OK : pd_last_status();
+    }
+    struct pd_tensor *sh = pd_sub(ids, pd_scalar((double)s->local_arg[0], ids->dtype));
+    struct pd_tensor *valid = pd_logical_and(pd_ge(sh, pd_scalar(0, ids->dtype)), pd_lt(sh, pd_scalar((double)nv, ids->dtype)));
+    struct pd_tensor *e = pd_embedding(pd_where(valid, sh, pd_scalar(0, ids->dtype)), w);
+    l->out[0] = pd_where(pd_unsqueeze(valid, -1), e, pd_scalar(0, w->dtype));
+    return l->out[0] ? PD_OK : pd_last_status();
+}
+
+/* ids [...], weight [V, D] → [..., D]: the ids' dims carried; the weight
+ * split by columns (D) gives a split last dim; split by rows (the
+ * vocabulary) gives Partial(sum) by the masked local lookup above; a
+ * Partial weight stays Partial (the lookup is linear in it). */
 int pdi_spmd_embedding(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int ni = g->in[0]->ndim;
+    int ni = g->in[0]->ndim, vocab = 0;
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *pi = &s->in[0][k], *pw = &s->in[1][k];
         if (is_shard(pi)) {
@@ -404,9 +485,22 @@ int pdi_spmd_embedding(const struct pdi_call *g, struct pdi_spmd *s)
         } else if (is_shard(pw) && pw->dim == 1) {
             *pi = R;
             s->out[0][k] = (struct pd_placement){PD_SHARD, ni, pw->order, 0};
+        } else if (is_shard(pw)) {
+            *pi = R;
+            s->out[0][k] = pd_partial(PD_RED_SUM);
+            vocab = 1;
+        } else if (is_linear_partial(pw)) {
+            *pi = R;
+            s->out[0][k] = *pw;
         } else {
             replicate_axis(s, k);
         }
+    }
+    if (vocab) {
+        int64_t v0, v1;
+        pdi_dist_range(s->mesh, s->in[1], g->in[1]->shape, 0, &v0, &v1);
+        s->local = embedding_local;
+        s->local_arg[0] = v0;
     }
     return PD_OK;
 }
@@ -554,3 +648,180 @@ int pdi_spmd_update(const struct pdi_call *g, struct pdi_spmd *s)
 }
 
 int pdi_spmd_keep(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_keep(g, s); }
+
+/* ---- dims carried, checked: index, scan, sort, pad, pool, conv ------- */
+/* Dims of input 0 in `allowed` may stay sharded. Every input with input
+ * 0's rank follows it: one with input 0's extent on the dim is sharded
+ * with it, one of extent 1 there (a broadcast) is replicated, and another
+ * extent (a gather's smaller index) keeps the dim whole. Inputs of
+ * another rank are replicated; so are Partial inputs (reduced first).
+ * Outputs of at least input 0's rank with its extent on the dim follow;
+ * the others are replicated (callers fix outputs that are sums). */
+static int dim_follows(const struct pdi_call *g, int d)
+{
+    const struct pd_tensor *x0 = g->in[0];
+    for (int i = 1; i < g->n_in; i++) {
+        const struct pd_tensor *x = g->in[i];
+        if (x->ndim == x0->ndim && x->shape[d] != x0->shape[d] && x->shape[d] != 1) return 0;
+    }
+    for (int j = 0; j < g->n_out; j++)
+        if (g->meta[j].ndim >= x0->ndim && g->meta[j].shape[d] != x0->shape[d]) return 0;
+    return 1;
+}
+
+static int spmd_aligned(const struct pdi_call *g, struct pdi_spmd *s, unsigned allowed)
+{
+    const struct pd_tensor *x0 = g->in[0];
+    for (int k = 0; k < s->mdim; k++) {
+        int d = -1, order = 0;
+        for (int i = 0; i < s->n_in && d < 0; i++) {
+            const struct pd_placement *p = &s->in[i][k];
+            if (is_shard(p) && g->in[i]->ndim == x0->ndim && (allowed >> p->dim & 1) &&
+                g->in[i]->shape[p->dim] == x0->shape[p->dim] && dim_follows(g, p->dim))
+                d = p->dim, order = p->order;
+        }
+        if (d < 0) { replicate_axis(s, k); continue; }
+        struct pd_placement sp = {PD_SHARD, d, order, 0};
+        for (int i = 0; i < s->n_in; i++)
+            s->in[i][k] = g->in[i]->ndim == x0->ndim && g->in[i]->shape[d] == x0->shape[d] ? sp : R;
+        for (int j = 0; j < s->n_out; j++)
+            s->out[j][k] = g->meta[j].ndim >= x0->ndim && g->meta[j].shape[d] == x0->shape[d] ? sp : R;
+    }
+    return PD_OK;
+}
+
+static unsigned all_dims(int ndim) { return ndim > 0 ? (1u << ndim) - 1 : 0; }
+
+/* An `input_shape` attribute holding output 0's global shape: the local one. */
+static void local_out_shape(struct pdi_spmd *s, const struct pdi_meta *o, struct pdi_ints *v)
+{
+    int64_t ls[PD_MAX_DIMS];
+    local_shape(s, s->out[0], o->shape, o->ndim, ls);
+    v->n = o->ndim;
+    for (int d = 0; d < o->ndim; d++) v->v[d] = ls[d];
+}
+
+/* gather, index_select, scatter, scatter_add, index_add: every dim but the
+ * indexed one (an index of input 0's rank must match x there). */
+int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int ax = (int)g->a.index_axis.axis;
+    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+}
+
+/* cumsum, cumprod, topk, sort: every dim but the scanned (sorted) one. */
+int pdi_spmd_along_axis(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int ax = (int)(g->op == PD_OP_topk ? g->a.topk.axis : g->op == PD_OP_sort ? g->a.sort.axis : g->a.scan.axis);
+    if (g->in[0]->ndim == 0) return pdi_spmd_replicate(g, s);
+    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+}
+
+/* flip: the dims not reversed (infer set the mask). */
+int pdi_spmd_flip(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(unsigned)g->a.flip.mask);
+}
+
+/* pad, pad_backward: the dims without padding. */
+int pdi_spmd_pad(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    const struct pdi_ints *pads = g->op == PD_OP_pad ? &g->a.pad.pads : &g->a.pad_backward.pads;
+    int nd = g->in[0]->ndim;
+    unsigned allowed = all_dims(nd);
+    for (int q = 0; 2 * q + 1 < pads->n; q++)
+        if (pads->v[2 * q] || pads->v[2 * q + 1]) allowed &= ~(1u << (nd - 1 - q));
+    int rc = spmd_aligned(g, s, allowed);
+    if (rc == PD_OK && g->op == PD_OP_pad_backward) local_out_shape(s, &g->meta[0], &s->a.pad_backward.input_shape);
+    return rc;
+}
+
+/* tril, triu: every dim; a rank holding rows from r0 and columns from c0
+ * keeps the diagonal diagonal + r0 - c0 of its piece. */
+int pdi_spmd_tri(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim;
+    int rc = spmd_aligned(g, s, all_dims(nd));
+    if (rc || nd < 2) return rc;
+    int64_t r0, r1, c0, c1;
+    pdi_dist_range(s->mesh, s->out[0], g->meta[0].shape, nd - 2, &r0, &r1);
+    pdi_dist_range(s->mesh, s->out[0], g->meta[0].shape, nd - 1, &c0, &c1);
+    s->a.tri.diagonal += r0 - c0;
+    return PD_OK;
+}
+
+/* one_hot: the ids' dims (the class dim is new, whole). */
+int pdi_spmd_one_hot(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_aligned(g, s, all_dims(g->in[0]->ndim)); }
+
+/* interpolate, the pools and their backwards: batch and channels. */
+int pdi_spmd_batch_channels(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int rc = spmd_aligned(g, s, 3u);
+    if (rc == PD_OK && g->op == PD_OP_avg_pool2d_backward)
+        local_out_shape(s, &g->meta[0], &s->a.avg_pool2d_backward.input_shape);
+    return rc;
+}
+
+/* conv2d, conv2d_backward_data: the batch (weight and bias whole);
+ * conv2d_backward_weight (gout, x): a split batch sums away: Partial. */
+int pdi_spmd_conv(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    if (g->op != PD_OP_conv2d_backward_weight) {
+        for (int k = 0; k < s->mdim; k++)
+            for (int i = 1; i < s->n_in; i++) s->in[i][k] = R; /* weight, bias: never the batch */
+        int rc = spmd_aligned(g, s, 1u);
+        if (rc == PD_OK && g->op == PD_OP_conv2d_backward_data)
+            local_out_shape(s, &g->meta[0], &s->a.conv2d_backward_data.input_shape);
+        return rc;
+    }
+    for (int k = 0; k < s->mdim; k++) {
+        const struct pd_placement *p0 = &s->in[0][k], *p1 = &s->in[1][k];
+        const struct pd_placement *p = is_shard(p0) && p0->dim == 0 ? p0 : is_shard(p1) && p1->dim == 0 ? p1 : NULL;
+        if (!p) { replicate_axis(s, k); continue; }
+        struct pd_placement sp = {PD_SHARD, 0, p->order, 0};
+        s->in[0][k] = s->in[1][k] = sp;
+        s->out[0][k] = pd_partial(PD_RED_SUM);
+    }
+    return PD_OK;
+}
+
+/* group_norm: the batch; weight and bias whole. */
+int pdi_spmd_group_norm(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    for (int k = 0; k < s->mdim; k++)
+        for (int i = 1; i < s->n_in; i++) s->in[i][k] = R;
+    return spmd_aligned(g, s, 1u);
+}
+
+/* norm_backward (x, gout, [w]) → dx, [dw], [db]: the leading dims of x
+ * carry to dx; dw and db sum over them, so they are Partial(sum) on the
+ * axes that split a leading dim. */
+int pdi_spmd_norm_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim, lead = nd - (int)g->a.norm_backward.n_norm_axes;
+    for (int k = 0; k < s->mdim; k++)
+        for (int i = 2; i < s->n_in; i++) s->in[i][k] = R;
+    int rc = spmd_aligned(g, s, lead > 0 ? (1u << lead) - 1 : 0);
+    for (int k = 0; k < s->mdim && rc == PD_OK; k++)
+        for (int j = 1; j < s->n_out; j++)
+            s->out[j][k] = is_shard(&s->out[0][k]) ? pd_partial(PD_RED_SUM) : R;
+    return rc;
+}
+
+/* slice_backward: every dim but the sliced one (the output is the sliced
+ * tensor's shape: its local piece). */
+int pdi_spmd_slice_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int ax = (int)g->a.slice_backward.axis;
+    if (ax < 0) ax += g->in[0]->ndim;
+    int rc = spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    if (rc == PD_OK) local_out_shape(s, &g->meta[0], &s->a.slice_backward.input_shape);
+    return rc;
+}
+
+/* Creation ops have no input, so the stage never runs them: the
+ * pd_dtensor_* constructors (src/dist/create.c) build sharded tensors
+ * directly. Data-dependent results (nonzero, unique, masked_select,
+ * masked_scatter: an element's place depends on the elements before it)
+ * and diagonal and its backward run replicated. */
+int pdi_spmd_creation(const struct pdi_call *g, struct pdi_spmd *s) { return pdi_spmd_replicate(g, s); }
