@@ -100,6 +100,8 @@ struct pd_tensor *pd_dtensor_local(struct pd_tensor *x);
  * value at coordinate 0 and the reduction's identity elsewhere, as
  * pd_shard_tensor. (pd_dtensor_full, above, gathers: it is not a
  * constructor.) */
+struct pd_tensor *pd_dtensor_empty(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,
+                                   const struct pd_placement *pl); /* the values are undefined */
 struct pd_tensor *pd_dtensor_zeros(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,
                                    const struct pd_placement *pl);
 struct pd_tensor *pd_dtensor_ones(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,

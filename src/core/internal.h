@@ -102,6 +102,9 @@ struct pdi_dist {
     struct pd_placement pl[PD_MAX_MESH_DIMS];
     /* this rank's piece of the tensor's storage */
     int64_t lshape[PD_MAX_DIMS], lstrides[PD_MAX_DIMS], loffset;
+    /* a view whose input had to be resharded: it does not alias its base,
+     * so the stage refuses in-place writes into it (src/dist/spmd.c) */
+    int view_copy;
 };
 /* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
  * not call up into dist/): NULL until the first distributed tensor exists,

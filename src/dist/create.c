@@ -16,7 +16,7 @@
 
 #include "dist/dist_internal.h"
 
-enum kind { K_CONST, K_UNIFORM, K_NORMAL, K_RANDINT };
+enum kind { K_EMPTY, K_CONST, K_UNIFORM, K_NORMAL, K_RANDINT };
 
 static struct pd_tensor *build(const char *fn, enum kind k, const int64_t *shape, int ndim, enum pd_dtype dt, double p0,
                                double p1, int64_t i0, int64_t i1, struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl)
@@ -40,7 +40,9 @@ static struct pd_tensor *build(const char *fn, enum kind k, const int64_t *shape
     }
     int tok = pd_scope_begin();
     struct pd_tensor *x;
-    if (k == K_CONST) {
+    if (k == K_EMPTY) {
+        x = pd_empty(lshape, ndim, dt);
+    } else if (k == K_CONST) {
         x = pd_full(lshape, ndim, p0, dt);
     } else {
         struct pdi_attrs a;
@@ -77,6 +79,12 @@ struct pd_tensor *pd_dtensor_constant(const int64_t *shape, int ndim, double val
                                       struct pd_mesh *m, const struct pd_placement *pl)
 {
     return build("dtensor_constant", K_CONST, shape, ndim, dt, value, 0, 0, 0, NULL, m, pl);
+}
+
+struct pd_tensor *pd_dtensor_empty(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,
+                                   const struct pd_placement *pl)
+{
+    return build("dtensor_empty", K_EMPTY, shape, ndim, dt, 0, 0, 0, 0, NULL, m, pl);
 }
 
 struct pd_tensor *pd_dtensor_zeros(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,

@@ -197,6 +197,12 @@ static int dist_call(struct pdi_call *c)
     int have_meta = d->infer(&g) == PD_OK;
     if (!have_meta) pd_clear_error();
     else c->a = g.a; /* as infer leaves them on a plain call (axes normalised): autograd records these */
+    for (int i = 0; i < ni; i++) {
+        const struct pdi_dist *di = c->in[i]->dist;
+        if ((i < g.n_writes || (c->inplace && i == 0)) && di && di->view_copy)
+            return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is a view of a distributed tensor that had to be "
+                              "resharded (a copy): the write would not reach its base", d->name, i);
+    }
 
     /* 2. the rule */
     struct pd_placement (*pl)[PD_MAX_MESH_DIMS] = pdi_malloc(sizeof *pl * (size_t)(ni ? ni : 1));
@@ -222,9 +228,11 @@ static int dist_call(struct pdi_call *c)
 
     /* 3. the inputs in the placements the rule asks for; 4. the local call */
     int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
+    int copied = 0; /* a view of a copy: see struct pdi_dist's view_copy */
     for (int i = 0; i < ni && rc == PD_OK; i++) {
         struct pd_tensor *x = c->in[i];
         const struct pdi_dist *di = x->dist;
+        copied |= !di || di->view_copy || !same_placements(di->pl, pl[i], m->ndim);
         if (!di) {
             loc[i] = plain_piece(x, m, pl[i]);
         } else if (same_placements(di->pl, pl[i], m->ndim)) {
@@ -239,7 +247,11 @@ static int dist_call(struct pdi_call *c)
     }
     struct pd_tensor *lout[PDI_SPMD_MAX_OUT] = {0};
     if (rc == PD_OK) {
-        if (c->op == PD_OP_view) loc[0] = pd_contiguous(loc[0]); /* the piece may be a strided view */
+        if (c->op == PD_OP_view) { /* the piece may be a strided view */
+            struct pd_tensor *cc = pd_contiguous(loc[0]);
+            copied |= cc && loc[0] && cc->st != loc[0]->st;
+            loc[0] = cc;
+        }
         struct pdi_call l = {.op = c->op, .n_in = ni, .n_out = no, .in = loc, .out = lout, .a = s.a,
                              .inplace = c->inplace};
         /* its outputs join the scope */
@@ -257,6 +269,7 @@ static int dist_call(struct pdi_call *c)
         if (!have_meta) pdi_meta_of(lout[j], &gmeta[j]);
         c->out[j] = pdi_dist_wrap(lout[j], m, gs, lout[j]->ndim, s.out[j]);
         if (!c->out[j]) rc = pd_last_status();
+        else if (d->kind == PDI_KIND_VIEW) ((struct pdi_dist *)c->out[j]->dist)->view_copy = copied;
     }
     if (rc == PD_OK) rc = finish(c, gmeta);
     for (int j = 0; j < no; j++) {

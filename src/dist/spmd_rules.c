@@ -244,14 +244,11 @@ static int spmd_dims(const struct pdi_call *g, struct pdi_spmd *s, unsigned allo
     return PD_OK;
 }
 
-/* sdpa, flashmask and their backwards: batch and heads (dims 0, 1 of
- * [B, H, T, D]); heads only when the key heads split evenly too (grouped
+/* sdpa and its backward: batch and heads (dims 0, 1 of [B, H, T, D]); heads only when the key heads split evenly too (grouped
  * queries map onto whole key heads); dropout draws by global (b, h): then
  * replicated. */
 int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    if ((g->op == PD_OP_flashmask || g->op == PD_OP_flashmask_backward) && g->a.flashmask.dropout_p > 0)
-        return pdi_spmd_replicate(g, s);
     unsigned allowed = 1u;
     int64_t hq = g->in[0]->shape[1], hk = g->in[1]->shape[1];
     int heads_ok = 1;
@@ -630,15 +627,20 @@ int pdi_spmd_bernoulli(const struct pdi_call *g, struct pdi_spmd *s)
     return PD_OK;
 }
 
-/* sgd_update, adam_update: every state tensor in the parameter's
- * placements (the written ones must be already); the gradient follows. */
+/* sgd_update, adam_update: planes of N tensors (params, [masters], states,
+ * grads; src/ops/ops_optim.def): tensor i belongs to parameter i % N and
+ * takes its placements (the written ones must be in them already; a
+ * Partial gradient is reduced). */
 int pdi_spmd_update(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    const struct pd_tensor *p = g->in[0];
+    int planes = g->op == PD_OP_sgd_update
+                     ? 2 + (g->a.sgd_update.has_master != 0) + (g->a.sgd_update.momentum != 0)
+                     : 4 + (g->a.adam_update.has_master != 0) + (g->a.adam_update.amsgrad != 0);
+    int np = s->n_in % planes == 0 && s->n_in >= planes ? s->n_in / planes : 1;
     for (int k = 0; k < s->mdim; k++) {
-        struct pd_placement want = is_partial(&s->in[0][k]) ? R : s->in[0][k];
         for (int i = 0; i < s->n_in; i++) {
-            const struct pd_tensor *x = g->in[i];
+            const struct pd_tensor *p = g->in[i % np], *x = g->in[i];
+            struct pd_placement want = is_partial(&s->in[i % np][k]) ? R : s->in[i % np][k];
             int same = x->ndim == p->ndim && !memcmp(x->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
             s->in[i][k] = same ? want : R;
         }
@@ -648,6 +650,40 @@ int pdi_spmd_update(const struct pdi_call *g, struct pdi_spmd *s)
 }
 
 int pdi_spmd_keep(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_keep(g, s); }
+
+/* amp_unscale: found_inf must be the whole tensors' flag before anything
+ * is written. Each rank checks its pieces (nothing written), the flags
+ * are all-reduced (max) over the mesh, and if none is set the written
+ * inputs are scaled as the op scales them (grad_scale's arithmetic). */
+static int unscale_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pdi_call chk = *l;
+    chk.a.amp_unscale.n_inplace = 0;
+    int rc = pdi_dispatch(&chk);
+    if (rc) return rc;
+    struct pd_tensor *flag = pd_contiguous(chk.out[0]);
+    float *f = flag ? (float *)pd_tensor_data(flag) : NULL;
+    if (!f) return pd_last_status();
+#ifdef PD_HAVE_MPI
+    int e = MPI_Allreduce(MPI_IN_PLACE, f, 1, MPI_FLOAT, MPI_MAX, s->mesh->comm);
+    if (e != MPI_SUCCESS) return pdi_mpi_error(e, "amp_unscale", "MPI_Allreduce");
+    pdi_comm_count(PD_COMM_ALLREDUCE, sizeof *f);
+#endif
+    l->out[0] = flag;
+    if (*f != 0 || l->a.amp_unscale.n_inplace == 0) return PD_OK;
+    struct pdi_call sc = {.op = PD_OP_grad_scale, .n_in = (int)l->a.amp_unscale.n_inplace, .n_out = 0, .in = l->in};
+    sc.a.grad_scale.scale = l->a.amp_unscale.inv_scale;
+    return pdi_dispatch(&sc);
+}
+
+/* amp_unscale: each input keeps its placements (the written ones must);
+ * the flag is replicated, made whole by unscale_local. */
+int pdi_spmd_amp_unscale(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int rc = spmd_keep(g, s);
+    s->local = unscale_local;
+    return rc;
+}
 
 /* ---- dims carried, checked: index, scan, sort, pad, pool, conv ------- */
 /* Dims of input 0 in `allowed` may stay sharded. Every input with input
@@ -825,3 +861,44 @@ int pdi_spmd_slice_backward(const struct pdi_call *g, struct pdi_spmd *s)
  * masked_scatter: an element's place depends on the elements before it)
  * and diagonal and its backward run replicated. */
 int pdi_spmd_creation(const struct pdi_call *g, struct pdi_spmd *s) { return pdi_spmd_replicate(g, s); }
+
+/* flashmask and its backward, laid out [B, S, H, D] (idx [B, Hm, Sk, C],
+ * lse [B, Hq, Sq]): the batch, or the heads when query and key heads
+ * split alike (equal counts, or both even over the pieces for grouped
+ * queries) and the mask is per head or shared. Dropout draws by global
+ * (b, h): then replicated. */
+int pdi_spmd_flashmask(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    if (g->a.flashmask.dropout_p > 0) return pdi_spmd_replicate(g, s);
+    int has_idx = g->a.flashmask.has_idx != 0, bwd = g->op == PD_OP_flashmask_backward;
+    int64_t hq = g->in[0]->shape[2], hk = g->in[1]->shape[2];
+    int hdim_in[8], n = s->n_in; /* each input's head dim (-1: none) */
+    for (int i = 0; i < n && i < 8; i++) hdim_in[i] = 2;
+    if (has_idx) hdim_in[3] = g->in[3]->shape[1] == hk ? 1 : -1;
+    if (bwd) hdim_in[3 + has_idx + 1] = 1; /* lse */
+    for (int k = 0; k < s->mdim; k++) {
+        int batch = 0, heads = 0, order = 0;
+        for (int i = 0; i < n && i < 8; i++) {
+            const struct pd_placement *p = &s->in[i][k];
+            if (!is_shard(p)) continue;
+            if (p->dim == 0) { batch = 1, order = p->order; break; }
+            if (p->dim == hdim_in[i] && !heads) heads = 1, order = p->order;
+        }
+        if (!batch && heads) {
+            struct pd_placement tmp[PD_MAX_MESH_DIMS];
+            memcpy(tmp, s->in[0], sizeof tmp);
+            tmp[k] = (struct pd_placement){PD_SHARD, 2, order, 0};
+            int np = pieces(s, tmp, 2);
+            heads = hq == hk || (hq % np == 0 && hk % np == 0);
+        }
+        if (!batch && !heads) { replicate_axis(s, k); continue; }
+        for (int i = 0; i < n && i < 8; i++) {
+            int d = batch ? 0 : hdim_in[i];
+            s->in[i][k] = d >= 0 && g->in[i]->shape[d] == (batch ? g->in[0]->shape[0] : g->in[i]->shape[d])
+                              ? (struct pd_placement){PD_SHARD, d, order, 0} : R;
+        }
+        for (int j = 0; j < s->n_out; j++) /* out, lse; or dq, dk, dv */
+            s->out[j][k] = (struct pd_placement){PD_SHARD, batch ? 0 : (!bwd && j == 1 ? 1 : 2), order, 0};
+    }
+    return PD_OK;
+}
