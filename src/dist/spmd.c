@@ -17,6 +17,11 @@
  * An op whose output shape depends on its data (nonzero, unique, ...)
  * cannot be inferred on global shapes; it runs replicated and takes its
  * global shape from the local result.
+ * A rule may replace step 5 by a local function (s->local: a vocabulary-
+ * parallel lookup), or ask for a decomposition (s->decompose, with its
+ * own in s->decomp or the op's). A view whose input had to be resharded
+ * is a copy, not an alias: it is marked (view_copy) and in-place writes
+ * into it are refused, since they would not reach the base.
  */
 #include <stdlib.h>
 #include <string.h>

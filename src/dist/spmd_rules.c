@@ -17,7 +17,11 @@
  *     deterministic op, at the price of communication and repeated work;
  *   - an op whose sharded dim needs communication inside the op
  *     (softmax over a sharded axis, the mean of a loss) runs its
- *     decomposition instead, whose ops are distributed one by one.
+ *     decomposition instead, whose ops are distributed one by one;
+ *   - a split the kernel cannot take as is may run a local function
+ *     instead of the op (s->local): the vocabulary-parallel embedding and
+ *     nll_loss shift and mask the indices into the local piece, which
+ *     makes the output Partial(sum).
  * Random ops run on the placements of their input with the draw of the
  * whole tensor (bernoulli's slice attribute): each rank draws its slice of
  * the single-process stream.
