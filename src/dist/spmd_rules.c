@@ -342,6 +342,11 @@ static int nll_local(struct pdi_call *l, const struct pdi_spmd *s)
 {
     struct pd_tensor *lp = l->in[0], *t = l->in[1];
     int cax = lp->ndim == 1 ? 0 : 1;
+    if (lp->shape[cax] == 0) { /* no class here: no loss */
+        int none = l->a.nll_loss.reduction == PD_REDUCTION_NONE;
+        l->out[0] = pd_zeros(t->shape, none ? t->ndim : 0, lp->dtype);
+        return l->out[0] ? PD_OK : pd_last_status();
+    }
     struct pd_tensor *sh = pd_sub(t, pd_scalar((double)s->local_arg[0], t->dtype));
     struct pd_tensor *valid = pd_logical_and(pd_ne(t, pd_scalar((double)l->a.nll_loss.ignore_index, t->dtype)),
                                              pd_logical_and(pd_ge(sh, pd_scalar(0, t->dtype)),
@@ -706,37 +711,45 @@ int pdi_spmd_amp_unscale(const struct pdi_call *g, struct pdi_spmd *s)
  * another rank are replicated; so are Partial inputs (reduced first).
  * Outputs of at least input 0's rank with its extent on the dim follow;
  * the others are replicated (callers fix outputs that are sums). */
-static int dim_follows(const struct pdi_call *g, int d)
+static int dim_follows(const struct pdi_call *g, int d, unsigned follow)
 {
     const struct pd_tensor *x0 = g->in[0];
     for (int i = 1; i < g->n_in; i++) {
         const struct pd_tensor *x = g->in[i];
-        if (x->ndim == x0->ndim && x->shape[d] != x0->shape[d] && x->shape[d] != 1) return 0;
+        if ((follow >> i & 1) && x->ndim == x0->ndim && x->shape[d] != x0->shape[d] && x->shape[d] != 1) return 0;
     }
     for (int j = 0; j < g->n_out; j++)
         if (g->meta[j].ndim >= x0->ndim && g->meta[j].shape[d] != x0->shape[d]) return 0;
     return 1;
 }
 
-static int spmd_aligned(const struct pdi_call *g, struct pdi_spmd *s, unsigned allowed)
+/* follow: a mask of the inputs that follow input 0 (the others, such as
+ * a convolution's weight, stay replicated whatever their rank). */
+static int spmd_aligned_in(const struct pdi_call *g, struct pdi_spmd *s, unsigned allowed, unsigned follow)
 {
     const struct pd_tensor *x0 = g->in[0];
+    follow |= 1u;
     for (int k = 0; k < s->mdim; k++) {
         int d = -1, order = 0;
         for (int i = 0; i < s->n_in && d < 0; i++) {
             const struct pd_placement *p = &s->in[i][k];
-            if (is_shard(p) && g->in[i]->ndim == x0->ndim && (allowed >> p->dim & 1) &&
-                g->in[i]->shape[p->dim] == x0->shape[p->dim] && dim_follows(g, p->dim))
+            if ((follow >> i & 1) && is_shard(p) && g->in[i]->ndim == x0->ndim && (allowed >> p->dim & 1) &&
+                g->in[i]->shape[p->dim] == x0->shape[p->dim] && dim_follows(g, p->dim, follow))
                 d = p->dim, order = p->order;
         }
         if (d < 0) { replicate_axis(s, k); continue; }
         struct pd_placement sp = {PD_SHARD, d, order, 0};
         for (int i = 0; i < s->n_in; i++)
-            s->in[i][k] = g->in[i]->ndim == x0->ndim && g->in[i]->shape[d] == x0->shape[d] ? sp : R;
+            s->in[i][k] = (follow >> i & 1) && g->in[i]->ndim == x0->ndim && g->in[i]->shape[d] == x0->shape[d] ? sp : R;
         for (int j = 0; j < s->n_out; j++)
             s->out[j][k] = g->meta[j].ndim >= x0->ndim && g->meta[j].shape[d] == x0->shape[d] ? sp : R;
     }
     return PD_OK;
+}
+
+static int spmd_aligned(const struct pdi_call *g, struct pdi_spmd *s, unsigned allowed)
+{
+    return spmd_aligned_in(g, s, allowed, ~0u);
 }
 
 static unsigned all_dims(int ndim) { return ndim > 0 ? (1u << ndim) - 1 : 0; }
@@ -802,10 +815,12 @@ int pdi_spmd_tri(const struct pdi_call *g, struct pdi_spmd *s)
 /* one_hot: the ids' dims (the class dim is new, whole). */
 int pdi_spmd_one_hot(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_aligned(g, s, all_dims(g->in[0]->ndim)); }
 
-/* interpolate, the pools and their backwards: batch and channels. */
+/* interpolate, the pools and their backwards: batch and channels of
+ * [N, C, H, W] (of an unbatched [C, H, W]: the channels). */
 int pdi_spmd_batch_channels(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int rc = spmd_aligned(g, s, 3u);
+    int nd = g->in[0]->ndim;
+    int rc = spmd_aligned(g, s, nd == 4 ? 3u : nd == 3 ? 1u : 0u);
     if (rc == PD_OK && g->op == PD_OP_avg_pool2d_backward)
         local_out_shape(s, &g->meta[0], &s->a.avg_pool2d_backward.input_shape);
     return rc;
@@ -815,10 +830,10 @@ int pdi_spmd_batch_channels(const struct pdi_call *g, struct pdi_spmd *s)
  * conv2d_backward_weight (gout, x): a split batch sums away: Partial. */
 int pdi_spmd_conv(const struct pdi_call *g, struct pdi_spmd *s)
 {
+    int batched = g->in[g->op == PD_OP_conv2d_backward_weight ? 1 : 0]->ndim == 4; /* else [C, H, W] */
+    if (!batched) return pdi_spmd_replicate(g, s);
     if (g->op != PD_OP_conv2d_backward_weight) {
-        for (int k = 0; k < s->mdim; k++)
-            for (int i = 1; i < s->n_in; i++) s->in[i][k] = R; /* weight, bias: never the batch */
-        int rc = spmd_aligned(g, s, 1u);
+        int rc = spmd_aligned_in(g, s, 1u, 1u); /* weight, bias: never the batch */
         if (rc == PD_OK && g->op == PD_OP_conv2d_backward_data)
             local_out_shape(s, &g->meta[0], &s->a.conv2d_backward_data.input_shape);
         return rc;
@@ -835,12 +850,7 @@ int pdi_spmd_conv(const struct pdi_call *g, struct pdi_spmd *s)
 }
 
 /* group_norm: the batch; weight and bias whole. */
-int pdi_spmd_group_norm(const struct pdi_call *g, struct pdi_spmd *s)
-{
-    for (int k = 0; k < s->mdim; k++)
-        for (int i = 1; i < s->n_in; i++) s->in[i][k] = R;
-    return spmd_aligned(g, s, 1u);
-}
+int pdi_spmd_group_norm(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_aligned_in(g, s, 1u, 1u); }
 
 /* norm_backward (x, gout, [w]) → dx, [dw], [db]: the leading dims of x
  * carry to dx; dw and db sum over them, so they are Partial(sum) on the
@@ -848,9 +858,7 @@ int pdi_spmd_group_norm(const struct pdi_call *g, struct pdi_spmd *s)
 int pdi_spmd_norm_backward(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int nd = g->in[0]->ndim, lead = nd - (int)g->a.norm_backward.n_norm_axes;
-    for (int k = 0; k < s->mdim; k++)
-        for (int i = 2; i < s->n_in; i++) s->in[i][k] = R;
-    int rc = spmd_aligned(g, s, lead > 0 ? (1u << lead) - 1 : 0);
+    int rc = spmd_aligned_in(g, s, lead > 0 ? (1u << lead) - 1 : 0, 3u); /* the weight: replicated */
     for (int k = 0; k < s->mdim && rc == PD_OK; k++)
         for (int j = 1; j < s->n_out; j++)
             s->out[j][k] = is_shard(&s->out[0][k]) ? pd_partial(PD_RED_SUM) : R;
