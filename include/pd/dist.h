@@ -92,6 +92,29 @@ struct pd_tensor *pd_dtensor_full(struct pd_tensor *x);
 /* The local piece as a plain tensor (shares storage). */
 struct pd_tensor *pd_dtensor_local(struct pd_tensor *x);
 
+/* Distributed tensors built in place: each rank makes only its piece, with
+ * no communication. The random ones draw, on each rank, its block of the
+ * single-process stream: the result equals pd_uniform (pd_normal,
+ * pd_randint) from the same generator state, placed; the generator (NULL:
+ * the default one) advances as for the whole draw. A Partial axis holds the
+ * value at coordinate 0 and the reduction's identity elsewhere, as
+ * pd_shard_tensor. (pd_dtensor_full, above, gathers: it is not a
+ * constructor.) */
+struct pd_tensor *pd_dtensor_empty(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,
+                                   const struct pd_placement *pl); /* the values are undefined */
+struct pd_tensor *pd_dtensor_zeros(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,
+                                   const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_ones(const int64_t *shape, int ndim, enum pd_dtype dt, struct pd_mesh *m,
+                                  const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_constant(const int64_t *shape, int ndim, double value, enum pd_dtype dt,
+                                      struct pd_mesh *m, const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_uniform(const int64_t *shape, int ndim, double lo, double hi, enum pd_dtype dt,
+                                     struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_normal(const int64_t *shape, int ndim, double mean, double std, enum pd_dtype dt,
+                                    struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_randint(const int64_t *shape, int ndim, int64_t lo, int64_t hi, enum pd_dtype dt,
+                                     struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
+
 int pd_dtensor_is_dist(const struct pd_tensor *t);
 const int64_t *pd_dtensor_shape(const struct pd_tensor *t); /* global; NULL if not distributed */
 struct pd_mesh *pd_dtensor_mesh(const struct pd_tensor *t);  /* borrowed */

@@ -78,8 +78,10 @@ static int accumulate(struct pd_tensor **slot, struct pd_tensor *g, int create_g
         return PD_OK;
     }
     struct pd_tensor *s;
+    /* (a distributed slot may be a view of a resharded copy, into which the
+     * distribute stage refuses writes: summed out of place) */
     if (!create_graph && (*slot)->refcount == 1 && !(*slot)->grad_fn && (*slot)->st->refcount == 1 &&
-        pd_tensor_is_contiguous(*slot)) {
+        pd_tensor_is_contiguous(*slot) && !(*slot)->dist) {
         s = pd_add_(*slot, g); /* our private buffer: add in place */
         return s ? PD_OK : pd_last_status();
     }

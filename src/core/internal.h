@@ -102,6 +102,9 @@ struct pdi_dist {
     struct pd_placement pl[PD_MAX_MESH_DIMS];
     /* this rank's piece of the tensor's storage */
     int64_t lshape[PD_MAX_DIMS], lstrides[PD_MAX_DIMS], loffset;
+    /* a view whose input had to be resharded: it does not alias its base,
+     * so the stage refuses in-place writes into it (src/dist/spmd.c) */
+    int view_copy;
     int dp_axis; /* a parameter under pd_dp_attach: its axis + 1 (its gradient stays Partial there) */
 };
 /* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
@@ -286,6 +289,14 @@ struct pdi_spmd {
     struct pd_placement out[PDI_SPMD_MAX_OUT][PD_MAX_MESH_DIMS];
     struct pdi_attrs a;
     int decompose;
+    /* Optional. decomp: with decompose, run this instead of the op's own
+     * decomposition. local: run the local call with this instead of the
+     * dispatcher (l holds the local pieces and s->a; fill l->out with new
+     * tensors of the current scope), reading local_arg, the rule's
+     * per-rank values (a vocabulary-parallel lookup: the piece's start). */
+    int (*decomp)(const struct pdi_call *c, struct pd_tensor **out);
+    int (*local)(struct pdi_call *l, const struct pdi_spmd *s);
+    int64_t local_arg[2];
 };
 typedef int (*pdi_spmd_fn)(const struct pdi_call *g, struct pdi_spmd *s);
 #define PDI_SPMD_BY_KIND pdi_spmd_by_kind

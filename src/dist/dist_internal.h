@@ -50,6 +50,10 @@ void *pdi_dist_copy(const void *dist);
 /* Install the distribute stage (spmd.c): called with the first distributed
  * tensor. */
 void pdi_spmd_install(void);
+/* Calls the distribute stage ran, by op, since the last reset (the op
+ * harness's distributed mode counts coverage with it). */
+void pdi_spmd_stats(int64_t *calls /* [PD_OP_COUNT] */);
+void pdi_spmd_stats_reset(void);
 /* Finish every attached data-parallel reducer (dp.c); status. */
 int pdi_dp_finish_all(void);
 /* Reshard without autograd (pd_reshard records the op around it), shown

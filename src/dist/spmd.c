@@ -17,6 +17,11 @@
  * An op whose output shape depends on its data (nonzero, unique, ...)
  * cannot be inferred on global shapes; it runs replicated and takes its
  * global shape from the local result.
+ * A rule may replace step 5 by a local function (s->local: a vocabulary-
+ * parallel lookup), or ask for a decomposition (s->decompose, with its
+ * own in s->decomp or the op's). A view whose input had to be resharded
+ * is a copy, not an alias: it is marked (view_copy) and in-place writes
+ * into it are refused, since they would not reach the base.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,13 +55,13 @@ static struct pd_tensor *plain_piece(struct pd_tensor *x, struct pd_mesh *m, con
 
 /* The op's decomposition on the distributed inputs (each of its ops comes
  * back through the stage). */
-static int run_decomp(struct pdi_call *c)
+static int run_decomp(struct pdi_call *c, const struct pdi_spmd *s)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
     if (c->inplace) return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: in place on a distributed tensor in this placement", d->name);
     struct pd_tensor *out[PDI_SPMD_MAX_OUT] = {0};
     int tok = pd_scope_begin();
-    int rc = d->decomp(c, out);
+    int rc = s->decomp ? s->decomp(c, out) : d->decomp(c, out);
     for (int j = 0; j < c->n_out; j++) c->out[j] = rc ? NULL : pd_keep(out[j]);
     pd_scope_end(tok);
     return rc;
@@ -188,9 +193,15 @@ int pdi_vjp_reshard(struct pdi_node *n, struct pd_tensor *const *gout, struct pd
 }
 
 /* ---- the stage -------------------------------------------------------- */
+static int64_t stage_calls[PD_OP_COUNT];
+
+void pdi_spmd_stats(int64_t *calls) { memcpy(calls, stage_calls, sizeof stage_calls); }
+void pdi_spmd_stats_reset(void) { memset(stage_calls, 0, sizeof stage_calls); }
+
 static int dist_call(struct pdi_call *c)
 {
     const struct pdi_opdef *d = &pdi_ops[c->op];
+    __atomic_add_fetch(&stage_calls[c->op], 1, __ATOMIC_RELAXED);
     if (c->op == PD_OP_reshard) return reshard_call(c);
     int ni = c->n_in, no = c->n_out;
     struct pd_mesh *m = NULL;
@@ -217,6 +228,13 @@ static int dist_call(struct pdi_call *c)
     if (rc) return rc;
     int have_meta = d->infer(&g) == PD_OK;
     if (!have_meta) pd_clear_error();
+    else c->a = g.a; /* as infer leaves them on a plain call (axes normalised): autograd records these */
+    for (int i = 0; i < ni; i++) {
+        const struct pdi_dist *di = c->in[i]->dist;
+        if ((i < g.n_writes || (c->inplace && i == 0)) && di && di->view_copy)
+            return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is a view of a distributed tensor that had to be "
+                              "resharded (a copy): the write would not reach its base", d->name, i);
+    }
 
     /* 2. the rule */
     struct pd_placement (*pl)[PD_MAX_MESH_DIMS] = pdi_malloc(sizeof *pl * (size_t)(ni ? ni : 1));
@@ -236,15 +254,17 @@ static int dist_call(struct pdi_call *c)
     }
     if (rc) goto out;
     if (s.decompose) {
-        rc = run_decomp(c);
+        rc = run_decomp(c, &s);
         goto out;
     }
 
     /* 3. the inputs in the placements the rule asks for; 4. the local call */
     int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
+    int copied = 0; /* a view of a copy: see struct pdi_dist's view_copy */
     for (int i = 0; i < ni && rc == PD_OK; i++) {
         struct pd_tensor *x = c->in[i];
         const struct pdi_dist *di = x->dist;
+        copied |= !di || di->view_copy || !same_placements(di->pl, pl[i], m->ndim);
         if (!di) {
             loc[i] = plain_piece(x, m, pl[i]);
         } else if (same_placements(di->pl, pl[i], m->ndim)) {
@@ -259,10 +279,15 @@ static int dist_call(struct pdi_call *c)
     }
     struct pd_tensor *lout[PDI_SPMD_MAX_OUT] = {0};
     if (rc == PD_OK) {
-        if (c->op == PD_OP_view) loc[0] = pd_contiguous(loc[0]); /* the piece may be a strided view */
+        if (c->op == PD_OP_view) { /* the piece may be a strided view */
+            struct pd_tensor *cc = pd_contiguous(loc[0]);
+            copied |= cc && loc[0] && cc->st != loc[0]->st;
+            loc[0] = cc;
+        }
         struct pdi_call l = {.op = c->op, .n_in = ni, .n_out = no, .in = loc, .out = lout, .a = s.a,
                              .inplace = c->inplace};
-        rc = loc[0] || !ni ? pdi_dispatch(&l) : pd_last_status(); /* its outputs join the scope */
+        /* its outputs join the scope */
+        rc = loc[0] || !ni ? (s.local ? s.local(&l, &s) : pdi_dispatch(&l)) : pd_last_status();
     }
     pd_grad_mode_end(gtok);
 
@@ -276,6 +301,7 @@ static int dist_call(struct pdi_call *c)
         if (!have_meta) pdi_meta_of(lout[j], &gmeta[j]);
         c->out[j] = pdi_dist_wrap(lout[j], m, gs, lout[j]->ndim, s.out[j]);
         if (!c->out[j]) rc = pd_last_status();
+        else if (d->kind == PDI_KIND_VIEW) ((struct pdi_dist *)c->out[j]->dist)->view_copy = copied;
     }
     if (rc == PD_OK) rc = finish(c, gmeta);
     for (int j = 0; j < no; j++) {

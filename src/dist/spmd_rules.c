@@ -17,7 +17,11 @@
  *     deterministic op, at the price of communication and repeated work;
  *   - an op whose sharded dim needs communication inside the op
  *     (softmax over a sharded axis, the mean of a loss) runs its
- *     decomposition instead, whose ops are distributed one by one.
+ *     decomposition instead, whose ops are distributed one by one;
+ *   - a split the kernel cannot take as is may run a local function
+ *     instead of the op (s->local): the vocabulary-parallel embedding and
+ *     nll_loss shift and mask the indices into the local piece, which
+ *     makes the output Partial(sum).
  * Random ops run on the placements of their input with the draw of the
  * whole tensor (bernoulli's slice attribute): each rank draws its slice of
  * the single-process stream.
@@ -250,21 +254,18 @@ static int spmd_dims(const struct pdi_call *g, struct pdi_spmd *s, unsigned allo
         if (d < 0) { replicate_axis(s, k); continue; }
         struct pd_placement sp = {PD_SHARD, d, order, 0};
         for (int i = 0; i < s->n_in; i++)
-            s->in[i][k] = g->in[i]->ndim > d && g->in[i]->shape[d] == x0->shape[d] && g->in[i]->shape[d] > 1 ? sp : R;
+            s->in[i][k] = g->in[i]->ndim > d && g->in[i]->shape[d] == x0->shape[d] ? sp : R; /* extent 1 of N: broadcast */
         for (int j = 0; j < s->n_out; j++)
             s->out[j][k] = g->meta[j].ndim > d && g->meta[j].shape[d] == x0->shape[d] ? sp : R;
     }
     return PD_OK;
 }
 
-/* sdpa, flashmask and their backwards: batch and heads (dims 0, 1 of
- * [B, H, T, D]); heads only when the key heads split evenly too (grouped
+/* sdpa and its backward: batch and heads (dims 0, 1 of [B, H, T, D]); heads only when the key heads split evenly too (grouped
  * queries map onto whole key heads); dropout draws by global (b, h): then
  * replicated. */
 int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    if ((g->op == PD_OP_flashmask || g->op == PD_OP_flashmask_backward) && g->a.flashmask.dropout_p > 0)
-        return pdi_spmd_replicate(g, s);
     unsigned allowed = 1u;
     int64_t hq = g->in[0]->shape[1], hk = g->in[1]->shape[1];
     int heads_ok = 1;
@@ -333,26 +334,91 @@ int pdi_spmd_softmax(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_dims(g, s, all & ~(1u << ax));
 }
 
-/* nll_loss: logp [N, C, d...], target [N, d...], [weight [C]]. Classes
- * replicated; the rows stay sharded: reduction none keeps them, sum makes
- * Partial(sum), mean (a ratio of two sums) runs the decomposition. */
+/* nll_loss on this rank's classes [c0, c0 + C_local): a target outside
+ * them (or ignored) becomes -1, which the local call ignores, so the
+ * ranks' losses sum to the loss (Partial(sum)): each rank reads only its
+ * picked logit, as Megatron's vocabulary-parallel cross entropy. */
+static int nll_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pd_tensor *lp = l->in[0], *t = l->in[1];
+    int cax = lp->ndim == 1 ? 0 : 1;
+    if (lp->shape[cax] == 0) { /* no class here: no loss */
+        int none = l->a.nll_loss.reduction == PD_REDUCTION_NONE;
+        l->out[0] = pd_zeros(t->shape, none ? t->ndim : 0, lp->dtype);
+        return l->out[0] ? PD_OK : pd_last_status();
+    }
+    struct pd_tensor *sh = pd_sub(t, pd_scalar((double)s->local_arg[0], t->dtype));
+    struct pd_tensor *valid = pd_logical_and(pd_ne(t, pd_scalar((double)l->a.nll_loss.ignore_index, t->dtype)),
+                                             pd_logical_and(pd_ge(sh, pd_scalar(0, t->dtype)),
+                                                            pd_lt(sh, pd_scalar((double)lp->shape[cax], t->dtype))));
+    struct pd_tensor *in[3] = {lp, pd_where(valid, sh, pd_scalar(-1, t->dtype)), l->n_in > 2 ? l->in[2] : NULL};
+    if (!in[1]) return pd_last_status();
+    struct pdi_call c = *l;
+    c.in = in;
+    c.a.nll_loss.ignore_index = -1;
+    return pdi_dispatch(&c);
+}
+
+/* The mean over classes split: sum / the targets' total weight (the sum
+ * comes back to the rule: the local path above). */
+static int nll_mean_split(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *t = c->in[1], *w = c->a.nll_loss.has_weight ? c->in[2] : NULL;
+    struct pdi_attrs a = c->a;
+    a.nll_loss.reduction = PD_REDUCTION_SUM;
+    struct pd_tensor *num = pdi_calln(PD_OP_nll_loss, c->in, c->n_in, &a);
+    struct pd_tensor *valid = pd_ne(t, pd_scalar((double)c->a.nll_loss.ignore_index, t->dtype));
+    struct pd_tensor *wt = pd_cast(valid, num ? num->dtype : PD_F32);
+    if (w) {
+        struct pd_tensor *safe = pd_where(valid, t, pd_scalar(0, t->dtype));
+        int64_t n = pd_tensor_numel(safe);
+        struct pd_tensor *pick = pd_index_select(w, 0, pd_reshape(safe, &n, 1));
+        wt = pd_mul(wt, pd_reshape(pd_cast(pick, wt->dtype), t->shape, t->ndim));
+    }
+    out[0] = pd_div(num, pd_sum(wt, NULL, 0, 0));
+    return out[0] ? PD_OK : pd_last_status();
+}
+
+/* nll_loss: logp [N, C, d...] (or [C]), target [N, d...], [weight [C]].
+ * Rows split: they stay split; reduction none keeps them, sum makes
+ * Partial(sum). Classes split (vocabulary-parallel logits): the local
+ * lookup above, Partial(sum) for every reduction but mean, whose ratio
+ * runs nll_mean_split. Mean over split rows runs the decomposition. */
 int pdi_spmd_nll_loss(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int red = (int)g->a.nll_loss.reduction, any = 0;
+    int red = (int)g->a.nll_loss.reduction, rows = 0, classes = 0;
+    int nd = g->in[0]->ndim, cax = nd == 1 ? 0 : 1;
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k], *t = &s->in[1][k];
-        int d = -1, order = 0; /* a row dim of logp (dim 1 is the class) */
-        if (is_shard(p) && p->dim != 1 && g->in[0]->ndim > 1) d = p->dim, order = p->order;
-        else if (is_shard(t) && g->in[0]->ndim > 1) d = t->dim ? t->dim + 1 : 0, order = t->order;
+        for (int i = 2; i < s->n_in; i++) s->in[i][k] = R;
+        if (is_shard(p) && p->dim == cax) { /* vocabulary-parallel */
+            classes = 1;
+            *t = R;
+            for (int i = 2; i < s->n_in; i++) s->in[i][k] = (struct pd_placement){PD_SHARD, 0, p->order, 0};
+            s->out[0][k] = pd_partial(PD_RED_SUM);
+            continue;
+        }
+        int d = -1, order = 0; /* a row dim of logp */
+        if (is_shard(p) && nd > 1) d = p->dim, order = p->order;
+        else if (is_shard(t) && nd > 1) d = t->dim ? t->dim + 1 : 0, order = t->order;
         if (d < 0) { replicate_axis(s, k); continue; }
-        any = 1;
+        rows = 1;
         *p = (struct pd_placement){PD_SHARD, d, order, 0};
         *t = (struct pd_placement){PD_SHARD, d ? d - 1 : 0, order, 0};
-        for (int i = 2; i < s->n_in; i++) s->in[i][k] = R;
         if (red == PD_REDUCTION_NONE) s->out[0][k] = (struct pd_placement){PD_SHARD, d ? d - 1 : 0, order, 0};
         else s->out[0][k] = pd_partial(PD_RED_SUM);
     }
-    if (any && red == PD_REDUCTION_MEAN) s->decompose = 1;
+    if (classes && red == PD_REDUCTION_MEAN) {
+        s->decompose = 1;
+        s->decomp = nll_mean_split;
+    } else if (rows && red == PD_REDUCTION_MEAN) {
+        s->decompose = 1;
+    } else if (classes) {
+        int64_t c0, c1;
+        pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
+        s->local = nll_local;
+        s->local_arg[0] = c0;
+    }
     return PD_OK;
 }
 
@@ -403,12 +469,33 @@ int pdi_spmd_matmul(const struct pdi_call *g, struct pdi_spmd *s)
 }
 
 /* ---- embedding -------------------------------------------------------- */
-/* ids [...], weight [V, D] → [..., D]: the ids' dims carried; weight
- * split by columns (D) gives a split last dim. A vocabulary split (rows)
- * is gathered (the local lookup would need shifted ids). */
+/* A vocabulary-parallel lookup on this rank's rows [v0, v0 + V_local) of
+ * the table: ids outside them read row 0 and are zeroed, so the ranks'
+ * results sum to the lookup (Partial(sum); docs/distributed.md). */
+static int embedding_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pd_tensor *ids = l->in[0], *w = l->in[1];
+    int64_t nv = w->shape[0], shape[PD_MAX_DIMS];
+    memcpy(shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
+    shape[ids->ndim] = w->shape[1];
+    if (nv == 0) { /* an empty piece of the table */
+        l->out[0] = pd_zeros(shape, ids->ndim + 1, w->dtype);
+        return l->out[0] ? PD_OK : pd_last_status();
+    }
+    struct pd_tensor *sh = pd_sub(ids, pd_scalar((double)s->local_arg[0], ids->dtype));
+    struct pd_tensor *valid = pd_logical_and(pd_ge(sh, pd_scalar(0, ids->dtype)), pd_lt(sh, pd_scalar((double)nv, ids->dtype)));
+    struct pd_tensor *e = pd_embedding(pd_where(valid, sh, pd_scalar(0, ids->dtype)), w);
+    l->out[0] = pd_where(pd_unsqueeze(valid, -1), e, pd_scalar(0, w->dtype));
+    return l->out[0] ? PD_OK : pd_last_status();
+}
+
+/* ids [...], weight [V, D] → [..., D]: the ids' dims carried; the weight
+ * split by columns (D) gives a split last dim; split by rows (the
+ * vocabulary) gives Partial(sum) by the masked local lookup above; a
+ * Partial weight stays Partial (the lookup is linear in it). */
 int pdi_spmd_embedding(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int ni = g->in[0]->ndim;
+    int ni = g->in[0]->ndim, vocab = 0;
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *pi = &s->in[0][k], *pw = &s->in[1][k];
         if (is_shard(pi)) {
@@ -417,9 +504,22 @@ int pdi_spmd_embedding(const struct pdi_call *g, struct pdi_spmd *s)
         } else if (is_shard(pw) && pw->dim == 1) {
             *pi = R;
             s->out[0][k] = (struct pd_placement){PD_SHARD, ni, pw->order, 0};
+        } else if (is_shard(pw)) {
+            *pi = R;
+            s->out[0][k] = pd_partial(PD_RED_SUM);
+            vocab = 1;
+        } else if (is_linear_partial(pw)) {
+            *pi = R;
+            s->out[0][k] = *pw;
         } else {
             replicate_axis(s, k);
         }
+    }
+    if (vocab) {
+        int64_t v0, v1;
+        pdi_dist_range(s->mesh, s->in[1], g->in[1]->shape, 0, &v0, &v1);
+        s->local = embedding_local;
+        s->local_arg[0] = v0;
     }
     return PD_OK;
 }
@@ -568,3 +668,258 @@ int pdi_spmd_update(const struct pdi_call *g, struct pdi_spmd *s)
 }
 
 int pdi_spmd_keep(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_keep(g, s); }
+
+/* amp_unscale: found_inf must be the whole tensors' flag before anything
+ * is written. Each rank checks its pieces (nothing written), the flags
+ * are all-reduced (max) over the mesh, and if none is set the written
+ * inputs are scaled as the op scales them (grad_scale's arithmetic). */
+static int unscale_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pdi_call chk = *l;
+    chk.a.amp_unscale.n_inplace = 0;
+    int rc = pdi_dispatch(&chk);
+    if (rc) return rc;
+    struct pd_tensor *flag = pd_contiguous(chk.out[0]);
+    float *f = flag ? (float *)pd_tensor_data(flag) : NULL;
+    if (!f) return pd_last_status();
+#ifdef PD_HAVE_MPI
+    int e = MPI_Allreduce(MPI_IN_PLACE, f, 1, MPI_FLOAT, MPI_MAX, s->mesh->comm);
+    if (e != MPI_SUCCESS) return pdi_mpi_error(e, "amp_unscale", "MPI_Allreduce");
+    pdi_comm_count(PD_COMM_ALLREDUCE, sizeof *f);
+#endif
+    l->out[0] = flag;
+    if (*f != 0 || l->a.amp_unscale.n_inplace == 0) return PD_OK;
+    struct pdi_call sc = {.op = PD_OP_grad_scale, .n_in = (int)l->a.amp_unscale.n_inplace, .n_out = 0, .in = l->in};
+    sc.a.grad_scale.scale = l->a.amp_unscale.inv_scale;
+    return pdi_dispatch(&sc);
+}
+
+/* amp_unscale: each input keeps its placements (the written ones must);
+ * the flag is replicated, made whole by unscale_local. */
+int pdi_spmd_amp_unscale(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int rc = spmd_keep(g, s);
+    s->local = unscale_local;
+    return rc;
+}
+
+/* ---- dims carried, checked: index, scan, sort, pad, pool, conv ------- */
+/* Dims of input 0 in `allowed` may stay sharded. Every input with input
+ * 0's rank follows it: one with input 0's extent on the dim is sharded
+ * with it, one of extent 1 there (a broadcast) is replicated, and another
+ * extent (a gather's smaller index) keeps the dim whole. Inputs of
+ * another rank are replicated; so are Partial inputs (reduced first).
+ * Outputs of at least input 0's rank with its extent on the dim follow;
+ * the others are replicated (callers fix outputs that are sums). */
+static int dim_follows(const struct pdi_call *g, int d, unsigned follow)
+{
+    const struct pd_tensor *x0 = g->in[0];
+    for (int i = 1; i < g->n_in; i++) {
+        const struct pd_tensor *x = g->in[i];
+        if ((follow >> i & 1) && x->ndim == x0->ndim && x->shape[d] != x0->shape[d] && x->shape[d] != 1) return 0;
+    }
+    for (int j = 0; j < g->n_out; j++)
+        if (g->meta[j].ndim >= x0->ndim && g->meta[j].shape[d] != x0->shape[d]) return 0;
+    return 1;
+}
+
+/* follow: a mask of the inputs that follow input 0 (the others, such as
+ * a convolution's weight, stay replicated whatever their rank). */
+static int spmd_aligned_in(const struct pdi_call *g, struct pdi_spmd *s, unsigned allowed, unsigned follow)
+{
+    const struct pd_tensor *x0 = g->in[0];
+    follow |= 1u;
+    for (int k = 0; k < s->mdim; k++) {
+        int d = -1, order = 0;
+        for (int i = 0; i < s->n_in && d < 0; i++) {
+            const struct pd_placement *p = &s->in[i][k];
+            if ((follow >> i & 1) && is_shard(p) && g->in[i]->ndim == x0->ndim && (allowed >> p->dim & 1) &&
+                g->in[i]->shape[p->dim] == x0->shape[p->dim] && dim_follows(g, p->dim, follow))
+                d = p->dim, order = p->order;
+        }
+        if (d < 0) { replicate_axis(s, k); continue; }
+        struct pd_placement sp = {PD_SHARD, d, order, 0};
+        for (int i = 0; i < s->n_in; i++)
+            s->in[i][k] = (follow >> i & 1) && g->in[i]->ndim == x0->ndim && g->in[i]->shape[d] == x0->shape[d] ? sp : R;
+        for (int j = 0; j < s->n_out; j++)
+            s->out[j][k] = g->meta[j].ndim >= x0->ndim && g->meta[j].shape[d] == x0->shape[d] ? sp : R;
+    }
+    return PD_OK;
+}
+
+static int spmd_aligned(const struct pdi_call *g, struct pdi_spmd *s, unsigned allowed)
+{
+    return spmd_aligned_in(g, s, allowed, ~0u);
+}
+
+static unsigned all_dims(int ndim) { return ndim > 0 ? (1u << ndim) - 1 : 0; }
+
+/* An `input_shape` attribute holding output 0's global shape: the local one. */
+static void local_out_shape(struct pdi_spmd *s, const struct pdi_meta *o, struct pdi_ints *v)
+{
+    int64_t ls[PD_MAX_DIMS];
+    local_shape(s, s->out[0], o->shape, o->ndim, ls);
+    v->n = o->ndim;
+    for (int d = 0; d < o->ndim; d++) v->v[d] = ls[d];
+}
+
+/* gather, index_select, scatter, scatter_add, index_add: every dim but the
+ * indexed one (an index of input 0's rank must match x there). */
+int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int ax = (int)g->a.index_axis.axis;
+    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+}
+
+/* cumsum, cumprod, topk, sort: every dim but the scanned (sorted) one. */
+int pdi_spmd_along_axis(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int ax = (int)(g->op == PD_OP_topk ? g->a.topk.axis : g->op == PD_OP_sort ? g->a.sort.axis : g->a.scan.axis);
+    if (g->in[0]->ndim == 0) return pdi_spmd_replicate(g, s);
+    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+}
+
+/* flip: the dims not reversed (infer set the mask). */
+int pdi_spmd_flip(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(unsigned)g->a.flip.mask);
+}
+
+/* pad, pad_backward: the dims without padding. */
+int pdi_spmd_pad(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    const struct pdi_ints *pads = g->op == PD_OP_pad ? &g->a.pad.pads : &g->a.pad_backward.pads;
+    int nd = g->in[0]->ndim;
+    unsigned allowed = all_dims(nd);
+    for (int q = 0; 2 * q + 1 < pads->n; q++)
+        if (pads->v[2 * q] || pads->v[2 * q + 1]) allowed &= ~(1u << (nd - 1 - q));
+    int rc = spmd_aligned(g, s, allowed);
+    if (rc == PD_OK && g->op == PD_OP_pad_backward) local_out_shape(s, &g->meta[0], &s->a.pad_backward.input_shape);
+    return rc;
+}
+
+/* tril, triu: every dim; a rank holding rows from r0 and columns from c0
+ * keeps the diagonal diagonal + r0 - c0 of its piece. */
+int pdi_spmd_tri(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim;
+    int rc = spmd_aligned(g, s, all_dims(nd));
+    if (rc || nd < 2) return rc;
+    int64_t r0, r1, c0, c1;
+    pdi_dist_range(s->mesh, s->out[0], g->meta[0].shape, nd - 2, &r0, &r1);
+    pdi_dist_range(s->mesh, s->out[0], g->meta[0].shape, nd - 1, &c0, &c1);
+    s->a.tri.diagonal += r0 - c0;
+    return PD_OK;
+}
+
+/* one_hot: the ids' dims (the class dim is new, whole). */
+int pdi_spmd_one_hot(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_aligned(g, s, all_dims(g->in[0]->ndim)); }
+
+/* interpolate, the pools and their backwards: batch and channels of
+ * [N, C, H, W] (of an unbatched [C, H, W]: the channels). */
+int pdi_spmd_batch_channels(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim;
+    int rc = spmd_aligned(g, s, nd == 4 ? 3u : nd == 3 ? 1u : 0u);
+    if (rc == PD_OK && g->op == PD_OP_avg_pool2d_backward)
+        local_out_shape(s, &g->meta[0], &s->a.avg_pool2d_backward.input_shape);
+    return rc;
+}
+
+/* conv2d, conv2d_backward_data: the batch (weight and bias whole);
+ * conv2d_backward_weight (gout, x): a split batch sums away: Partial. */
+int pdi_spmd_conv(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int batched = g->in[g->op == PD_OP_conv2d_backward_weight ? 1 : 0]->ndim == 4; /* else [C, H, W] */
+    if (!batched) return pdi_spmd_replicate(g, s);
+    if (g->op != PD_OP_conv2d_backward_weight) {
+        int rc = spmd_aligned_in(g, s, 1u, 1u); /* weight, bias: never the batch */
+        if (rc == PD_OK && g->op == PD_OP_conv2d_backward_data)
+            local_out_shape(s, &g->meta[0], &s->a.conv2d_backward_data.input_shape);
+        return rc;
+    }
+    for (int k = 0; k < s->mdim; k++) {
+        const struct pd_placement *p0 = &s->in[0][k], *p1 = &s->in[1][k];
+        const struct pd_placement *p = is_shard(p0) && p0->dim == 0 ? p0 : is_shard(p1) && p1->dim == 0 ? p1 : NULL;
+        if (!p) { replicate_axis(s, k); continue; }
+        struct pd_placement sp = {PD_SHARD, 0, p->order, 0};
+        s->in[0][k] = s->in[1][k] = sp;
+        s->out[0][k] = pd_partial(PD_RED_SUM);
+    }
+    return PD_OK;
+}
+
+/* group_norm: the batch; weight and bias whole. */
+int pdi_spmd_group_norm(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_aligned_in(g, s, 1u, 1u); }
+
+/* norm_backward (x, gout, [w]) → dx, [dw], [db]: the leading dims of x
+ * carry to dx; dw and db sum over them, so they are Partial(sum) on the
+ * axes that split a leading dim. */
+int pdi_spmd_norm_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim, lead = nd - (int)g->a.norm_backward.n_norm_axes;
+    int rc = spmd_aligned_in(g, s, lead > 0 ? (1u << lead) - 1 : 0, 3u); /* the weight: replicated */
+    for (int k = 0; k < s->mdim && rc == PD_OK; k++)
+        for (int j = 1; j < s->n_out; j++)
+            s->out[j][k] = is_shard(&s->out[0][k]) ? pd_partial(PD_RED_SUM) : R;
+    return rc;
+}
+
+/* slice_backward: every dim but the sliced one (the output is the sliced
+ * tensor's shape: its local piece). */
+int pdi_spmd_slice_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int ax = (int)g->a.slice_backward.axis;
+    if (ax < 0) ax += g->in[0]->ndim;
+    int rc = spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    if (rc == PD_OK) local_out_shape(s, &g->meta[0], &s->a.slice_backward.input_shape);
+    return rc;
+}
+
+/* Creation ops have no input, so the stage never runs them: the
+ * pd_dtensor_* constructors (src/dist/create.c) build sharded tensors
+ * directly. Data-dependent results (nonzero, unique, masked_select,
+ * masked_scatter: an element's place depends on the elements before it)
+ * and diagonal and its backward run replicated. */
+int pdi_spmd_creation(const struct pdi_call *g, struct pdi_spmd *s) { return pdi_spmd_replicate(g, s); }
+
+/* flashmask and its backward, laid out [B, S, H, D] (idx [B, Hm, Sk, C],
+ * lse [B, Hq, Sq]): the batch, or the heads when query and key heads
+ * split alike (equal counts, or both even over the pieces for grouped
+ * queries) and the mask is per head or shared. Dropout draws by global
+ * (b, h): then replicated. */
+int pdi_spmd_flashmask(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    if (g->a.flashmask.dropout_p > 0) return pdi_spmd_replicate(g, s);
+    int has_idx = g->a.flashmask.has_idx != 0, bwd = g->op == PD_OP_flashmask_backward;
+    int64_t hq = g->in[0]->shape[2], hk = g->in[1]->shape[2];
+    int hdim_in[8], n = s->n_in; /* each input's head dim (-1: none) */
+    for (int i = 0; i < n && i < 8; i++) hdim_in[i] = 2;
+    if (has_idx) hdim_in[3] = g->in[3]->shape[1] == hk ? 1 : -1;
+    if (bwd) hdim_in[3 + has_idx + 1] = 1; /* lse */
+    for (int k = 0; k < s->mdim; k++) {
+        int batch = 0, heads = 0, order = 0;
+        for (int i = 0; i < n && i < 8; i++) {
+            const struct pd_placement *p = &s->in[i][k];
+            if (!is_shard(p)) continue;
+            if (p->dim == 0) { batch = 1, order = p->order; break; }
+            if (p->dim == hdim_in[i] && !heads) heads = 1, order = p->order;
+        }
+        if (!batch && heads) {
+            struct pd_placement tmp[PD_MAX_MESH_DIMS];
+            memcpy(tmp, s->in[0], sizeof tmp);
+            tmp[k] = (struct pd_placement){PD_SHARD, 2, order, 0};
+            int np = pieces(s, tmp, 2);
+            heads = hq == hk || (hq % np == 0 && hk % np == 0);
+        }
+        if (!batch && !heads) { replicate_axis(s, k); continue; }
+        for (int i = 0; i < n && i < 8; i++) {
+            int d = batch ? 0 : hdim_in[i];
+            s->in[i][k] = d >= 0 && g->in[i]->shape[d] == (batch ? g->in[0]->shape[0] : g->in[i]->shape[d])
+                              ? (struct pd_placement){PD_SHARD, d, order, 0} : R;
+        }
+        for (int j = 0; j < s->n_out; j++) /* out, lse; or dq, dk, dv */
+            s->out[j][k] = (struct pd_placement){PD_SHARD, batch ? 0 : (!bwd && j == 1 ? 1 : 2), order, 0};
+    }
+    return PD_OK;
+}

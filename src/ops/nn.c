@@ -837,7 +837,9 @@ struct pd_tensor *pd_one_hot(struct pd_tensor *ids, int64_t num_classes)
         size_t bytes = (size_t)n * sizeof(int64_t);
         int64_t *cls = pdi_alloc(bytes);
         if (!cls) return pdi_error(PD_ERR_NOMEM, "one_hot: out of memory (%zu bytes)", bytes);
-        int rc = pd_to_buffer(ids, cls, PD_I64); /* integer to int64: exact */
+        /* a distributed tensor: its whole value (collective, every rank reads) */
+        struct pd_tensor *all = ids->dist && pdi_dist_hooks ? pdi_dist_hooks->full(ids) : ids;
+        int rc = all ? pd_to_buffer(all, cls, PD_I64) : pd_last_status(); /* integer to int64: exact */
         for (int64_t i = 0; !rc && i < n; i++) {
             if (cls[i] < 0)
                 rc = pdi_errorf(PD_ERR_INVALID, "one_hot: class value %lld at position %lld is negative",

@@ -207,6 +207,61 @@ static const char *pl_str(const struct dcase *c, struct pd_mesh *m, struct pd_pl
     return b;
 }
 
+/* Vocabulary parallelism (docs/distributed.md "How ops are distributed"):
+ * a table split by rows gives a Partial lookup without gathering the
+ * table, and logits split by classes give the loss without gathering the
+ * logits: the forward's collectives carry per-row values only. */
+static void vocab_parallel(struct pd_mesh *m, int axis)
+{
+    int tok = pd_scope_begin();
+    int mdim = pd_mesh_ndim(m);
+    struct pd_placement vs[PD_MAX_MESH_DIMS], rows[PD_MAX_MESH_DIMS];
+    for (int a = 0; a < mdim; a++) vs[a] = rows[a] = pd_replicate();
+    vs[axis] = pd_shard(0); /* the table's rows, the logits' classes below */
+    if (mdim == 2) rows[1 - axis] = pd_shard(0), vs[1 - axis] = pd_replicate();
+    const int64_t N = 12, C = 37, D = 8; /* 37 classes: uneven pieces */
+    const struct dcase ce = {"ce", 2, {{N, C}, {N}}, {2, 1}, {0, 1}, (int)C, NULL};
+    struct pd_tensor *ids = make_input(&ce, 1), *table = randn((int64_t[]){C, D}, 2, 3);
+    /* embedding: a Partial(sum) result, the table never moved */
+    struct pd_tensor *td = pd_shard_tensor(table, m, vs), *idd = pd_shard_tensor(ids, m, rows);
+    pd_comm_stats_reset();
+    struct pd_tensor *e = pd_embedding(idd, td);
+    struct pd_comm_stats st;
+    pd_comm_stats(&st);
+    CHECK(e && pd_dtensor_placements(e)[axis].kind == PD_PARTIAL, "vocab-parallel embedding: not Partial");
+    CHECK(st.bytes[PD_COMM_ALLGATHER] == 0 && st.bytes[PD_COMM_ALLREDUCE] == 0,
+          "vocab-parallel embedding moved %lld bytes", (long long)(st.bytes[PD_COMM_ALLGATHER] + st.bytes[PD_COMM_ALLREDUCE]));
+    CHECK(diff(pd_dtensor_full(e), pd_embedding(ids, table)) == 0, "vocab-parallel embedding: values differ");
+    /* cross entropy on class-split logits, every reduction */
+    struct pd_placement cs[PD_MAX_MESH_DIMS];
+    memcpy(cs, vs, sizeof cs);
+    cs[axis] = pd_shard(1);
+    if (mdim == 2) cs[1 - axis] = pd_shard(0);
+    struct pd_tensor *logits = randn((int64_t[]){N, C}, 2, 5);
+    for (int red = 0; red < 3; red++) {
+        struct pd_tensor *ld = pd_shard_tensor(logits, m, cs), *idd2 = pd_shard_tensor(ids, m, rows);
+        pd_requires_grad_(ld, 1);
+        struct pd_tensor *lp = pd_detach(logits);
+        pd_requires_grad_(lp, 1);
+        pd_comm_stats_reset();
+        struct pd_tensor *l2 = pd_cross_entropy(ld, idd2, 3, 0.0, (enum pd_reduction)red);
+        struct pd_tensor *f2 = l2 ? pd_dtensor_full(l2) : NULL;
+        pd_comm_stats(&st);
+        struct pd_tensor *l1 = pd_cross_entropy(lp, ids, 3, 0.0, (enum pd_reduction)red);
+        CHECK(f2 && diff(f2, l1) <= 2e-6, "vocab-parallel cross entropy (reduction %d) differs by %.3g", red, diff(f2, l1));
+        /* per row: the max, the sum, the picked logit (and the loss gathered) */
+        CHECK(st.bytes[PD_COMM_ALLGATHER] + st.bytes[PD_COMM_ALLREDUCE] <= 8 * N * (int64_t)sizeof(float),
+              "vocab-parallel cross entropy (reduction %d) moved %lld bytes (the logits are %lld)", red,
+              (long long)(st.bytes[PD_COMM_ALLGATHER] + st.bytes[PD_COMM_ALLREDUCE]), (long long)(N * C * 4));
+        struct pd_tensor *w = pd_cast(randn(pd_tensor_shape(l1), pd_tensor_ndim(l1), 7), PD_F32);
+        struct pd_tensor *s1 = pd_sum(pd_mul(l1, w), NULL, 0, 0), *s2 = pd_sum(pd_mul(l2, w), NULL, 0, 0);
+        CHECK(pd_backward(s1, NULL, 0) == 0 && pd_backward(s2, NULL, 0) == 0, "vocab-parallel backward");
+        CHECK(diff(pd_dtensor_full(pd_tensor_grad(ld)), pd_tensor_grad(lp)) <= 2e-6,
+              "vocab-parallel cross entropy (reduction %d): gradients differ", red);
+    }
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     rank = pd_dist_world_rank();
@@ -233,6 +288,8 @@ int main(void)
             }
         }
     }
+    vocab_parallel(line, 0);
+    if (grid) vocab_parallel(grid, 1);
     pd_mesh_release(line);
     pd_mesh_release(grid);
     int all = 0;

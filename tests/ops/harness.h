@@ -91,7 +91,9 @@ static inline struct pd_tensor *opt_attention_backward(enum pd_op op, struct pd_
     return pd_concat(flat, 3, 0);
 }
 
-/* Random input per spec, seeded by (seed, k) (main.c). */
+/* A row's seed, from its name (input.c). */
+uint64_t opt_row_seed(const char *name);
+/* Random input per spec, seeded by (seed, k) (input.c). */
 struct pd_tensor *opt_make_input(const struct opt_in *s, enum pd_dtype dt, uint64_t seed, int k);
 /* The decomposition check of one row (decomp.c): -1 when the row's op has
  * no decomposition, else 0 (pass) or 1 (fail, printed). */

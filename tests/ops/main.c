@@ -33,48 +33,6 @@ static int verbose, no_grad;
 static int n_pass, n_fail, n_skip;
 static unsigned char decomp_checked[PD_OP_COUNT];
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
-/* Random input per spec (inputs are leaves, not in any scope's way: they
- * live in the row's scope). */
-struct pd_tensor *opt_make_input(const struct opt_in *s, enum pd_dtype dt, uint64_t seed, int k)
-{
-    enum pd_dtype d = s->kind == OPT_INDEX ? PD_I64 : s->kind == OPT_BOOL ? PD_BOOL : s->kind == OPT_FIXED ? s->dtype : dt;
-    int64_t shape[PD_MAX_DIMS];
-    memcpy(shape, s->shape, sizeof shape);
-    int nd = s->ndim;
-    int transposed = s->layout == OPT_TRANSPOSED && nd >= 2, strided = s->layout == OPT_STRIDED && nd >= 1;
-    if (transposed) { int64_t t = shape[nd - 1]; shape[nd - 1] = shape[nd - 2]; shape[nd - 2] = t; }
-    if (strided) shape[nd - 1] *= 2;
-    int64_t n = pdi_numel(shape, nd);
-    uint32_t *w = malloc(sizeof *w * (size_t)(2 * n + 2));
-    char *buf = malloc((size_t)(n + 1) * 8);
-    pd_philox_fill(seed, (uint64_t)k << 40, w, 2 * n);
-    size_t es = pd_dtype_size(d);
-    for (int64_t i = 0; i < n; i++) {
-        double u = (double)(((uint64_t)w[2 * i] << 21) ^ (w[2 * i + 1] >> 11)) * 0x1p-53;
-        double v;
-        if (s->kind == OPT_INDEX) v = floor(s->lo + (s->hi - s->lo) * u);
-        else if (s->kind == OPT_BOOL) v = u < (s->lo > 0 ? s->lo : 0.5);
-        else {
-            v = s->lo + (s->hi - s->lo) * u;
-            if (!pd_dtype_is_float(d)) v = floor(v);
-        }
-        pdi_store(buf + i * (int64_t)es, d, v);
-    }
-    struct pd_tensor *t = pd_from_buffer(buf, shape, nd, d);
-    free(w);
-    free(buf);
-    if (transposed) t = pd_transpose(t, -1, -2);
-    if (strided) t = pd_slice(t, -1, 0, shape[nd - 1], 2);
-    return t;
-}
-
 static double tol_for(enum pd_dtype dt)
 {
     switch (dt) {
@@ -235,7 +193,7 @@ static int run_gradcheck(const struct opt_row *r, uint64_t seed)
 
 static void run_row(const struct opt_row *r)
 {
-    uint64_t seed = hash_str(r->name);
+    uint64_t seed = opt_row_seed(r->name);
     unsigned mask = r->dtypes ? r->dtypes : OPT_DT_F;
     for (int d = 0; d < PD_DTYPE_COUNT; d++) {
         if (!(mask & (1u << d))) continue;
