@@ -536,15 +536,21 @@ int pdi_spmd_bernoulli(const struct pdi_call *g, struct pdi_spmd *s)
     return PD_OK;
 }
 
-/* sgd_update, adam_update: every state tensor in the parameter's
- * placements (the written ones must be already); the gradient follows. */
+/* sgd_update, adam_update: N parameters in planes (params, [masters],
+ * state, grads; src/ops/ops_optim.def); every tensor of parameter j in
+ * parameter j's placements (the written ones must be already); the
+ * gradient follows. */
 int pdi_spmd_update(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    const struct pd_tensor *p = g->in[0];
+    int planes;
+    if (g->op == PD_OP_adam_update) planes = 4 + (g->a.adam_update.has_master != 0) + (g->a.adam_update.amsgrad != 0);
+    else planes = 2 + (g->a.sgd_update.has_master != 0) + (g->a.sgd_update.momentum != 0);
+    int n = s->n_in % planes == 0 ? s->n_in / planes : 0;
     for (int k = 0; k < s->mdim; k++) {
-        struct pd_placement want = is_partial(&s->in[0][k]) ? R : s->in[0][k];
-        for (int i = 0; i < s->n_in; i++) {
-            const struct pd_tensor *x = g->in[i];
+        for (int i = s->n_in - 1; i >= 0; i--) { /* params (plane 0) last: the others read them */
+            int j = n ? i % n : 0;
+            const struct pd_tensor *p = g->in[j], *x = g->in[i];
+            struct pd_placement want = is_partial(&s->in[j][k]) ? R : s->in[j][k];
             int same = x->ndim == p->ndim && !memcmp(x->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
             s->in[i][k] = same ? want : R;
         }
