@@ -161,7 +161,7 @@ int pd_shard_optimizer(struct pd_optimizer *o);
 struct pd_tensor *pd_shard_batch(struct pd_tensor *batch, struct pd_mesh *m, const char *axis);
 /* A new state dict with every distributed tensor gathered whole
  * (pd_dtensor_full) under the same names: the single-process layout, for
- * checkpoints. Collective; no metadata is copied. */
+ * checkpoints, with sd's metadata. Collective. */
 struct pd_state_dict *pd_state_dict_gather(const struct pd_state_dict *sd);
 
 #ifdef __cplusplus

@@ -289,5 +289,10 @@ struct pd_state_dict *pd_state_dict_gather(const struct pd_state_dict *sd)
             return NULL;
         }
     }
+    for (int i = 0; i < pd_state_dict_meta_size(sd); i++)
+        if (pd_state_dict_set_meta(out, pd_state_dict_meta_key(sd, i), pd_state_dict_meta_value(sd, i))) {
+            pd_state_dict_destroy(out);
+            return NULL;
+        }
     return out;
 }
