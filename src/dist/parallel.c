@@ -101,7 +101,8 @@ static struct pd_tensor *prepare(struct pd_tensor *x, struct pd_mesh *m, int axi
     const struct pd_placement *cur = pd_dtensor_placements(x);
     for (int a = 0; a < pd_mesh_ndim(m); a++) pl[a] = cur && pd_dtensor_mesh(x) == m ? cur[a] : pd_replicate();
     struct pd_placement want = prep == PD_PREP_REPLICATE ? pd_replicate() : pd_shard(1);
-    if (prep == PD_PREP_SHARD_SEQ && pd_tensor_ndim(x) < 2) return x;
+    /* a sequence shorter than the axis (decoding one token) stays whole */
+    if (prep == PD_PREP_SHARD_SEQ && (pd_tensor_ndim(x) < 2 || pd_tensor_dim(x, 1) < pd_mesh_size(m, axis))) return x;
     if (cur && pl[axis].kind == want.kind && (want.kind != PD_SHARD || pl[axis].dim == want.dim)) return x;
     pl[axis] = want;
     return x->dist ? pd_reshard(x, m, pl) : pd_shard_tensor(x, m, pl);
