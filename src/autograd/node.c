@@ -255,3 +255,16 @@ int pd_tensor_register_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx)
     *list = h;
     return PD_OK;
 }
+
+int pdi_tensor_remove_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx)
+{
+    struct pdi_hook **list = t->grad_fn ? &t->grad_fn->out_hooks[t->out_nr] : &t->hooks;
+    for (; *list; list = &(*list)->next)
+        if ((*list)->fn == fn && (*list)->ctx == ctx) {
+            struct pdi_hook *h = *list;
+            *list = h->next;
+            free(h);
+            return PD_OK;
+        }
+    return pdi_errorf(PD_ERR_INVALID, "remove_hook: no such hook");
+}

@@ -102,6 +102,7 @@ struct pdi_dist {
     struct pd_placement pl[PD_MAX_MESH_DIMS];
     /* this rank's piece of the tensor's storage */
     int64_t lshape[PD_MAX_DIMS], lstrides[PD_MAX_DIMS], loffset;
+    int dp_axis; /* a parameter under pd_dp_attach: its axis + 1 (its gradient stays Partial there) */
 };
 /* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
  * not call up into dist/): NULL until the first distributed tensor exists,
@@ -117,6 +118,9 @@ struct pdi_dist_hooks {
     struct pd_tensor *(*leaf_grad)(struct pd_tensor *leaf, struct pd_tensor *g);
     /* the whole value as a plain tensor (collective; scoped) */
     struct pd_tensor *(*full)(struct pd_tensor *t);
+    /* finish the gradient reductions in flight (pd_dp_attach) before an
+     * optimizer reads gradients; status */
+    int (*sync_grads)(void);
 };
 extern const struct pdi_dist_hooks *pdi_dist_hooks;
 static inline int pdi_call_has_dist(const struct pdi_call *c);
@@ -574,6 +578,14 @@ struct pd_tensor *pdi_node_in(struct pdi_node *n, int i);
 /* Output j re-attached to this node, so that differentiating through the
  * VJP sees the forward op (new tensor in the current scope). */
 struct pd_tensor *pdi_node_out(struct pdi_node *n, int j);
+/* The profiler's clock, and a collective for it (src/debug/profiler.c):
+ * in flight over [t0, t1) on the trace's communication track, or, with
+ * exposed, a wait on the calling thread (a no-op while it is off). */
+int64_t pdi_now_ns(void);
+void pdi_profiler_comm(const char *name, int64_t t0, int64_t t1, double bytes, int exposed);
+/* Remove the hook (fn, ctx) from t's list (a leaf's or a node output's);
+ * status (PD_ERR_INVALID if absent). */
+int pdi_tensor_remove_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx);
 /* Record a node for a finished call (called by the dispatcher). */
 int pdi_autograd_record(struct pdi_call *c);
 /* "<scope>/<op>_<n>.grad": the forward call's name (built on first use:

@@ -82,6 +82,33 @@ static int finish(struct pdi_call *c, struct pdi_meta *gmeta)
     return PD_OK;
 }
 
+/* pdi_reshard, shown to the profiler: blocking, so in flight and exposed
+ * alike, named by the collectives it ran. */
+struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
+{
+    if (!pd_profiler_enabled()) return pdi_reshard_untimed(x, m, pl);
+    static const char *const kind[PD_COMM_COUNT] = {"all-gather", "all-reduce", "reduce-scatter", "all-to-all",
+                                                    "send/recv"};
+    struct pd_comm_stats a, b;
+    pd_comm_stats(&a);
+    int64_t t0 = pdi_now_ns();
+    struct pd_tensor *y = pdi_reshard_untimed(x, m, pl);
+    int64_t t1 = pdi_now_ns();
+    pd_comm_stats(&b);
+    char name[64] = "reshard";
+    double bytes = 0;
+    for (int k = 0; k < PD_COMM_COUNT; k++) {
+        bytes += (double)(b.bytes[k] - a.bytes[k]);
+        if (b.calls[k] > a.calls[k] && strlen(name) + strlen(kind[k]) + 3 < sizeof name)
+            strcat(strcat(name, strcmp(name, "reshard") ? "+" : " "), kind[k]);
+    }
+    if (bytes > 0 || strcmp(name, "reshard")) {
+        pdi_profiler_comm(name, t0, t1, bytes, 0);
+        pdi_profiler_comm(name, t0, t1, bytes, 1);
+    }
+    return y;
+}
+
 /* ---- the reshard op --------------------------------------------------- */
 static void encode_pl(const struct pd_placement *pl, int mdim, struct pdi_ints *v)
 {
@@ -282,10 +309,14 @@ static struct pd_tensor *leaf_grad(struct pd_tensor *leaf, struct pd_tensor *g)
     memcpy(want, dl->pl, sizeof want);
     for (int a = 0; a < dl->mesh->ndim; a++)
         if (want[a].kind == PD_PARTIAL) want[a] = pd_replicate();
+    int da = dl->dp_axis - 1; /* pd_dp_attach reduces it there (dp.c) */
+    if (da >= 0 && dg->mesh == dl->mesh && dg->pl[da].kind == PD_PARTIAL && dg->pl[da].op == PD_RED_SUM)
+        want[da] = dg->pl[da];
     if (dg->mesh == dl->mesh && same_placements(dg->pl, want, dl->mesh->ndim)) return g;
     return pd_reshard(g, dl->mesh, want);
 }
 
-static const struct pdi_dist_hooks hooks = {dist_call, pdi_dist_copy, dist_zeros, leaf_grad, pd_dtensor_full};
+static const struct pdi_dist_hooks hooks = {dist_call, pdi_dist_copy, dist_zeros, leaf_grad, pd_dtensor_full,
+                                           pdi_dp_finish_all};
 
 void pdi_spmd_install(void) { __atomic_store_n(&pdi_dist_hooks, &hooks, __ATOMIC_RELEASE); }

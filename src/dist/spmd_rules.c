@@ -159,12 +159,25 @@ int pdi_spmd_pointwise(const struct pdi_call *g, struct pdi_spmd *s)
 /* ---- reductions ------------------------------------------------------- */
 int pdi_spmd_reduce(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    if (g->op == PD_OP_grad_sumsq) { /* sum of squares of every input */
+    if (g->op == PD_OP_grad_sumsq) {
+        /* Sum of squares of every input (gradient clipping): a sharded
+         * input's pieces add up; a replicated one must count once, so it
+         * is zero off coordinate 0 (Replicate → Partial is exactly that);
+         * a Partial one is reduced first (its square is not the sum of the
+         * squares), and then the whole axis is replicated. */
         for (int k = 0; k < s->mdim; k++) {
-            int all_shard = 1;
-            for (int i = 0; i < s->n_in; i++) all_shard &= is_shard(&s->in[i][k]);
-            if (all_shard) out_all(s, k, pd_partial(PD_RED_SUM));
-            else replicate_axis(s, k);
+            int any_shard = 0, any_partial = 0;
+            for (int i = 0; i < s->n_in; i++) {
+                any_shard |= is_shard(&s->in[i][k]);
+                any_partial |= is_partial(&s->in[i][k]);
+            }
+            if (any_partial || !any_shard) {
+                replicate_axis(s, k);
+                continue;
+            }
+            for (int i = 0; i < s->n_in; i++)
+                if (!is_shard(&s->in[i][k])) s->in[i][k] = pd_partial(PD_RED_SUM);
+            out_all(s, k, pd_partial(PD_RED_SUM));
         }
         return PD_OK;
     }
@@ -536,23 +549,18 @@ int pdi_spmd_bernoulli(const struct pdi_call *g, struct pdi_spmd *s)
     return PD_OK;
 }
 
-/* sgd_update, adam_update: N parameters in planes (params, [masters],
- * state, grads; src/ops/ops_optim.def); every tensor of parameter j in
- * parameter j's placements (the written ones must be already); the
- * gradient follows. */
+/* sgd_update, adam_update: inputs are planes of n tensors (params, then
+ * masters and moments, then gradients: infer_update in src/ops/optim.c);
+ * every plane of param j in param j's placements (the written ones must
+ * be already), so the gradient follows its parameter. */
 int pdi_spmd_update(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int planes;
-    if (g->op == PD_OP_adam_update) planes = 4 + (g->a.adam_update.has_master != 0) + (g->a.adam_update.amsgrad != 0);
-    else planes = 2 + (g->a.sgd_update.has_master != 0) + (g->a.sgd_update.momentum != 0);
-    int n = s->n_in % planes == 0 ? s->n_in / planes : 0;
+    int n = s->n_in - g->n_writes; /* n params; n_writes = (planes - 1) n */
+    if (n <= 0 || s->n_in % n) return pdi_spmd_replicate(g, s);
     for (int k = 0; k < s->mdim; k++) {
-        for (int i = s->n_in - 1; i >= 0; i--) { /* params (plane 0) last: the others read them */
-            int j = n ? i % n : 0;
-            const struct pd_tensor *p = g->in[j], *x = g->in[i];
+        for (int j = 0; j < n; j++) {
             struct pd_placement want = is_partial(&s->in[j][k]) ? R : s->in[j][k];
-            int same = x->ndim == p->ndim && !memcmp(x->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim);
-            s->in[i][k] = same ? want : R;
+            for (int i = j; i < s->n_in; i += n) s->in[i][k] = want;
         }
         out_all(s, k, R);
     }
