@@ -261,6 +261,7 @@ int cli_dist_active(void);
 int cli_dist_rank(void); /* 0 without --mesh */
 void cli_dist_quiet(const char *out);
 struct pd_tensor *cli_dist_batch(struct pd_tensor *x);
+void cli_dist_backward_done(void);
 struct pd_llama *cli_dist_eval_model(struct pd_llama *m);
 struct pd_state_dict *cli_dist_gather(struct pd_state_dict *sd);
 

@@ -5,7 +5,8 @@
  * The model, optimizer and checkpoint are built exactly as in one process
  * (train.c), then made distributed in place: pd_shard_layer with the Llama
  * plan on the tp axis (every parameter replicated on dp), the optimizer
- * state in its parameters' placements, each batch split over dp. Every rank
+ * state in its parameters' placements, each batch split over dp, the
+ * gradients all-reduced over dp in buckets during backward (pd_dp_attach). Every rank
  * draws the same global batch, so the losses are one process's.
  * What does not train runs on a plain copy of the model, gathered from the
  * pieces before each use (validation, held-out accuracy, sample): every
@@ -27,7 +28,8 @@ static struct {
     struct pd_mesh *mesh;
     int dp, tp; /* axis indices, -1: none */
     struct pd_llama *eval; /* the plain copy (held) */
-} D = {NULL, -1, -1, NULL};
+    struct pd_dp *dp_reducer; /* the bucketed data-parallel reduction (held) */
+} D = {NULL, -1, -1, NULL, NULL};
 
 int cli_dist_active(void) { return D.mesh != NULL; }
 int cli_dist_rank(void) { return D.mesh ? pd_dist_world_rank() : 0; }
@@ -36,8 +38,10 @@ static void mesh_release(void *p)
 {
     pd_shard_plans_clear();
     pd_mesh_release(p);
-    D.mesh = NULL, D.eval = NULL, D.dp = D.tp = -1;
+    D.mesh = NULL, D.eval = NULL, D.dp_reducer = NULL, D.dp = D.tp = -1;
 }
+
+static void dp_detach(void *p) { pd_dp_detach(p); }
 
 /* "dp=2,tp=2" → the mesh (axes in the order given; dp and tp only). */
 static void parse_mesh(const char *spec, int *shape, const char **names, int *nd)
@@ -89,6 +93,22 @@ void cli_dist_setup(const char *spec, int sp, int bf16, int pack, struct pd_stat
     if (np < 0 || pd_shard_layer(params, D.mesh, D.tp >= 0 ? "tp" : NULL, plan, np))
         cli_fail_pd("--mesh: cannot distribute the model");
     if (pd_shard_optimizer(opt)) cli_fail_pd("--mesh: cannot distribute the optimizer state");
+    if (D.dp >= 0) { /* gradients all-reduced in buckets while backward runs */
+        int n_params = pd_state_dict_size(params);
+        struct pd_tensor **ps = cli_hold(calloc((size_t)n_params + 1, sizeof *ps), free);
+        if (!ps) cli_fail(CLI_EXIT_FAIL, "out of memory");
+        for (int i = 0; i < n_params; i++) ps[i] = pd_state_dict_tensor(params, i);
+        D.dp_reducer = cli_hold(pd_dp_attach(ps, n_params, D.mesh, "dp", 0), dp_detach);
+        if (!D.dp_reducer) cli_fail_pd("--mesh: cannot attach the data-parallel reduction");
+        cli_free(ps);
+    }
+}
+
+/* After each backward: the data-parallel reduction finished (gradients
+ * accumulated over micro-batches need it after each one). */
+void cli_dist_backward_done(void)
+{
+    if (D.dp_reducer && pd_dp_finish(D.dp_reducer)) cli_fail_pd("data-parallel gradient reduction failed");
 }
 
 /* Ranks other than 0: stdout to /dev/null, stderr to <out>/rank<N>.log. */

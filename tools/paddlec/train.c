@@ -933,6 +933,7 @@ int cmd_train(int argc, char **argv)
             if (l && pd_tensor_dtype(l) != PD_F32) l = pd_cast(l, PD_F32);
             if (!l || pd_backward(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l, NULL, 0))
                 cli_fail_pd("step %lld failed", (long long)R.step + 1);
+            cli_dist_backward_done();   /* --mesh dp: the gradients reduced */
             sum += pd_item(l);
         }
         double gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
