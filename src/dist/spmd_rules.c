@@ -265,6 +265,9 @@ int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
 {
     if ((g->op == PD_OP_flashmask || g->op == PD_OP_flashmask_backward) && g->a.flashmask.dropout_p > 0)
         return pdi_spmd_replicate(g, s);
+    /* FlashMask's layout is [B, T, H, D]: dim 1 is the sequence, which
+     * causal attention cannot split; the batch only (heads: not yet) */
+    if (g->op == PD_OP_flashmask || g->op == PD_OP_flashmask_backward) return spmd_dims(g, s, 1u);
     unsigned allowed = 1u;
     int64_t hq = g->in[0]->shape[1], hk = g->in[1]->shape[1];
     int heads_ok = 1;
