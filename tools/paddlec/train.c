@@ -553,7 +553,11 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
 static struct pd_tensor *cli_loss(struct pd_llama *m, struct pd_tensor *x, struct pd_tensor *y,
                                   const struct cli_packer *pack)
 {
-    return pack ? pd_llama_loss_packed(m, x, y, cli_packer_doc_ids(pack, x)) : pd_llama_loss(m, x, y);
+    /* --mesh: x, y split over dp; the document ids stay whole (the model
+     * reads them on every rank) */
+    struct pd_tensor *doc = pack ? cli_packer_doc_ids(pack, x) : NULL;
+    x = cli_dist_batch(x), y = cli_dist_batch(y);
+    return pack ? pd_llama_loss_packed(m, x, y, doc) : pd_llama_loss(m, x, y);
 }
 
 /* ---- evaluation -------------------------------------------------------------- */
@@ -853,7 +857,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
         if (R->step > r->steps)
             cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
     }
-    cli_dist_setup(r->mesh, r->sp, r->bf16, r->pack_documents, R->params, R->opt);   /* --mesh (dist.c) */
+    cli_dist_setup(r->mesh, r->sp, r->bf16, R->params, R->opt);   /* --mesh (dist.c) */
     /* What runs after the last step is checked now. The held-out task draws
      * no numbers from pd generators: building it here changes nothing. */
     prepare_sample(R);
@@ -936,7 +940,6 @@ int cmd_train(int argc, char **argv)
             if (pd_dataset_batch(R.ds, PD_SPLIT_TRAIN, r->batch, r->seq_len, R.data_gen, &x, &y))
                 cli_fail_pd("cannot draw a batch");
             if (r->answer_loss) y = cli_answer_targets(x, y);
-            x = cli_dist_batch(x), y = cli_dist_batch(y);   /* --mesh: this rank's rows */
             int ac = r->bf16 ? pd_autocast_begin(PD_BF16) : -1;
             if (r->bf16 && ac < 0) cli_fail_pd("--bf16");
             struct pd_tensor *l = cli_loss(R.model, x, y, r->pack_documents ? &R.pack : NULL);
