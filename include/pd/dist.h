@@ -163,6 +163,62 @@ double pd_dist_timeout(void);
  * status after MPI started aborts the job the same way. */
 void pd_dist_abort(int code, const char *msg);
 
+/* ---- training in parallel (src/dist/parallel.c; docs/distributed.md) ----
+ * A single-process model becomes a parallel one by making its parameters
+ * distributed; every op then runs through the distribute stage. */
+struct pd_state_dict;
+struct pd_optimizer;
+
+/* Make the plain leaf t distributed in place: the same object now holds
+ * this rank's piece of its value in placements pl (its own storage), so a
+ * module, a state dict and an optimizer that point to it all see the
+ * change. Its gradient, if any, is dropped. Collective like pd_shard_tensor. */
+int pd_dtensor_distribute_(struct pd_tensor *t, struct pd_mesh *m, const struct pd_placement *pl);
+
+/* What a plan does to a module's parameters on the plan's mesh axis (every
+ * other axis: Replicate). Linear weights are [out, in] (torch's layout). */
+enum pd_plan_kind {
+    PD_PLAN_REPLICATE = 0, /* replicated */
+    PD_PLAN_COLWISE,       /* column-parallel: weight Shard(0) (the outputs), bias Shard(0) */
+    PD_PLAN_ROWWISE,       /* row-parallel: weight Shard(1) (the inputs), bias replicated */
+    PD_PLAN_SHARD,         /* every parameter Shard(dim) */
+    PD_PLAN_KIND_COUNT
+};
+/* Input/output preparation: a reshard of the module's input (before it
+ * runs) or output (after) on the plan's axis, the other axes unchanged.
+ * Sequence parallelism is two of them: "begin" = an output Shard(1) of
+ * activations [B, T, dim] (T split), "end" = Replicate (gathered). */
+enum pd_prep { PD_PREP_NONE = 0, PD_PREP_REPLICATE, PD_PREP_SHARD_SEQ, PD_PREP_COUNT };
+struct pd_shard_plan {
+    const char *module;   /* a module name; '*' matches one dotted part ("model.layers.*.mlp.up_proj") */
+    enum pd_plan_kind kind;
+    int dim;              /* PD_PLAN_SHARD */
+    enum pd_prep in, out; /* applied by the nn modules (Linear, Embedding, RMSNorm) that own a weight */
+};
+/* Distribute every parameter of `params` on mesh m: a parameter whose
+ * module matches a plan (the first match) gets the plan's placement on axis
+ * `axis`, all others are replicated (data parallelism: a replicated
+ * parameter's gradient is all-reduced over the axes the batch is split on).
+ * Preparations stay registered until pd_shard_plans_clear. Collective. */
+int pd_shard_layer(struct pd_state_dict *params, struct pd_mesh *m, const char *axis, const struct pd_shard_plan *plan,
+                   int n_plan);
+void pd_shard_plans_clear(void);
+/* The tensor-parallel plan of pd_llama (sp: sequence-parallel too) into
+ * out (room for cap, 12 suffice); returns how many, or a status < 0. */
+int pd_llama_shard_plan(int sp, struct pd_shard_plan *out, int cap);
+/* Put an optimizer's state (moments, masters) in its parameters'
+ * placements, keeping the values. An optimizer created after pd_shard_layer
+ * needs nothing: its state follows already. */
+int pd_shard_optimizer(struct pd_optimizer *o);
+/* A batch [B, ...] that every rank drew whole (the same generator stream as
+ * one process): each rank keeps its rows, Shard(0) on `axis` (data
+ * parallel; NULL: every rank keeps all), replicated on the other axes. */
+struct pd_tensor *pd_shard_batch(struct pd_tensor *batch, struct pd_mesh *m, const char *axis);
+/* A new state dict with every distributed tensor gathered whole
+ * (pd_dtensor_full) under the same names: the single-process layout, for
+ * checkpoints, with sd's metadata. Collective. */
+struct pd_state_dict *pd_state_dict_gather(const struct pd_state_dict *sd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "pd/dist.h"
 #include "pd/generate.h"
 
 struct pd_generation {
@@ -191,6 +192,7 @@ static int last_logits(struct pd_tensor *logits, float *out)
     if (!logits) return pdi_status_of(NULL, "generate: forward");
     int64_t t = pd_tensor_dim(logits, 1);
     struct pd_tensor *last = pd_slice(logits, 1, t - 1, t, 1);
+    if (last && last->dist) last = pd_dtensor_full(last); /* a distributed model's (docs/distributed.md) */
     return pd_to_buffer(last, out, PD_F32);
 }
 

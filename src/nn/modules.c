@@ -21,6 +21,8 @@
 
 /* ---- arena and naming ------------------------------------------------ */
 
+struct pd_tensor *(*pdi_nn_prepare)(const struct pd_tensor *weight, int where, struct pd_tensor *x);
+
 static struct pd_tensor *zeros_owned(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
     int sc = pd_scope_begin();
@@ -149,7 +151,7 @@ struct pd_tensor *pd_nn_linear_forward(struct pd_nn_linear *l, struct pd_tensor 
         return pdi_error(PD_ERR_INVALID, "nn.linear: input %s must end in in_features = %lld",
                          pdi_shape_str(x->shape, x->ndim, b, sizeof b), (long long)l->in_features);
     }
-    return pd_linear(x, l->weight, l->bias);
+    return pdi_nn_prep(l->weight, 1, pd_linear(pdi_nn_prep(l->weight, 0, x), l->weight, l->bias));
 }
 
 int pd_nn_linear_params(struct pd_nn_linear *l, const char *prefix, struct pd_state_dict *sd)
@@ -194,7 +196,7 @@ void pd_nn_embedding_destroy(struct pd_nn_embedding *e)
 struct pd_tensor *pd_nn_embedding_forward(struct pd_nn_embedding *e, struct pd_tensor *ids)
 {
     if (!e) return pdi_error(PD_ERR_NULL, "nn.embedding: module is NULL");
-    return pd_embedding(ids, e->weight);
+    return pdi_nn_prep(e->weight, 1, pd_embedding(ids, e->weight));
 }
 
 int pd_nn_embedding_params(struct pd_nn_embedding *e, const char *prefix, struct pd_state_dict *sd)
@@ -248,7 +250,7 @@ void pd_nn_rmsnorm_destroy(struct pd_nn_rmsnorm *n)
 struct pd_tensor *pd_nn_rmsnorm_forward(struct pd_nn_rmsnorm *n, struct pd_tensor *x)
 {
     if (!n) return pdi_error(PD_ERR_NULL, "nn.rmsnorm: module is NULL");
-    return pd_rms_norm(x, 1, n->weight, n->eps);
+    return pdi_nn_prep(n->weight, 1, pd_rms_norm(pdi_nn_prep(n->weight, 0, x), 1, n->weight, n->eps));
 }
 
 int pd_nn_rmsnorm_params(struct pd_nn_rmsnorm *n, const char *prefix, struct pd_state_dict *sd)

@@ -21,6 +21,16 @@ struct pdi_nn_arena {
 };
 /* A new parameter (uninitialised), or NULL with the error set. */
 struct pd_tensor *pdi_nn_param(struct pdi_nn_arena *ar, const int64_t *shape, int ndim);
+/* A shard plan's input/output preparation of the module whose weight is
+ * `weight` (where 0: its input, 1: its output); set by src/dist/parallel.c
+ * when a plan has one, NULL otherwise (the modules then pay one test). */
+extern struct pd_tensor *(*pdi_nn_prepare)(const struct pd_tensor *weight, int where, struct pd_tensor *x);
+static inline struct pd_tensor *pdi_nn_prep(const struct pd_tensor *weight, int where, struct pd_tensor *x)
+{
+    struct pd_tensor *(*f)(const struct pd_tensor *, int, struct pd_tensor *) =
+        __atomic_load_n(&pdi_nn_prepare, __ATOMIC_ACQUIRE);
+    return f && x ? f(weight, where, x) : x;
+}
 /* A zero-filled f32 tensor owned by the caller (one reference, in no scope),
  * made by the creation op: under the meta executor it has no data. */
 struct pd_tensor *pdi_nn_zeros_owned(const int64_t *shape, int ndim);

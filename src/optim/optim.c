@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "pd/dist.h"
 #include "optim/optim_internal.h"
 
 /* ---- configs ------------------------------------------------------------ */
@@ -107,6 +108,7 @@ static struct pd_tensor *state_new(struct pd_tensor *t, int copy)
     int prev = pd_no_grad_begin();
     int scope_tok = pd_scope_begin();
     struct pd_tensor *s = copy ? pd_cast(t, PD_F32) : pd_zeros(t->shape, t->ndim, PD_F32);
+    if (s && !copy && t->dist) s = pd_shard_tensor(s, pd_dtensor_mesh(t), pd_dtensor_placements(t)); /* its placements */
     if (s) pd_tensor_retain(s);
     pd_scope_end(scope_tok);
     pd_grad_mode_end(prev);

@@ -252,4 +252,17 @@ int cmd_bench(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_plot(int argc, char **argv);        /* plot.c */
 
+/* ---- train --mesh (dist.c; docs/distributed.md) ---- */
+struct pd_optimizer;
+/* spec NULL: nothing (no MPI). Else the mesh, the model's parameters and
+ * the optimizer's state distributed; usage errors exit. */
+void cli_dist_setup(const char *spec, int sp, int bf16, struct pd_state_dict *params, struct pd_optimizer *opt);
+int cli_dist_active(void);
+int cli_dist_rank(void); /* 0 without --mesh */
+void cli_dist_quiet(const char *out);
+struct pd_tensor *cli_dist_batch(struct pd_tensor *x);
+void cli_dist_backward_done(void);
+struct pd_llama *cli_dist_eval_model(struct pd_llama *m);
+struct pd_state_dict *cli_dist_gather(struct pd_state_dict *sd);
+
 #endif

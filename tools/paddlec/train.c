@@ -60,6 +60,8 @@ struct recipe {
     double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
     int64_t seed, lines;
     const char *init_hf;   /* --init-hf (hf.c) */
+    const char *mesh;      /* --mesh, with --sp (dist.c) */
+    int sp;
     int vocab;             /* 0: the tokenizer's */
     double norm_eps, rope_theta, init_std;
 };
@@ -175,6 +177,8 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"norm-eps", CLI_DOUBLE, &r->norm_eps, 1e-30, 0.5, "RMSNorm epsilon", 0},
         {"rope-theta", CLI_DOUBLE, &r->rope_theta, 1e-6, 1e30, "RoPE base", 0},
         {"init-std", CLI_DOUBLE, &r->init_std, 1e-30, 100, "std of the normal initialisation", 0},
+        {"mesh", CLI_STR, &r->mesh, 0, 0, "under mpirun: the process mesh, dp=N and/or tp=N (e.g. dp=2,tp=2; docs/distributed.md)", 0},
+        {"sp", CLI_FLAG, &r->sp, 0, 1, "with --mesh ...tp=N: sequence parallelism between the tensor-parallel matmuls", 0},
         {0, 0, 0, 0, 0, 0, 0},
     };
     memcpy(o, t, sizeof t);
@@ -215,7 +219,8 @@ static char *recipe_to_json(struct cli_opt *opts)
 {
     cJSON *j = cJSON_CreateObject();
     for (struct cli_opt *o = opts; o->name; o++) {
-        if (!strcmp(o->name, "config") || !strcmp(o->name, "resume")) continue;
+        if (!strcmp(o->name, "config") || !strcmp(o->name, "resume") || !strcmp(o->name, "mesh") || !strcmp(o->name, "sp"))
+            continue;   /* how the run was executed, not what it computes */
         switch (o->kind) {
         case CLI_INT: cJSON_AddNumberToObject(j, o->name, *(int *)o->dst); break;
         case CLI_FLAG: cJSON_AddBoolToObject(j, o->name, *(int *)o->dst); break;
@@ -347,6 +352,8 @@ static void save_checkpoint(struct run *R, const char *path, int parts)
             cli_fail_pd("checkpoint: cannot list the model");
     if ((parts & SAVE_STATE) && pd_optimizer_state_dict(R->opt, sd, "optim."))
         cli_fail_pd("checkpoint: cannot list the optimizer state");
+    struct pd_state_dict *whole = cli_dist_gather(sd);   /* --mesh: the pieces gathered whole (all ranks), rank 0 writes */
+    if (whole != sd) cli_free(sd), sd = whole;
     char v[32];
     snprintf(v, sizeof v, "%lld", (long long)R->step);
     pd_state_dict_set_meta(sd, "paddlec.format", "1");
@@ -370,8 +377,8 @@ static void save_checkpoint(struct run *R, const char *path, int parts)
     pd_state_dict_set_meta(sd, "paddlec.model_config", mj);
     pd_state_dict_set_meta(sd, "paddlec.recipe", rj);
     if (parts & SAVE_MODEL) pd_state_dict_set_meta(sd, "paddlec.tokenizer", tj);
-    if (pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
-    if (parts == SAVE_MODEL) {   /* the config and the tokenizer beside the model, as plain JSON files */
+    if (cli_dist_rank() == 0 && pd_safetensors_save(path, sd)) cli_fail_pd("cannot save checkpoint %s", cli_q(path));
+    if (parts == SAVE_MODEL && cli_dist_rank() == 0) {   /* the config and the tokenizer beside the model, as plain JSON files */
         char p[4096];
         cli_path_join(p, sizeof p, R->r.out, "model_config.json");
         if (pd_file_write(p, mj, strlen(mj))) cli_fail_pd("cannot save %s", cli_q(p));
@@ -546,7 +553,11 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
 static struct pd_tensor *cli_loss(struct pd_llama *m, struct pd_tensor *x, struct pd_tensor *y,
                                   const struct cli_packer *pack)
 {
-    return pack ? pd_llama_loss_packed(m, x, y, cli_packer_doc_ids(pack, x)) : pd_llama_loss(m, x, y);
+    /* --mesh: x, y split over dp; the document ids stay whole (the model
+     * reads them on every rank) */
+    struct pd_tensor *doc = pack ? cli_packer_doc_ids(pack, x) : NULL;
+    x = cli_dist_batch(x), y = cli_dist_batch(y);
+    return pack ? pd_llama_loss_packed(m, x, y, doc) : pd_llama_loss(m, x, y);
 }
 
 /* ---- evaluation -------------------------------------------------------------- */
@@ -622,7 +633,7 @@ static char *text_sample(struct run *R, const char *prompt)
     gc.temperature = 0.8;
     gc.top_k = 40;
     struct pd_generator *g = cli_hold(pd_generator_create((uint64_t)R->r.seed + 7), cli_dtor_generator);
-    struct pd_generation *out = cli_hold(pd_generate(R->model, (const int64_t *const *)&ids, &n, 1, &gc, g),
+    struct pd_generation *out = cli_hold(pd_generate(cli_dist_eval_model(R->model), (const int64_t *const *)&ids, &n, 1, &gc, g),
                                          cli_dtor_generation);
     if (!out) cli_fail_pd("sample generation failed");
     char *cont = cli_hold(cli_decode(R->tok, pd_generation_tokens(out, 0), pd_generation_len(out, 0)), free);
@@ -846,6 +857,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
         if (R->step > r->steps)
             cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
     }
+    cli_dist_setup(r->mesh, r->sp, r->bf16, R->params, R->opt);   /* --mesh (dist.c) */
     /* What runs after the last step is checked now. The held-out task draws
      * no numbers from pd generators: building it here changes nothing. */
     prepare_sample(R);
@@ -893,9 +905,10 @@ int cmd_train(int argc, char **argv)
     struct pd_lr_schedule sched = {PD_LR_WARMUP_COSINE, r->lr, r->min_lr, r->warmup, r->steps, 1, 1};
     if (pd_lr_schedule_validate(&sched)) cli_fail_pd("bad learning-rate schedule");
     ensure_dir(r->out);   /* only once the inputs are known to be good */
+    cli_dist_quiet(r->out);   /* --mesh: ranks other than 0 print nothing */
     char mpath[4096];
     cli_path_join(mpath, sizeof mpath, r->out, "metrics.jsonl");
-    const char *metrics = r->metrics ? r->metrics : mpath;
+    const char *metrics = cli_dist_rank() ? NULL : r->metrics ? r->metrics : mpath;   /* --mesh: rank 0 writes */
     /* a resumed run continues the metrics of the step it resumes from */
     int64_t dropped = resumed ? cli_metrics_truncate(metrics, R.step) : 0;
     if (dropped)
@@ -934,6 +947,7 @@ int cmd_train(int argc, char **argv)
             if (l && pd_tensor_dtype(l) != PD_F32) l = pd_cast(l, PD_F32);
             if (!l || pd_backward(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l, NULL, 0))
                 cli_fail_pd("step %lld failed", (long long)R.step + 1);
+            cli_dist_backward_done();   /* --mesh dp: the gradients reduced */
             sum += pd_item(l);
         }
         double gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
@@ -965,14 +979,15 @@ int cmd_train(int argc, char **argv)
         int last = R.step == r->steps;
         if ((r->eval_every && R.step % r->eval_every == 0) || last) {
             struct cli_val v;
-            if (cli_validate(R.model, R.ds, R.tok, r->batch, r->seq_len, r->eval_batches, r->answer_loss,
+            struct pd_llama *em = cli_dist_eval_model(R.model);   /* --mesh: a whole copy */
+            if (cli_validate(em, R.ds, R.tok, r->batch, r->seq_len, r->eval_batches, r->answer_loss,
                              r->pack_documents ? &R.pack : NULL, &v))
                 cli_fail_pd("validation failed");
             double vl = v.loss;
             /* Built-in data: a quick held-out accuracy too (greedy decoding
              * draws no random numbers, so resume stays bit-exact). */
             double qa = !r->data && r->task_n > 0 && !last
-                            ? cli_task_accuracy(R.model, R.tok, &R.ac, r->task_n < 100 ? r->task_n : 100,
+                            ? cli_task_accuracy(em, R.tok, &R.ac, r->task_n < 100 ? r->task_n : 100,
                                                 (uint64_t)r->seed + 2, 128, NULL)
                             : NAN;
             pd_llama_train(R.model, 1);
@@ -990,7 +1005,7 @@ int cmd_train(int argc, char **argv)
         if ((r->ckpt_every && R.step % r->ckpt_every == 0 && !last) || stop) {
             snprintf(path, sizeof path, "%s/ckpt-%lld.safetensors", r->out, (long long)R.step);
             save_checkpoint(&R, path, SAVE_CHECKPOINT);
-            cli_run_prune(r->out, r->keep_last);
+            if (!cli_dist_rank()) cli_run_prune(r->out, r->keep_last);
             if (!stop) cli_progress_note(&prog, "step %lld: saved %s", (long long)R.step, path);
         }
         if (last) {   /* the training state first: a final.safetensors always has its state beside it */
@@ -1020,7 +1035,7 @@ int cmd_train(int argc, char **argv)
     double acc = NAN;
     char *sample = NULL;
     if (!r->data && r->task_n > 0) {
-        acc = cli_task_accuracy(R.model, R.tok, &R.ac, r->task_n, (uint64_t)r->seed + 2, 128, &sample);
+        acc = cli_task_accuracy(cli_dist_eval_model(R.model), R.tok, &R.ac, r->task_n, (uint64_t)r->seed + 2, 128, &sample);
         printf("held-out accuracy: %.2f%% (%d problems)\n", 100 * acc, r->task_n);
     }
     if (R.sample_prompt) {

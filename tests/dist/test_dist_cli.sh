@@ -1,0 +1,33 @@
+#!/bin/bash
+# paddle.c — `paddlec train --mesh` under mpirun (docs/distributed.md):
+# 2 ranks, data parallel, trains with the losses of one process (1e-5
+# relative), writes its files once (rank 0; rank 1 logs to rank1.log),
+# checkpoints in the single-process layout that `paddlec generate` reads;
+# usage errors (a mesh that does not match the ranks, --sp without tp) are
+# clear.
+#   test_dist_cli.sh PATH/TO/paddlec PATH/TO/mpiexec
+. "$(dirname "$0")/../cli_lib.sh" "$1"
+mpi=$2
+args="--steps 8 --dim 32 --layers 2 --heads 4 --kv-heads 2 --hidden 64 --batch 4 --seq-len 16 --task-n 8
+      --eval-every 4 --eval-batches 1 --lines 2000 --log-every 1 --threads 1"
+losses() { grep -o '"loss":[-0-9.e]*' "$1" | cut -d: -f2; }
+"$bin" train $args --out one > one.out 2> one.err
+ok '[ $? -eq 0 ]'
+"$mpi" --oversubscribe -np 2 "$bin" train $args --mesh dp=2 --out dp > dp.out 2> dp.err
+ok '[ $? -eq 0 ]'
+ok '[ "$(losses one/metrics.jsonl | wc -l)" -eq 8 ] && [ "$(losses dp/metrics.jsonl | wc -l)" -eq 8 ]'
+ok 'paste <(losses one/metrics.jsonl) <(losses dp/metrics.jsonl) | awk "{ d = \$1 - \$2; if (d < 0) d = -d; if (d > 1e-5 * \$1) bad = 1 } END { exit bad }"'
+ok '[ "$(grep -c "^step 8/8" dp.err)" -eq 1 ]'                 # one progress bar (rank 0)
+ok 'grep -q "^step 8/8" dp/rank1.log'                         # rank 1's stderr: its log
+ok '[ "$(grep -c "held-out accuracy" dp.out)" -eq 1 ]'         # rank 1's stdout is silent
+ok '[ -f dp/final.safetensors ] && [ -f dp/final.state.safetensors ] && [ -f dp/model_config.json ]'
+"$bin" generate --ckpt dp/final.safetensors --prompt "12+34=" --max-new 4 > gen.out 2> gen.err
+ok '[ $? -eq 0 ] && grep -q "^12+34=" gen.out'
+"$bin" generate --ckpt one/final.safetensors --prompt "12+34=" --max-new 4 > gen1.out 2> /dev/null
+ok 'cmp -s gen.out gen1.out'                                   # the same continuation
+"$mpi" --oversubscribe -np 2 "$bin" train $args --mesh dp=4 --out bad > /dev/null 2> bad.err
+ok '[ $? -ne 0 ] && grep -q "has 4 ranks but mpirun started 2" bad.err'
+"$bin" train $args --sp --out bad2 > /dev/null 2> bad2.err
+ok '[ $? -eq 2 ] && grep -q -- "--sp needs --mesh" bad2.err'
+echo "test_dist_cli: $((checks - fails))/$checks checks passed"
+[ $fails -eq 0 ]

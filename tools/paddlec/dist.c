@@ -1,0 +1,158 @@
+/* paddle.c — `paddlec train --mesh dp=2,tp=2 [--sp]` under mpirun: the
+ * distributed parts of the training command (docs/distributed.md
+ * "paddlec train --mesh").
+ *
+ * The model, optimizer and checkpoint are built exactly as in one process
+ * (train.c), then made distributed in place: pd_shard_layer with the Llama
+ * plan on the tp axis (every parameter replicated on dp), the optimizer
+ * state in its parameters' placements, each batch split over dp, the
+ * gradients all-reduced over dp in buckets during backward (pd_dp_attach). Every rank
+ * draws the same global batch, so the losses are one process's.
+ * What does not train runs on a plain copy of the model, gathered from the
+ * pieces before each use (validation, held-out accuracy, sample): every
+ * rank computes it, rank 0 reports it. Checkpoints gather every tensor
+ * (the single-process layout, so `paddlec generate` reads them unchanged)
+ * and rank 0 writes them. Ranks other than 0 print nothing: stdout goes to
+ * /dev/null and stderr to <out>/rank<N>.log.
+ * Without --mesh none of this runs and MPI never starts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pd/dist.h"
+#include "pd/optim.h"
+
+static struct {
+    struct pd_mesh *mesh;
+    int dp, tp; /* axis indices, -1: none */
+    struct pd_llama *eval; /* the plain copy (held) */
+    struct pd_dp *dp_reducer; /* the bucketed data-parallel reduction (held) */
+} D = {NULL, -1, -1, NULL, NULL};
+
+int cli_dist_active(void) { return D.mesh != NULL; }
+int cli_dist_rank(void) { return D.mesh ? pd_dist_world_rank() : 0; }
+
+static void mesh_release(void *p)
+{
+    pd_shard_plans_clear();
+    pd_mesh_release(p);
+    D.mesh = NULL, D.eval = NULL, D.dp_reducer = NULL, D.dp = D.tp = -1;
+}
+
+static void dp_detach(void *p) { pd_dp_detach(p); }
+
+/* "dp=2,tp=2" → the mesh (axes in the order given; dp and tp only). */
+static void parse_mesh(const char *spec, int *shape, const char **names, int *nd)
+{
+    static char buf[64];
+    if (strlen(spec) >= sizeof buf) cli_fail(CLI_EXIT_USAGE, "--mesh %s is too long", cli_q(spec));
+    strcpy(buf, spec);
+    *nd = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end = NULL;
+        long n = eq ? strtol(eq + 1, &end, 10) : 0;
+        if (!eq || !end || *end || n < 1 || n > 4096)
+            cli_fail(CLI_EXIT_USAGE, "--mesh %s: expected axis=size pairs such as dp=2,tp=2", cli_q(spec));
+        *eq = 0;
+        if (strcmp(tok, "dp") && strcmp(tok, "tp"))
+            cli_fail(CLI_EXIT_USAGE, "--mesh %s: axis %s is neither dp nor tp", cli_q(spec), cli_q(tok));
+        for (int i = 0; i < *nd; i++)
+            if (!strcmp(names[i], tok)) cli_fail(CLI_EXIT_USAGE, "--mesh %s: axis %s twice", cli_q(spec), cli_q(tok));
+        if (*nd == 2) cli_fail(CLI_EXIT_USAGE, "--mesh %s: at most the two axes dp and tp", cli_q(spec));
+        names[*nd] = tok, shape[(*nd)++] = (int)n;
+    }
+    if (!*nd) cli_fail(CLI_EXIT_USAGE, "--mesh is empty");
+}
+
+void cli_dist_setup(const char *spec, int sp, int bf16, struct pd_state_dict *params, struct pd_optimizer *opt)
+{
+    if (!spec) {
+        if (sp) cli_fail(CLI_EXIT_USAGE, "--sp needs --mesh with a tp axis");
+        return;
+    }
+    int shape[2], nd;
+    const char *names[2];
+    parse_mesh(spec, shape, names, &nd);
+    if (bf16) cli_fail(CLI_EXIT_USAGE, "--bf16 is not supported with --mesh yet");
+    int n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    int world = pd_dist_world_size(); /* starts MPI */
+    if (n != world)
+        cli_fail(CLI_EXIT_USAGE, "--mesh %s has %d ranks but mpirun started %d (mpirun -np %d paddlec train ...)",
+                 cli_q(spec), n, world, n);
+    D.mesh = cli_hold(pd_mesh_create(shape, nd, names, NULL), mesh_release);
+    if (!D.mesh) cli_fail_pd("--mesh %s", cli_q(spec));
+    D.dp = pd_mesh_axis(D.mesh, "dp");
+    D.tp = pd_mesh_axis(D.mesh, "tp");
+    if (sp && D.tp < 0) cli_fail(CLI_EXIT_USAGE, "--sp needs a tp axis in --mesh");
+    struct pd_shard_plan plan[16];
+    int np = D.tp >= 0 ? pd_llama_shard_plan(sp, plan, 16) : 0;
+    if (np < 0 || pd_shard_layer(params, D.mesh, D.tp >= 0 ? "tp" : NULL, plan, np))
+        cli_fail_pd("--mesh: cannot distribute the model");
+    if (pd_shard_optimizer(opt)) cli_fail_pd("--mesh: cannot distribute the optimizer state");
+    if (D.dp >= 0) { /* gradients all-reduced in buckets while backward runs */
+        int n_params = pd_state_dict_size(params);
+        struct pd_tensor **ps = cli_hold(calloc((size_t)n_params + 1, sizeof *ps), free);
+        if (!ps) cli_fail(CLI_EXIT_FAIL, "out of memory");
+        for (int i = 0; i < n_params; i++) ps[i] = pd_state_dict_tensor(params, i);
+        D.dp_reducer = cli_hold(pd_dp_attach(ps, n_params, D.mesh, "dp", 0), dp_detach);
+        if (!D.dp_reducer) cli_fail_pd("--mesh: cannot attach the data-parallel reduction");
+        cli_free(ps);
+    }
+}
+
+/* After each backward: the data-parallel reduction finished (gradients
+ * accumulated over micro-batches need it after each one). */
+void cli_dist_backward_done(void)
+{
+    if (D.dp_reducer && pd_dp_finish(D.dp_reducer)) cli_fail_pd("data-parallel gradient reduction failed");
+}
+
+/* Ranks other than 0: stdout to /dev/null, stderr to <out>/rank<N>.log. */
+void cli_dist_quiet(const char *out)
+{
+    int r = cli_dist_rank();
+    if (!r) return;
+    char name[32], path[4096];
+    snprintf(name, sizeof name, "rank%d.log", r);
+    cli_path_join(path, sizeof path, out, name);
+    if (!freopen("/dev/null", "w", stdout) || !freopen(path, "w", stderr))
+        cli_fail(CLI_EXIT_FAIL, "rank %d: cannot redirect its output to %s", r, cli_q(path));
+}
+
+struct pd_tensor *cli_dist_batch(struct pd_tensor *x)
+{
+    if (!D.mesh || !x) return x;
+    struct pd_tensor *d = pd_shard_batch(x, D.mesh, D.dp >= 0 ? "dp" : NULL);
+    if (!d) cli_fail_pd("cannot split the batch over the mesh");
+    return d;
+}
+
+/* The model to evaluate: m itself in one process, else the plain copy,
+ * refreshed from m's pieces (collective). */
+struct pd_llama *cli_dist_eval_model(struct pd_llama *m)
+{
+    if (!D.mesh) return m;
+    if (!D.eval) {
+        D.eval = cli_hold(pd_llama_create(pd_llama_get_config(m), 0), cli_dtor_llama);
+        if (!D.eval) cli_fail_pd("cannot build the evaluation copy of the model");
+    }
+    struct pd_state_dict *full = cli_dist_gather(pd_llama_state_dict(m));
+    char report[256];
+    if (pd_state_dict_load(pd_llama_state_dict(D.eval), full, 1, report, sizeof report))
+        cli_fail_pd("cannot copy the model for evaluation");
+    cli_free(full);
+    pd_llama_train(D.eval, 0);
+    return D.eval;
+}
+
+/* sd with every distributed tensor whole (held); sd itself in one process. */
+struct pd_state_dict *cli_dist_gather(struct pd_state_dict *sd)
+{
+    if (!D.mesh) return sd;
+    struct pd_state_dict *g = cli_hold(pd_state_dict_gather(sd), cli_dtor_state_dict);
+    if (!g) cli_fail_pd("cannot gather the model's pieces");
+    return g;
+}
