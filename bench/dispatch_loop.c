@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common.h"
 #include "pd/pd.h"
 
 int main(int argc, char **argv)
@@ -32,7 +33,8 @@ int main(int argc, char **argv)
         }
         pd_scope_end(tok);
     }
-    printf("{\"bench\":\"dispatch_loop\",\"mode\":%d,\"iterations\":%d}\n", mode, n);
+    printf("{\"bench\":\"dispatch_loop\",\"impl\":\"paddle.c\",%s,\"mode\":%d,\"iterations\":%d}\n",
+           bench_tags("f32").s, mode, n);
     pd_tensor_release(a);
     pd_tensor_release(b);
     return 0;
