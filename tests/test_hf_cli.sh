@@ -99,5 +99,17 @@ ok 'grep -q "the prompt has 5 tokens" "$dir/bos1.err" && grep -q "the prompt has
 "$bin" generate --hf "$fx/tied-f32" --prompt '<|endoftext|>hello' --max-new 4 >"$dir/bos2.out" 2>/dev/null
 ok '[ "hello$(tail -c +14 "$dir/bos2.out" | tail -c +6)" = "$(cat "$dir/bos1.out")" ]'   # the same ids continue the same way
 
+# ---- a Llama 2 style directory: SentencePiece tokenizer whose post-processor puts <s> first
+# (tests/fixtures/hf/llama2-sp, written by tools/ref/hf_llama_fixture.py with transformers)
+sp="$fx/llama2-sp"
+near() { awk -v want="$(cat "$2")" '/^val loss/ { d = $3 - want; ok = d < 1e-4 && d > -1e-4 } END { exit !ok }' "$1"; }
+"$bin" generate --hf "$sp" --prompt "The quick brown" --max-new 12 >"$dir/sp.out" 2>/dev/null
+ok '[ $? -eq 0 ] && cmp -s "$dir/sp.out" "$sp/generate.txt"'   # " 12 fox ...": the leading "▁1" keeps its space
+printf 'The quick brown' | "$bin" generate --hf "$sp" -i --max-new 12 >"$dir/sp.i" 2>/dev/null
+ok '[ $? -eq 0 ] && [ "The quick brown$(cat "$dir/sp.i")" = "$(cat "$dir/sp.out")" ]'   # = what streaming prints
+# eval --hf scores windows that start with <s>, as transformers does (eval.txt: its float64 loss)
+"$bin" eval --hf "$sp" --data "$sp/eval_text.txt" --seq-len 16 --batch 4 >"$dir/spe.out" 2>/dev/null
+ok '[ $? -eq 0 ] && near "$dir/spe.out" "$sp/eval.txt"'
+
 echo "test_hf_cli: $((checks - fails))/$checks checks passed"
 [ "$fails" -eq 0 ]

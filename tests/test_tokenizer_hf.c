@@ -175,6 +175,27 @@ static void test_cases(void)
              pd_tokenizer_special_id(again, "</s>") == 2 && pd_tokenizer_add_special(again, "<x>") == PD_ERR_STATE);
     pd_tokenizer_destroy(again);
     free(j);
+    /* a continuation ("▁1", "2▁", "fox" after "The quick brown") keeps its
+     * space, as its tokens' bytes stream; decoding a text from its start
+     * drops the one space the normalizer prepended */
+    for (int k = 2; k < 4; k++) {
+        int32_t *all = NULL, *pre = NULL;
+        int64_t na = pd_tokenizer_encode(toks[k], "The quick brown 12 fox", 22, &all);
+        int64_t np = pd_tokenizer_encode(toks[k], "The quick brown", 15, &pre);
+        PT_CHECK(na > np && np > 0 && !memcmp(all, pre, sizeof *pre * (size_t)np));
+        size_t cl = 0, sl = 0, tl = 0;
+        char *cont = na > np ? pd_tokenizer_decode_continuation(toks[k], all + np, na - np, &cl) : NULL;
+        char *start = na > np ? pd_tokenizer_decode(toks[k], all + np, na - np, &sl) : NULL;
+        PT_CHECK(cont && cl == 7 && !strcmp(cont, " 12 fox") && start && !strcmp(start, "12 fox"));
+        const unsigned char *t0 = na > np ? pd_tokenizer_token(toks[k], all[np], &tl) : NULL;
+        PT_CHECK(t0 && tl <= cl && !memcmp(t0, cont, tl)); /* what streaming prints first */
+        PT_CHECK(pd_tokenizer_decode_continuation(toks[k], all, -1, NULL) == NULL &&
+                 strstr(pd_last_error(), "tokenizer_decode_continuation: bad id array"));
+        free(start);
+        free(cont);
+        free(pre);
+        free(all);
+    }
     for (int k = 0; k < 4; k++) pd_tokenizer_destroy(toks[k]);
     cJSON_Delete(cases);
 }

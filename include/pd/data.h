@@ -117,6 +117,12 @@ int64_t pd_tokenizer_encode(const struct pd_tokenizer *tok, const void *text, si
  * length, which may include NULs, goes to *len if len is not NULL). An id out
  * of range is an error (NULL). */
 char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len);
+/* Decode n ids that continue a text (what pd_generate made after a prompt):
+ * as pd_tokenizer_decode, but a text's start is not here, so a leading
+ * space is kept (a SentencePiece-style decoder strips one from the start of
+ * a text; "▁fox" after "brown" is " fox"). The result is the concatenation of
+ * the ids' pd_tokenizer_token bytes, what streaming them prints. */
+char *pd_tokenizer_decode_continuation(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len);
 
 /* JSON (format in docs/data.md). to_json returns a malloc'd string;
  * from_json/load validate everything (ids, duplicates, vocab size).

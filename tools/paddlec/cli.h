@@ -134,7 +134,15 @@ void cli_metrics_write(FILE *f, const char *json_object);   /* one line, flushed
 
 /* Text helpers for tokenizers: encode a C string to int64 ids (malloc'd). */
 int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n);
-char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n);   /* malloc'd */
+/* Generated ids as text (malloc'd): they continue a prompt, so a leading
+ * space is kept (pd_tokenizer_decode_continuation), as streaming prints them. */
+char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n);
+/* ids (malloc'd, n of them) with the tokenizer's BOS put first, as
+ * transformers encodes a text, when its tokenizer.json's post-processor names
+ * one (pd_tokenizer_bos_id) and ids do not start with it already; *n then
+ * grows by one. Returns ids, reallocated. For generate's first prompt and
+ * each window eval scores. */
+int64_t *cli_with_bos(const struct pd_tokenizer *tok, int64_t *ids, int *n);
 /* A regular file of at most max bytes, malloc'd and NUL-terminated. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
 #define CLI_MAX_CONFIG (1 << 20)          /* --config files (JSON) */
@@ -211,7 +219,10 @@ int64_t cli_metrics_truncate(const char *path, int64_t step);
 
 /* Validation of m over up to max_batches batches of the val split: the loss
  * (as cli_val_loss) and, when tok is given, bits per byte: the summed nats of
- * the scored targets / ln 2 / the bytes those targets decode to. Status. */
+ * the scored targets / ln 2 / the bytes those targets decode to. When tok
+ * names a BOS (cli_with_bos), each window of unpacked text starts with it:
+ * the model reads BOS and the window's first T - 1 tokens and is scored on
+ * all T, as transformers scores a text it encoded. Status. */
 struct cli_val {
     double loss, bpb;
     int64_t tokens, bytes;   /* scored targets and their bytes */
