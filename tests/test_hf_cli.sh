@@ -17,6 +17,9 @@ ok '[ $? -eq 0 ] && [ -f "$dir/a/final.safetensors" ]'
 # ---- export-hf, then generate/eval --hf = --ckpt ----------------------------------
 "$bin" export-hf "$dir/a/final.safetensors" "$dir/hf" >"$dir/e.out" 2>"$dir/e.err"
 ok '[ $? -eq 0 ] && [ -f "$dir/hf/config.json" ] && [ -f "$dir/hf/model.safetensors" ] && [ -f "$dir/hf/tokenizer.json" ]'
+# transformers' side files, and the byte tokenizer in Hugging Face's form (a BPE model over ByteLevel)
+ok 'grep -q "\"bos_token_id\":.null" "$dir/hf/generation_config.json" && grep -q PreTrainedTokenizerFast "$dir/hf/tokenizer_config.json"'
+ok 'grep -q "\"model\":{\"type\":\"BPE\"" "$dir/hf/tokenizer.json" && grep -q "\"decoder\":{\"type\":\"ByteLevel\"" "$dir/hf/tokenizer.json"'
 ok 'grep -q "\"architectures\"" "$dir/hf/config.json" && grep -q "LlamaForCausalLM" "$dir/hf/config.json"'
 "$bin" generate --ckpt "$dir/a/final.safetensors" --prompt '\n12+34=' --max-new 8 >"$dir/g1.out" 2>/dev/null
 "$bin" generate --hf "$dir/hf" --prompt '\n12+34=' --max-new 8 >"$dir/g2.out" 2>/dev/null

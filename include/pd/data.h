@@ -134,6 +134,19 @@ char *pd_tokenizer_to_json(const struct pd_tokenizer *tok);
 struct pd_tokenizer *pd_tokenizer_from_json(const char *json);
 int pd_tokenizer_save(const struct pd_tokenizer *tok, const char *path);
 struct pd_tokenizer *pd_tokenizer_load(const char *path);
+/* tok as a Hugging Face tokenizer.json (to_hf_json: malloc'd; save_hf: to a
+ * file, atomically), which tokenizers' Tokenizer.from_file, transformers'
+ * PreTrainedTokenizerFast and pd_tokenizer_load read. PD_TOKENIZER_HF: the
+ * text that was read. Byte and BPE tokenizers are converted: byte-level BPE
+ * (GPT-2's byte-to-character map) with the same ids and merges, paddlec's
+ * pre-tokenizer as a Split regex over the mapped bytes (pieces of at most
+ * PD_TOKENIZER_MAX_TOKEN_LEN bytes), a ByteLevel decoder, and the special
+ * tokens as added tokens. encode gives the same ids, except that a
+ * tokenizer.json matches added tokens in the text (paddlec's encode never
+ * emits a special token), and that where two merges spell the same bytes the
+ * file can name one id only (the first). */
+char *pd_tokenizer_to_hf_json(const struct pd_tokenizer *tok);
+int pd_tokenizer_save_hf(const struct pd_tokenizer *tok, const char *path);
 /* GPT-2's original files (openai/gpt-2: encoder.json, a JSON object token ->
  * id, and vocab.bpe, "#version" then one merge "a b" per line): the same
  * tokenizer as Hugging Face's gpt2 tokenizer.json, "<|endoftext|>" included. */

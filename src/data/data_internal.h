@@ -79,7 +79,7 @@ int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned c
                                 struct pdi_ids *out);
 /* ---- Hugging Face tokenizers (tokenizer_hf.c, tokenizer_hf_encode.c) ---- */
 /* The HF pipeline of a PD_TOKENIZER_HF tokenizer. */
-enum { PDI_HF_RX_NONE, PDI_HF_RX_GPT2, PDI_HF_RX_LLAMA3 };
+enum { PDI_HF_RX_NONE, PDI_HF_RX_GPT2, PDI_HF_RX_LLAMA3, PDI_HF_RX_PADDLEC };
 struct pdi_hf_added {
     int32_t id;
     unsigned char lstrip, rstrip;

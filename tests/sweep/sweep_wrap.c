@@ -671,6 +671,8 @@ static int w_tok_n(int i, int *m, struct pd_tensor **out)
     case 22: { struct pd_tokenizer *p = pd_tokenizer_load_gpt2(NULL, "vocab.bpe"); rc = p ? 0 : -1; pd_tokenizer_destroy(p); break; }
     case 23: { struct pd_tokenizer *p = pd_tokenizer_load_gpt2("encoder.json", NULL); rc = p ? 0 : -1; pd_tokenizer_destroy(p); break; }
     case 24: { char *s = pd_tokenizer_decode_continuation(NULL, one, 2, &len); rc = s ? 0 : -1; free(s); break; }
+    case 25: { char *s = pd_tokenizer_to_hf_json(NULL); rc = s ? 0 : -1; free(s); break; }
+    case 26: rc = pd_tokenizer_save_hf(t, NULL); break;
     default: *m = 0; pd_tokenizer_destroy(NULL); pd_text_dataset_destroy(NULL); pd_dataset_iter_destroy(NULL);
         pd_dataset_iter_reset(NULL);
         rc = pd_tokenizer_vocab_size(NULL) > 0 || pd_tokenizer_n_merges(NULL) > 0 || pd_text_dataset_vocab_size(NULL) > 0 ||
@@ -982,7 +984,7 @@ static const struct sw_wrap wraps[] = {
     {"pd_lr_schedule_at/validate(v)", INT, 0, w_sched_i},
     {"pd_grad_scaler_*(NULL)", NUL, 12, w_scaler_n}, {"pd_grad_scaler_config field v", DBL, 0, w_scaler_cfg_d},
     {"pd_grad_scaler_scale(loss v)", DBL, 0, w_scaler_scale_d},
-    {"pd_tokenizer_*/dataset_*(NULL)", NUL, 26, w_tok_n}, {"pd_tokenizer_token/decode/merge(id v)", INT, 0, w_tok_i},
+    {"pd_tokenizer_*/dataset_*(NULL)", NUL, 28, w_tok_n}, {"pd_tokenizer_token/decode/merge(id v)", INT, 0, w_tok_i},
     {"pd_tokenizer_encode(len v)", INT, 0, w_tok_encode_i}, {"pd_tokenizer_from_json(bad)", NUL, 11, w_tok_json},
     {"pd_text_dataset_*/dataset_iter(v)", INT, 0, w_ds_i}, {"pd_text_dataset_from_memory(val v)", DBL, 0, w_ds_d},
     {"pd_arith_task_*(i v)", INT, 0, w_arith_i}, {"pd_arith_*(NULL)", NUL, 7, w_arith_n},
