@@ -164,6 +164,9 @@ struct cli_model {
  * exits with one line on any problem. The members are held (cli_model_free
  * or cli_free_all frees them). */
 void cli_model_load(struct cli_model *cm, const char *path);
+/* The same from a checkpoint already read (ck is borrowed; path names it in
+ * messages). */
+void cli_model_from(struct cli_model *cm, const struct pd_state_dict *ck, const char *path);
 void cli_model_free(struct cli_model *cm);
 
 /* --pack-documents (train.c): each token's decoded text, to find document

@@ -408,9 +408,15 @@ static int64_t ckpt_step(const char *st, const char *path)
 
 void cli_model_load(struct cli_model *cm, const char *path)
 {
-    memset(cm, 0, sizeof *cm);
     struct pd_state_dict *ck = cli_hold(pd_safetensors_load(path), cli_dtor_state_dict);
     if (!ck) cli_fail_pd("cannot load checkpoint");
+    cli_model_from(cm, ck, path);
+    cli_free(ck);
+}
+
+void cli_model_from(struct cli_model *cm, const struct pd_state_dict *ck, const char *path)
+{
+    memset(cm, 0, sizeof *cm);
     const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
     if (!mj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", cli_q(path));
     if (pd_llama_config_from_json(&cm->cfg, mj)) cli_fail_pd("%s: bad model config in the checkpoint", cli_q(path));
@@ -427,7 +433,6 @@ void cli_model_load(struct cli_model *cm, const char *path)
     cm->step = st ? ckpt_step(st, path) : 0;
     cm->train_json = cli_hold(rj ? strdup(rj) : NULL, free);
     if (rj && !cm->train_json) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    cli_free(ck);
 }
 
 void cli_model_free(struct cli_model *cm)
