@@ -948,6 +948,8 @@ static int w_io_n(int i, int *m, struct pd_tensor **out)
     case 11: *m = 0; rc = pd_quote(NULL, buf, sizeof buf) ? 0 : -1; break;
     case 12: *m = 0; rc = pd_quote("abc", NULL, 0) ? 0 : -1; break;
     case 13: *m = 0; rc = pd_safetensors_dtype_name((enum pd_dtype)-1) ? -1 : 0; pd_safetensors_info_destroy(NULL); break;
+    case 14: rc = pd_format_double(0.1, NULL, 64) ? 0 : -1; break;
+    case 15: rc = pd_format_double(0.1, buf, sizeof buf) ? 0 : -1; break; /* 16 bytes: too small */
     default: rc = pd_state_dict_load(sd, sd, 1, NULL, 64); *m = 0; break;
     }
     pd_state_dict_destroy(sd);
@@ -991,7 +993,7 @@ static const struct sw_wrap wraps[] = {
     {"pd_arith_format(extremes, v)", INT, 0, w_arith_fmt_i},
     {"pd_generate_config/sample_logits(v)", DBL, 0, w_gen_cfg_d}, {"pd_generate/sample_logits(NULL)", NUL, 10, w_generate_n},
     {"pd_generate(rows/len/max/top_k/stops v)", INT, 0, w_generate_i},
-    {"pd_autocast_*(v)", INT, 0, w_autocast_i}, {"pd_safetensors/state_dict_*file/pd_file_*(NULL)", NUL, 15, w_io_n},
+    {"pd_autocast_*(v)", INT, 0, w_autocast_i}, {"pd_safetensors/state_dict_*file/pd_file_*(NULL)", NUL, 17, w_io_n},
 };
 #define N_WRAP ((int)(sizeof wraps / sizeof wraps[0]))
 

@@ -250,8 +250,10 @@ struct pd_tokenizer *cli_hf_tokenizer(const char *dir, int vocab);
 void cli_model_load_hf(struct cli_model *cm, const char *dir);
 /* A config JSON object with train's option names (opts): nn's config keys
  * mapped to them, and an object with "hidden_size" read as a Hugging Face
- * config.json. The text is malloc'd and held. */
-char *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what);
+ * config.json (pd_llama_config_from_hf reads that text: the CLI parses it
+ * once for its own keys, the library once for the model). The object is
+ * held. */
+struct cJSON *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what);
 /* train.c: the model (and batch, if the file has one) of a `train --config`
  * file, for bench --config. */
 void cli_config_model(const char *path, struct pd_llama_config *mc, int *batch);

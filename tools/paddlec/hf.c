@@ -175,30 +175,24 @@ static void put(cJSON *o, const char *key, cJSON *v, const char *what)
     cJSON_AddItemToObject(o, key, v);
 }
 
-char *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what)
+cJSON *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what)
 {
     cJSON *in = cli_hold(cJSON_Parse(json), cli_dtor_json), *out = cli_hold(cJSON_CreateObject(), cli_dtor_json);
     if (!in || !cJSON_IsObject(in)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", cli_q(what));
     if (!out) cli_fail(CLI_EXIT_FAIL, "out of memory");
     int hf = cJSON_HasObjectItem(in, "hidden_size");
-    cJSON *rest = hf ? cli_hold(cJSON_CreateObject(), cli_dtor_json) : NULL;
     for (cJSON *e = in->child; e; e = e->next) {
         const char *key = e->string;
         int opt = 0;
         for (const struct cli_opt *o = opts; o->name && !opt; o++) opt = !strcmp(o->name, key);
-        if (hf && !opt) {   /* a Hugging Face key: mapped below */
-            cJSON_AddItemToObject(rest, key, cJSON_Duplicate(e, 1));
-            continue;
-        }
+        if (hf && !opt) continue;   /* a Hugging Face key: the library maps them below */
         for (size_t i = 0; !opt && i < sizeof aliases / sizeof *aliases; i++)
             if (!strcmp(aliases[i].alias, key)) key = aliases[i].key;
         put(out, key, cJSON_Duplicate(e, 1), what);
     }
-    if (hf) {
-        char *text = cli_hold(cJSON_PrintUnformatted(rest), free);
+    if (hf) {   /* the whole text: the library reads HF keys only, and no option is named like one */
         struct pd_llama_config c;
-        if (!text || pd_llama_config_from_hf(&c, text)) cli_fail_pd("%s", cli_q(what));
-        cli_free(text);
+        if (pd_llama_config_from_hf(&c, json)) cli_fail_pd("%s", cli_q(what));
         put(out, "vocab", cJSON_CreateNumber(c.vocab_size), what);
         put(out, "dim", cJSON_CreateNumber(c.dim), what);
         put(out, "layers", cJSON_CreateNumber(c.n_layers), what);
@@ -209,11 +203,7 @@ char *cli_config_canonical(const char *json, const struct cli_opt *opts, const c
         put(out, "norm-eps", cJSON_CreateNumber(c.norm_eps), what);
         put(out, "rope-theta", cJSON_CreateNumber(c.rope_theta), what);
         put(out, "init-std", cJSON_CreateNumber(c.init_std), what);
-        cli_free(rest);
     }
-    char *s = cli_hold(cJSON_PrintUnformatted(out), free);
-    if (!s) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    cli_free(out);
     cli_free(in);
-    return s;
+    return out;
 }
