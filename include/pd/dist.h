@@ -97,6 +97,23 @@ const int64_t *pd_dtensor_shape(const struct pd_tensor *t); /* global; NULL if n
 struct pd_mesh *pd_dtensor_mesh(const struct pd_tensor *t);  /* borrowed */
 const struct pd_placement *pd_dtensor_placements(const struct pd_tensor *t);
 
+/* Data-parallel gradient reduction in buckets, overlapped with backward.
+ * params: distributed leaves (f32/f64, requiring grad) replicated on the
+ * mesh axis named `axis`. Autograd then keeps their gradients Partial on
+ * that axis and hands each to a hook as soon as it is final; the hook
+ * copies it into a bucket (about bucket_bytes; 0: 25 MiB, filled in
+ * reverse parameter order), and a full bucket starts a non-blocking
+ * all-reduce while backward goes on. pd_dp_finish waits and makes each
+ * gradient the reduced one, Replicate on the axis; pd_optimizer_step and
+ * pd_clip_grad_norm call it for every attached reducer. Gradients summed
+ * over several backwards need pd_dp_finish after each. Collective over the
+ * mesh. */
+struct pd_dp;
+struct pd_dp *pd_dp_attach(struct pd_tensor *const *params, int n, struct pd_mesh *m, const char *axis,
+                           size_t bucket_bytes);
+int pd_dp_finish(struct pd_dp *dp);
+void pd_dp_detach(struct pd_dp *dp); /* waits for what is in flight; NULL is a no-op */
+
 /* Bytes this rank sent and collectives it joined since the last reset, by
  * kind (all-gather, all-reduce, reduce-scatter, all-to-all, send). */
 enum pd_comm_kind { PD_COMM_ALLGATHER, PD_COMM_ALLREDUCE, PD_COMM_REDUCE_SCATTER, PD_COMM_ALLTOALL, PD_COMM_SEND, PD_COMM_COUNT };

@@ -22,6 +22,8 @@ struct target {              /* pd_grad: where a requested gradient is caught */
 
 struct leaf_grad {           /* a leaf's gradient summed over this run */
     struct pd_tensor *leaf, *grad;
+    int pending;             /* edges into it from nodes still to run */
+    int flushed;             /* its hooks ran and .grad has it */
 };
 
 struct run {
@@ -35,6 +37,7 @@ struct run {
     struct target *targets;   /* NULL: accumulate into leaves' .grad */
     int n_targets;
     int create_graph, retain_graph;
+    int any_ready; /* a leaf's last contribution came (flush_ready) */
 };
 
 static uint64_t run_epoch;
@@ -104,6 +107,21 @@ static struct target *find_leaf_target(struct run *r, struct pd_tensor *leaf)
     return NULL;
 }
 
+static struct leaf_grad *leaf_slot(struct run *r, struct pd_tensor *leaf)
+{
+    for (int i = 0; i < r->n_leaves; i++)
+        if (r->leaves[i].leaf == leaf) return &r->leaves[i];
+    if (r->n_leaves == r->cap_leaves) {
+        int nc = r->cap_leaves ? r->cap_leaves * 2 : 16;
+        struct leaf_grad *nl = pdi_realloc(r->leaves, sizeof *nl * (size_t)nc);
+        if (!nl) return pdi_error(PD_ERR_NOMEM, "out of memory (backward)");
+        r->leaves = nl;
+        r->cap_leaves = nc;
+    }
+    r->leaves[r->n_leaves] = (struct leaf_grad){leaf, NULL, 0, 0};
+    return &r->leaves[r->n_leaves++];
+}
+
 /* Sum a leaf's incoming gradients over the run; hooks and .grad see the
  * total once (flush_leaves), as PyTorch's AccumulateGrad does. */
 static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
@@ -112,22 +130,16 @@ static int deliver_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor 
         struct target *t = find_leaf_target(r, leaf);
         return t ? accumulate(&t->grad, g, r->create_graph) : PD_OK;
     }
-    for (int i = 0; i < r->n_leaves; i++)
-        if (r->leaves[i].leaf == leaf) return accumulate(&r->leaves[i].grad, g, r->create_graph);
-    if (r->n_leaves == r->cap_leaves) {
-        int nc = r->cap_leaves ? r->cap_leaves * 2 : 16;
-        struct leaf_grad *nl = pdi_realloc(r->leaves, sizeof *nl * (size_t)nc);
-        if (!nl) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
-        r->leaves = nl;
-        r->cap_leaves = nc;
-    }
-    r->leaves[r->n_leaves].leaf = leaf;
-    r->leaves[r->n_leaves].grad = NULL;
-    return accumulate(&r->leaves[r->n_leaves++].grad, g, r->create_graph);
+    struct leaf_grad *l = leaf_slot(r, leaf);
+    return l ? accumulate(&l->grad, g, r->create_graph) : pd_last_status();
 }
 
 static int flush_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g)
 {
+    if (leaf->dist && g->dist) { /* in the leaf's placements: a Partial sum is reduced here */
+        g = pdi_dist_hooks->leaf_grad(leaf, g);
+        if (!g) return pd_last_status();
+    }
     g = run_hooks(leaf->hooks, g);
     if (!g) return pdi_status_of(NULL, "backward: leaf hook");
     if (!r->create_graph && g->grad_fn) g = pd_detach(g);
@@ -138,6 +150,31 @@ static int flush_leaf(struct run *r, struct pd_tensor *leaf, struct pd_tensor *g
         if (!g) return pd_last_status();
     }
     return accumulate(&leaf->grad, g, r->create_graph);
+}
+
+static int leaf_edge_done(struct run *r, struct pd_tensor *leaf)
+{
+    struct leaf_grad *l = leaf_slot(r, leaf);
+    if (!l) return pd_last_status();
+    if (--l->pending == 0) r->any_ready = 1;
+    return PD_OK;
+}
+
+/* Flush the leaves whose contributions all came (after the node's scope
+ * closed, so a gradient nobody else holds is not copied). */
+static int flush_ready(struct run *r)
+{
+    int rc = PD_OK;
+    r->any_ready = 0;
+    for (int i = 0; i < r->n_leaves && rc == PD_OK; i++) {
+        struct leaf_grad *l = &r->leaves[i];
+        if (l->pending > 0 || l->flushed || !l->grad) continue;
+        l->flushed = 1;
+        int scope_tok = pd_scope_begin();
+        rc = flush_leaf(r, l->leaf, l->grad);
+        pd_scope_end(scope_tok);
+    }
+    return rc;
 }
 
 static int check_grad(struct pdi_node *n, int i, struct pd_tensor *g)
@@ -163,7 +200,8 @@ static int run_node(struct run *r, int k)
     for (int j = 0; j < n->n_out && rc == PD_OK; j++) {
         struct pd_tensor *g = r->buf[k][j];
         if (!g) {
-            g = pd_zeros(n->out_meta[j].shape, n->out_meta[j].ndim, n->out_meta[j].dtype);
+            g = n->dist ? pdi_dist_hooks->zeros(n->dist, &n->out_meta[j])
+                        : pd_zeros(n->out_meta[j].shape, n->out_meta[j].ndim, n->out_meta[j].dtype);
             if (!g) { rc = pd_last_status(); break; }
         }
         g = run_hooks(n->out_hooks[j], g);
@@ -202,12 +240,17 @@ static int run_node(struct run *r, int k)
             struct pdi_edge *e = &n->edges[i];
             if (!gin[i] || (!e->fn && !e->leaf)) continue;
             if ((rc = check_grad(n, i, gin[i]))) break;
-            if (e->leaf) rc = deliver_leaf(r, e->leaf, gin[i]);
-            else {
+            if (e->leaf) {
+                rc = deliver_leaf(r, e->leaf, gin[i]);
+            } else {
                 int ek = e->fn->idx;
                 rc = accumulate(&r->buf[ek][e->nr], gin[i], r->create_graph);
             }
         }
+        /* a leaf whose last contribution came: its hooks run now, while
+         * the rest of backward goes on (data-parallel reduction starts) */
+        for (int i = 0; i < n->n_in && rc == PD_OK && !r->targets; i++)
+            if (n->edges[i].leaf) rc = leaf_edge_done(r, n->edges[i].leaf);
     }
     if (!r->retain_graph && rc == PD_OK && r->needed[k]) {
         for (int i = 0; i < n->n_in; i++) { pd_tensor_release(n->saved_in[i]); n->saved_in[i] = NULL; }
@@ -260,6 +303,15 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
             }
         }
     }
+    /* how many contributions each leaf waits for */
+    for (int k = 0; k < r->n && !r->targets; k++) {
+        struct pdi_node *n = r->nodes[k];
+        for (int i = 0; i < n->n_in && r->needed[k]; i++) {
+            struct leaf_grad *l = n->edges[i].leaf ? leaf_slot(r, n->edges[i].leaf) : NULL;
+            if (n->edges[i].leaf && !l) return pd_last_status();
+            if (l) l->pending++;
+        }
+    }
     /* 3. seed */
     for (int i = 0; i < n_roots && rc == PD_OK; i++) {
         struct pd_tensor *t = roots[i];
@@ -274,8 +326,10 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         rc = run_node(r, k);
         pd_scope_end(scope_tok);
         for (int j = 0; j < r->nodes[k]->n_out; j++) { pd_tensor_release(r->buf[k][j]); r->buf[k][j] = NULL; }
+        if (rc == PD_OK && r->any_ready) rc = flush_ready(r);
     }
     for (int i = 0; i < r->n_leaves && rc == PD_OK; i++) {
+        if (r->leaves[i].flushed || !r->leaves[i].grad) continue;
         int scope_tok = pd_scope_begin();
         rc = flush_leaf(r, r->leaves[i].leaf, r->leaves[i].grad);
         pd_scope_end(scope_tok);

@@ -63,6 +63,7 @@ void pdi_node_release(struct pdi_node *n)
         }
         for (int j = 0; j < x->n_out; j++)
             for (struct pdi_hook *h = x->out_hooks[j], *nx; h; h = nx) { nx = h->next; free(h); }
+        if (x->dist) pdi_tensor_dist_release(x->dist);
         free(x->edges);
         free(x);
     }
@@ -98,7 +99,7 @@ struct pd_tensor *pdi_node_out(struct pdi_node *n, int j)
                          "to the first backward if you need to run it twice", pdi_node_name(n));
     struct pd_tensor *s = n->saved_out[j];
     if (!s) return pdi_error(PD_ERR_STATE, "%s: output %d was not saved for backward", pdi_node_name(n), j);
-    struct pd_tensor *t = pdi_tensor_alias(s, s->shape, s->strides, s->ndim, s->offset);
+    struct pd_tensor *t = pdi_tensor_alias_same(s);
     if (!t) return NULL;
     if (pd_is_grad_enabled() && pd_dtype_is_float(t->dtype)) { /* indices carry no gradient */
         t->grad_fn = n;
@@ -180,9 +181,15 @@ int pdi_autograd_record(struct pdi_call *c)
      * output points to it. */
     for (int j = 0; j < no && (d->flags & PDI_F_SAVE_OUT); j++) {
         struct pd_tensor *o = c->out[j];
-        n->saved_out[j] = pdi_tensor_alias(o, o->shape, o->strides, o->ndim, o->offset);
+        n->saved_out[j] = pdi_tensor_alias_same(o);
         if (!n->saved_out[j]) { n->refcount = 1; pdi_node_release(n); return PD_ERR_NOMEM; }
     }
+    for (int j = 0; j < no && !n->dist; j++) /* a distributed op: its mesh, for zero gradients */
+        if (c->out[j]->dist && !(n->dist = pdi_dist_hooks->copy(c->out[j]->dist))) {
+            n->refcount = 1;
+            pdi_node_release(n);
+            return PD_ERR_NOMEM;
+        }
     for (int j = 0; j < no; j++) {
         struct pd_tensor *o = c->out[j];
         n->out_meta[j] = c->meta[j];
@@ -247,4 +254,17 @@ int pd_tensor_register_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx)
     while (*list) list = &(*list)->next; /* run in registration order */
     *list = h;
     return PD_OK;
+}
+
+int pdi_tensor_remove_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx)
+{
+    struct pdi_hook **list = t->grad_fn ? &t->grad_fn->out_hooks[t->out_nr] : &t->hooks;
+    for (; *list; list = &(*list)->next)
+        if ((*list)->fn == fn && (*list)->ctx == ctx) {
+            struct pdi_hook *h = *list;
+            *list = h->next;
+            free(h);
+            return PD_OK;
+        }
+    return pdi_errorf(PD_ERR_INVALID, "remove_hook: no such hook");
 }

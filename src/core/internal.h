@@ -90,6 +90,43 @@ extern void (*pdi_tensor_grad_fn_release)(struct pdi_node *);
 /* How a tensor drops its distribution: set by src/dist when it makes the
  * first distributed tensor (core/ does not call up into dist/). */
 extern void (*pdi_tensor_dist_release)(void *dist);
+
+struct pdi_call;
+struct pdi_meta;
+/* The distribution of a tensor (struct pd_tensor's dist; src/dist owns it,
+ * core and autograd read the global shape). */
+struct pdi_dist {
+    struct pd_mesh *mesh; /* a reference */
+    int ndim;
+    int64_t gshape[PD_MAX_DIMS]; /* also the tensor's shape (its strides: contiguous) */
+    struct pd_placement pl[PD_MAX_MESH_DIMS];
+    /* this rank's piece of the tensor's storage */
+    int64_t lshape[PD_MAX_DIMS], lstrides[PD_MAX_DIMS], loffset;
+    int dp_axis; /* a parameter under pd_dp_attach: its axis + 1 (its gradient stays Partial there) */
+};
+/* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
+ * not call up into dist/): NULL until the first distributed tensor exists,
+ * so a program without one pays one predictable branch per op. */
+struct pdi_dist_hooks {
+    /* stage 3, distribute: run a call with a distributed input (all stages) */
+    int (*call)(struct pdi_call *c);
+    /* a copy of a dist (the mesh retained), for a new handle on the tensor */
+    void *(*copy)(const void *dist);
+    /* replicated zeros of the global meta m on the mesh of dist */
+    struct pd_tensor *(*zeros)(const void *dist, const struct pdi_meta *m);
+    /* a leaf's gradient g in the leaf's placements (a new tensor, scoped) */
+    struct pd_tensor *(*leaf_grad)(struct pd_tensor *leaf, struct pd_tensor *g);
+    /* the whole value as a plain tensor (collective; scoped) */
+    struct pd_tensor *(*full)(struct pd_tensor *t);
+    /* finish the gradient reductions in flight (pd_dp_attach) before an
+     * optimizer reads gradients; status */
+    int (*sync_grads)(void);
+};
+extern const struct pdi_dist_hooks *pdi_dist_hooks;
+static inline int pdi_call_has_dist(const struct pdi_call *c);
+/* A new handle (refcount 1, not in a scope) on t's storage with t's shape,
+ * strides and distribution. */
+struct pd_tensor *pdi_tensor_alias_same(const struct pd_tensor *t);
 /* A tensor with a fresh contiguous storage (refcount 1, not in a scope),
  * made by the CPU backend from its allocator. Not for library code outside
  * the dispatcher: a storage made here is made by no op (use a creation op,
@@ -221,12 +258,36 @@ struct pdi_call {
     void *dbg_site;
 };
 
+static inline int pdi_call_has_dist(const struct pdi_call *c)
+{
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i]->dist) return 1;
+    return 0;
+}
+
 struct pdi_node;
 typedef int (*pdi_infer_fn)(struct pdi_call *c);
-/* SPMD rule (docs/design.md §6). PDI_SPMD_BY_KIND (pdi_spmd_by_kind) stands for
- * the generic rule of the op's kind; the signature is fixed when the
- * distribute stage lands. */
-typedef int (*pdi_spmd_fn)(struct pdi_call *c, void *plan);
+/* SPMD rule (docs/design.md §6; src/dist/spmd.c runs it, the rules are in
+ * src/dist/spmd_rules.c). g is the call on global metas: g->in are
+ * storage-less tensors of the inputs' global shapes, g->meta the outputs'
+ * global metas, g->a the attributes. On entry s->in holds the inputs'
+ * placements (a plain input: Replicate); the rule writes the placements
+ * each input must have (the stage reshards those that differ), the
+ * outputs' placements, and s->a, the attributes of the local call (a copy
+ * of g->a; rules rewrite attributes that hold global extents). A rule may
+ * set s->decompose instead: the stage then runs the op's decomposition on
+ * the distributed inputs. Returns status. PDI_SPMD_BY_KIND
+ * (pdi_spmd_by_kind) is the generic rule of the op's kind. */
+#define PDI_SPMD_MAX_OUT 4
+struct pdi_spmd {
+    const struct pd_mesh *mesh;
+    int mdim, n_in, n_out;
+    struct pd_placement (*in)[PD_MAX_MESH_DIMS]; /* n_in rows */
+    struct pd_placement out[PDI_SPMD_MAX_OUT][PD_MAX_MESH_DIMS];
+    struct pdi_attrs a;
+    int decompose;
+};
+typedef int (*pdi_spmd_fn)(const struct pdi_call *g, struct pdi_spmd *s);
 #define PDI_SPMD_BY_KIND pdi_spmd_by_kind
 /* Decomposition of a composite op: fill out[0..c->n_out-1] with new tensors
  * computed from c->in and c->a by primitive public ops (so through the
@@ -278,7 +339,7 @@ int pdi_attrs_from_json(enum pd_op op, const void *json, struct pdi_attrs *a);
 #define PD_OP(name, kind, n_in, n_out, flags, attrs, amp, dtypes, ident, infer, vjp, spmd, decomp) \
     int infer(struct pdi_call *); \
     int vjp(struct pdi_node *, struct pd_tensor *const *, struct pd_tensor **); \
-    int spmd(struct pdi_call *, void *); \
+    int spmd(const struct pdi_call *, struct pdi_spmd *); \
     int decomp(const struct pdi_call *, struct pd_tensor **);
 #include "ops/ops.def"
 #undef PD_OP
@@ -505,6 +566,7 @@ struct pdi_node {
     const struct pdi_log_guards *log_guards; /* guards active at creation */
     const char *dbg_scope;         /* forward call's scope and counter */
     uint32_t dbg_n;
+    void *dist;                    /* a distributed op: an output's dist (its mesh) */
 };
 void pdi_node_retain(struct pdi_node *n);
 void pdi_node_release(struct pdi_node *n);
@@ -516,6 +578,9 @@ struct pd_tensor *pdi_node_in(struct pdi_node *n, int i);
 /* Output j re-attached to this node, so that differentiating through the
  * VJP sees the forward op (new tensor in the current scope). */
 struct pd_tensor *pdi_node_out(struct pdi_node *n, int j);
+/* Remove the hook (fn, ctx) from t's list (a leaf's or a node output's);
+ * status (PD_ERR_INVALID if absent). */
+int pdi_tensor_remove_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx);
 /* Record a node for a finished call (called by the dispatcher). */
 int pdi_autograd_record(struct pdi_call *c);
 /* "<scope>/<op>_<n>.grad": the forward call's name (built on first use:

@@ -75,6 +75,11 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
         void *site = pdi_capture_site();
         for (int i = 0; i < n_host_obs; i++) host_obs[i].fn(t, access, what, site, host_obs[i].ctx);
     }
+    if (__builtin_expect(t->dist != NULL, 0)) {
+        pdi_errorf(PD_ERR_INVALID, "%s: the tensor is distributed: read its piece with pd_dtensor_local, or the "
+                   "whole value with pd_dtensor_full", what);
+        return NULL;
+    }
     if (__builtin_expect(t->st->data == NULL, 0) && t->st->meta) {
         char b[PDI_SHAPE_BUF], nb[PDI_NAME_BUF];
         const char *name = pdi_tensor_name_buf(t, nb, sizeof nb);
@@ -114,6 +119,13 @@ int pdi_host_write(struct pd_tensor *t, const void *src, const char *what)
 
 int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out)
 {
+    if (t && t->dist) { /* the whole value on every rank (collective) */
+        int tok = pd_scope_begin();
+        struct pd_tensor *f = pdi_dist_hooks->full((struct pd_tensor *)t);
+        int rc = f ? pdi_host_scalar(f, what, out) : pd_last_status();
+        pd_scope_end(tok);
+        return rc;
+    }
     if (t && pdi_numel(t->shape, t->ndim) != 1)
         return pdi_errorf(PD_ERR_INVALID, "%s: expected one element, got %lld", what,
                           (long long)pdi_numel(t->shape, t->ndim));

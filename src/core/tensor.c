@@ -265,6 +265,18 @@ struct pd_tensor *pdi_tensor_alias(const struct pd_tensor *base, const int64_t *
     return t;
 }
 
+const struct pdi_dist_hooks *pdi_dist_hooks;
+
+struct pd_tensor *pdi_tensor_alias_same(const struct pd_tensor *t)
+{
+    struct pd_tensor *a = pdi_tensor_alias(t, t->shape, t->strides, t->ndim, t->offset);
+    if (a && t->dist) {
+        a->dist = pdi_dist_hooks->copy(t->dist);
+        if (!a->dist) { pd_tensor_release(a); return NULL; }
+    }
+    return a;
+}
+
 static void storage_release(struct pdi_storage *st)
 {
     if (!st || --st->refcount > 0) return;
@@ -411,11 +423,14 @@ void *pd_tensor_data(const struct pd_tensor *t)
 int pd_tensor_is_contiguous(const struct pd_tensor *t)
 {
     if (!t) return 0;
-    if (pd_tensor_numel(t) == 0) return 1; /* nothing to lay out */
+    /* a distributed tensor: its piece's layout */
+    const int64_t *shape = t->dist ? ((const struct pdi_dist *)t->dist)->lshape : t->shape;
+    const int64_t *strides = t->dist ? ((const struct pdi_dist *)t->dist)->lstrides : t->strides;
+    if (pdi_numel(shape, t->ndim) == 0) return 1; /* nothing to lay out */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] != 1 && t->strides[i] != s) return 0;
-        s *= t->shape[i];
+        if (shape[i] != 1 && strides[i] != s) return 0;
+        s *= shape[i];
     }
     return 1;
 }
@@ -512,6 +527,13 @@ double pd_item(const struct pd_tensor *t)
 {
     if (!t) return NAN;
     if (pd_tensor_numel(t) == 0) return pdi_errorf(PD_ERR_INVALID, "item: the tensor has no elements"), NAN;
+    if (t->dist) { /* the whole value on every rank (collective) */
+        int tok = pd_scope_begin();
+        struct pd_tensor *f = pdi_dist_hooks->full((struct pd_tensor *)t);
+        double v = f ? pd_item(f) : NAN;
+        pd_scope_end(tok);
+        return v;
+    }
     const void *p = pdi_host_read(t, "item");
     return p ? pdi_load(p, t->dtype) : NAN;
 }

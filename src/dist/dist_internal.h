@@ -24,15 +24,11 @@ struct pd_mesh {
     MPI_Comm comm;                        /* over the members, in index order */
     struct { int key; MPI_Comm comm; } sub[PDI_MESH_COMMS]; /* by ordered axis list */
     int n_sub;
+    int id; /* pdi_mesh_id */
 };
-
-/* The distribution of a tensor (struct pd_tensor's dist). */
-struct pdi_dist {
-    struct pd_mesh *mesh; /* a reference */
-    int ndim;
-    int64_t gshape[PD_MAX_DIMS];
-    struct pd_placement pl[PD_MAX_MESH_DIMS];
-};
+/* A mesh's id (1..) and back: ops name meshes in their attributes by id. */
+int pdi_mesh_id(const struct pd_mesh *m);
+struct pd_mesh *pdi_mesh_by_id(int64_t id, const char *fn);
 
 /* The axes that shard dim d under pl, outermost first; returns how many. */
 int pdi_dist_axes_of(const struct pd_mesh *m, const struct pd_placement *pl, int d, int *axes);
@@ -45,6 +41,15 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
 int pdi_dist_check_placements(const char *fn, const struct pd_mesh *m, const struct pd_placement *pl, int ndim,
                               enum pd_dtype dt);
 int pdi_dist_start(const char *fn);
+/* A copy of a dist, the mesh retained (pdi_dist_hooks.copy). */
+void *pdi_dist_copy(const void *dist);
+/* Install the distribute stage (spmd.c): called with the first distributed
+ * tensor. */
+void pdi_spmd_install(void);
+/* Finish every attached data-parallel reducer (dp.c); status. */
+int pdi_dp_finish_all(void);
+/* Reshard without autograd (pd_reshard records the op around it). */
+struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl);
 
 #ifdef PD_HAVE_MPI
 /* The communicator over the mesh axes `axes` (n of them, outermost first):

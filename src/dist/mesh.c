@@ -80,6 +80,30 @@ int pd_dist_world_rank(void) { return 0; }
 #endif
 
 /* ---- meshes ------------------------------------------------------------ */
+/* Meshes by id: an op's attributes name a mesh by its id (pdi_mesh_id). */
+#define MAX_MESHES 256
+static struct pd_mesh *meshes[MAX_MESHES];
+
+static int mesh_register(struct pd_mesh *m)
+{
+    for (int i = 0; i < MAX_MESHES; i++)
+        if (!meshes[i]) {
+            meshes[i] = m;
+            m->id = i + 1;
+            return PD_OK;
+        }
+    return pdi_errorf(PD_ERR_INVALID, "mesh_create: more than %d meshes alive", MAX_MESHES);
+}
+
+int pdi_mesh_id(const struct pd_mesh *m) { return m->id; }
+
+struct pd_mesh *pdi_mesh_by_id(int64_t id, const char *fn)
+{
+    if (id < 1 || id > MAX_MESHES || !meshes[id - 1])
+        return pdi_error(PD_ERR_INVALID, "%s: no mesh with id %lld", fn, (long long)id);
+    return meshes[id - 1];
+}
+
 struct pd_mesh *pd_mesh_create(const int *shape, int ndim, const char *const *names, const int *ranks)
 {
     const char *fn = "mesh_create";
@@ -121,6 +145,10 @@ struct pd_mesh *pd_mesh_create(const int *shape, int ndim, const char *const *na
         if (rk[i] == me) m->index = i;
     }
     free(seen);
+    if (mesh_register(m)) {
+        pd_mesh_release(m);
+        return NULL;
+    }
     for (int a = 0; a < ndim; a++) {
         m->shape[a] = shape[a];
         if (names) snprintf(m->names[a], sizeof m->names[a], "%s", names[a]);
@@ -149,6 +177,7 @@ void pd_mesh_retain(struct pd_mesh *m)
 void pd_mesh_release(struct pd_mesh *m)
 {
     if (!m || --m->refcount > 0) return;
+    if (m->id) meshes[m->id - 1] = NULL;
 #ifdef PD_HAVE_MPI
     int fin = 0;
     MPI_Finalized(&fin);
@@ -281,8 +310,12 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
                                 const struct pd_placement *pl)
 {
     if (!local) return NULL;
+    if (local->dist) return pdi_error(PD_ERR_STATE, "dist: wrapping a distributed tensor");
     struct pdi_dist *d = pdi_calloc(1, sizeof *d);
-    struct pd_tensor *t = d ? pd_detach(local) : NULL; /* a new handle on the same storage */
+    int64_t st[PD_MAX_DIMS];
+    pdi_contiguous_strides(gshape, ndim, st);
+    /* a new handle on the same storage, shaped as the global tensor */
+    struct pd_tensor *t = d ? pdi_tensor_alias(local, gshape, st, ndim, 0) : NULL;
     if (!t) {
         free(d);
         return d ? NULL : pdi_error(PD_ERR_NOMEM, "dist: out of memory");
@@ -291,9 +324,22 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
     pd_mesh_retain(m);
     memcpy(d->gshape, gshape, sizeof(int64_t) * (size_t)ndim);
     memcpy(d->pl, pl, sizeof *pl * (size_t)m->ndim);
+    memcpy(d->lshape, local->shape, sizeof(int64_t) * (size_t)ndim);
+    memcpy(d->lstrides, local->strides, sizeof(int64_t) * (size_t)ndim);
+    d->loffset = local->offset;
     __atomic_store_n(&pdi_tensor_dist_release, dist_free, __ATOMIC_RELAXED);
+    pdi_spmd_install();
     t->dist = d;
-    return t;
+    return pdi_scope_add(t);
+}
+
+void *pdi_dist_copy(const void *p)
+{
+    struct pdi_dist *d = pdi_malloc(sizeof *d);
+    if (!d) return pdi_error(PD_ERR_NOMEM, "dist: out of memory");
+    memcpy(d, p, sizeof *d);
+    pd_mesh_retain(d->mesh);
+    return d;
 }
 
 int pd_dtensor_is_dist(const struct pd_tensor *t) { return t && t->dist; }
@@ -314,5 +360,6 @@ struct pd_tensor *pd_dtensor_local(struct pd_tensor *x)
 {
     if (!x) return NULL;
     if (!x->dist) return pdi_error(PD_ERR_INVALID, "dtensor_local: not a distributed tensor");
-    return pd_detach(x);
+    const struct pdi_dist *d = x->dist;
+    return pdi_scope_add(pdi_tensor_alias(x, d->lshape, d->lstrides, d->ndim, d->loffset));
 }

@@ -440,7 +440,7 @@ struct pd_tensor *pd_dtensor_from_local(struct pd_tensor *local, const int64_t *
     return pdi_dist_wrap(local, m, g, local->ndim, pl);
 }
 
-struct pd_tensor *pd_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
+struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
 {
     if (!x) return NULL;
     if (!x->dist) return pdi_error(PD_ERR_INVALID, FN ": not a distributed tensor (use pd_shard_tensor)");
@@ -468,7 +468,7 @@ struct pd_tensor *pd_dtensor_full(struct pd_tensor *x)
     struct pd_placement rep[PD_MAX_MESH_DIMS];
     for (int a = 0; a < PD_MAX_MESH_DIMS; a++) rep[a] = pd_replicate();
     int tok = pd_scope_begin();
-    struct pd_tensor *r = pd_reshard(x, d->mesh, rep);
+    struct pd_tensor *r = pdi_reshard(x, d->mesh, rep);
     struct pd_tensor *t = pd_keep(pd_dtensor_local(r));
     pd_scope_end(tok);
     return t;

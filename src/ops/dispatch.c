@@ -1,8 +1,13 @@
 /* paddle.c — the one dispatcher (docs/design.md §1) and the op table (the
  * kernel table and the backends are in src/core/backend.c).
  *
- * pdi_dispatch runs, in order: check + infer meta, autocast, (distribute),
- * execute, record autograd, observe. Autocast and the executor are
+ * pdi_dispatch runs, in order: check + infer meta, autocast, distribute,
+ * execute, record autograd, observe. A call with a distributed input
+ * leaves here for the distribute stage (src/dist/spmd.c), which infers on
+ * global shapes, reshards the inputs its op's SPMD rule asks for, runs the
+ * local call through the dispatcher again and records autograd on the
+ * distributed tensors; a program that never makes one pays one predictable
+ * branch. Autocast and the executor are
  * per-thread modes (core/modes.c): stage 2 runs only while autocast is on,
  * and stage 4 is the thread's executor: the eager one below (`run`,
  * called directly when no other is pushed) or a plugged one such as the
@@ -39,12 +44,6 @@ const struct pdi_opdef pdi_ops[PD_OP_COUNT] = {
 
 const char *pdi_op_name(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].name : "?"; }
 unsigned pdi_op_dtypes(enum pd_op op) { return (unsigned)op < PD_OP_COUNT ? pdi_ops[op].dtypes : 0u; }
-
-int pdi_spmd_by_kind(struct pdi_call *c, void *plan)
-{
-    PDI_UNUSED(plan);
-    return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: no SPMD rule yet (generic by kind)", pdi_ops[c->op].name);
-}
 
 int pdi_decomp_absent(const struct pdi_call *c, struct pd_tensor **out)
 {
@@ -392,7 +391,8 @@ static int dispatch(struct pdi_call *c)
     }
 
     /* 2. autocast: may rewrite the call and dispatch it again (then the
-     * nested dispatch did stages 3-6). 3. distribute: the SPMD executor's. */
+     * nested dispatch did stages 4-6). Stage 3 (distribute) ran before this
+     * function: see pdi_dispatch. */
     if (__builtin_expect(pdi_modes.autocast >= 0, 0)) {
         rc = pdi_autocast_stage(c);
         if (rc < 0) return rc;
@@ -455,7 +455,10 @@ int pdi_dispatch(struct pdi_call *c)
      * capture is on (a backtrace costs microseconds). */
     pdi_name_call(c);
     if (__builtin_expect((pdi_debug_flags & PDI_DBG_CALLSITE) != 0, 0)) c->dbg_site = pdi_capture_site();
-    int rc = dispatch(c);
+    /* 3. distribute (before the rest: infer sees global shapes, kernels
+     * local pieces): a call with a distributed input goes to src/dist,
+     * which runs the local call through here again. */
+    int rc = __builtin_expect(pdi_dist_hooks != NULL, 0) && pdi_call_has_dist(c) ? pdi_dist_hooks->call(c) : dispatch(c);
     if (__builtin_expect(rc != 0, 0) && rc != PD_ERR_NULL && pd_last_status()) {
         /* "matmul_12: matmul: ..." — the op's name first, so the message
          * can be matched with logs, graphs and checksum files. */

@@ -521,7 +521,7 @@ struct pd_tensor *pd_contiguous(struct pd_tensor *x)
 struct pd_tensor *pd_detach(struct pd_tensor *x)
 {
     if (!x) return NULL;
-    return pdi_scope_add(pdi_tensor_alias(x, x->shape, x->strides, x->ndim, x->offset));
+    return pdi_scope_add(pdi_tensor_alias_same(x));
 }
 
 struct pd_tensor *pd_sum_to_shape(struct pd_tensor *x, const int64_t *shape, int ndim)

@@ -104,6 +104,7 @@ double pd_clip_grad_norm_tensors(struct pd_tensor *const *params, int n, double 
     if (!(max_norm >= 0)) { pdi_errorf(PD_ERR_INVALID, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm); return -1; }
     for (int i = 0; i < n; i++)
         if (!params[i]) { pdi_errorf(PD_ERR_NULL, "clip_grad_norm: parameter %d is NULL", i); return -1; }
+    if (pdi_dist_hooks && pdi_dist_hooks->sync_grads()) return -1; /* reductions in flight */
     double ss = grads_sumsq(params, n);
     if (ss < 0) return -1;
     double norm = sqrt(ss);

@@ -413,6 +413,7 @@ static int update_batch(struct pd_optimizer *o, struct pending *pend, int n_pend
 int pd_optimizer_step(struct pd_optimizer *o)
 {
     if (!o) return pdi_errorf(PD_ERR_NULL, "optimizer_step: NULL optimizer");
+    if (pdi_dist_hooks && pdi_dist_hooks->sync_grads()) return pd_last_status(); /* reductions in flight */
     struct pending *pend = pdi_malloc(sizeof *pend * (size_t)(o->n + 1));
     if (!pend) return pdi_errorf(PD_ERR_NOMEM, "optimizer: out of memory");
     int rc = PD_OK, n_pend = 0;

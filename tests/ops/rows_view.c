@@ -59,6 +59,13 @@ static struct pd_tensor *f_unbind(struct pd_tensor **in)
     return pd_add(parts[0], pd_scale(parts[n - 1], 2.0));
 }
 static struct pd_tensor *f_clone(struct pd_tensor **in) { return pd_clone(in[0]); }
+/* a plain tensor's reshard is itself (distributed: tests/dist) */
+static struct pd_tensor *f_reshard(struct pd_tensor **in)
+{
+    struct pdi_attrs a;
+    pdi_attrs_default(PD_OP_reshard, &a);
+    return pd_contiguous(pdi_call1(PD_OP_reshard, in[0], &a));
+}
 static struct pd_tensor *f_slice_backward(struct pd_tensor **in)
 {
     struct pdi_attrs a = {.slice_backward = {.axis = 1, .start = 1, .stop = 6, .step = 2, .input_shape = {2, {3, 7}}}};
@@ -76,6 +83,7 @@ static const struct opt_row rows[] = {
     {"reshape/copy_path", PD_OP_view, 1, {OPT_FT(4, 6)}, f_reshape, ALLDT},
     {"reshape/contig", PD_OP_view, 1, {OPT_F(2, 3, 4)}, f_reshape, OPT_DT_F},
     {"view/4d", PD_OP_view, 1, {OPT_F(6, 4)}, f_view, ALLDT},
+    {"reshard/plain", PD_OP_reshard, 1, {OPT_FS(2, 3, 5)}, f_reshard, ALLDT},
     {"permute/3d", PD_OP_permute, 1, {OPT_F(2, 3, 5)}, f_permute, ALLDT},
     {"permute/strided", PD_OP_permute, 1, {OPT_FS(2, 3, 5)}, f_permute, OPT_DT_F},
     {"transpose/2d_T", PD_OP_permute, 1, {OPT_FT(5, 3)}, f_transpose, OPT_DT_F},

@@ -1,0 +1,267 @@
+/* paddle.c — data-parallel gradient reduction in buckets, overlapped with
+ * backward (docs/distributed.md "Data parallelism").
+ *
+ * Without it, a replicated parameter's Partial gradient is all-reduced
+ * when backward hands it to the leaf: one blocking all-reduce per
+ * parameter, after the whole backward. pd_dp_attach marks the parameters
+ * so that autograd keeps their gradients Partial on the data axis, and
+ * registers a hook on each: autograd runs a leaf's hooks as soon as its
+ * last contribution arrived (src/autograd/engine.c), the hook copies the
+ * local piece into its bucket, and a bucket whose parameters all arrived
+ * starts a non-blocking all-reduce while backward goes on with earlier
+ * layers. Buckets are filled in reverse parameter order (backward's order)
+ * up to bucket_bytes each. pd_dp_finish (also called by the optimizer's
+ * step and by gradient clipping) waits and replaces every gradient with
+ * the reduced one, Replicate on the axis: the sum of the ranks' pieces,
+ * which is the gradient of the single-process loss when the loss is a
+ * mean over the global batch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_internal.h"
+
+struct dp_bucket {
+    char *buf;
+    int64_t count; /* elements */
+    enum pd_dtype dt;
+    int n_params, n_arrived, started;
+#ifdef PD_HAVE_MPI
+    MPI_Request req;
+#endif
+};
+
+struct dp_param {
+    struct pd_dp *dp;
+    struct pd_tensor *p;    /* a reference */
+    struct pd_tensor *prev; /* its gradient before this backward (accumulation), a reference */
+    int bucket, arrived;
+    int64_t off, count;
+};
+
+struct pd_dp {
+    struct pd_mesh *mesh;
+    int axis;
+    MPI_Comm comm;
+    int n, nb;
+    struct dp_param *ps;
+    struct dp_bucket *bs;
+    struct pd_dp *next; /* the attached reducers (pdi_dp_finish_all) */
+};
+
+static struct pd_dp *attached;
+
+#ifdef PD_HAVE_MPI
+static MPI_Datatype dp_type(enum pd_dtype dt) { return dt == PD_F64 ? MPI_DOUBLE : MPI_FLOAT; }
+
+static int start_bucket(struct pd_dp *dp, struct dp_bucket *b)
+{
+    if (b->started) return PD_OK;
+    b->started = 1;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, b->buf, (int)b->count, dp_type(b->dt), MPI_SUM, dp->comm, &b->req);
+    if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, "dp", "MPI_Iallreduce (gradient bucket)");
+    pdi_comm_count(PD_COMM_ALLREDUCE, b->count * (int64_t)pd_dtype_size(b->dt));
+    return PD_OK;
+}
+
+/* Drive the started all-reduces (MPI progresses inside MPI calls). */
+static void progress(struct pd_dp *dp)
+{
+    for (int i = 0; i < dp->nb; i++)
+        if (dp->bs[i].started && dp->bs[i].req != MPI_REQUEST_NULL) {
+            int done = 0;
+            MPI_Test(&dp->bs[i].req, &done, MPI_STATUS_IGNORE);
+        }
+}
+#else
+static int start_bucket(struct pd_dp *dp, struct dp_bucket *b) { (void)dp, (void)b; return PD_ERR_STATE; }
+static void progress(struct pd_dp *dp) { (void)dp; }
+#endif
+
+static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
+{
+    struct dp_param *q = ctx;
+    struct pd_dp *dp = q->dp;
+    struct dp_bucket *b = &dp->bs[q->bucket];
+    if (q->arrived || b->started) {
+        pdi_errorf(PD_ERR_STATE, "dp: a second gradient for one parameter before pd_dp_finish (one backward per "
+                   "step, or call pd_dp_finish between them)");
+        return NULL;
+    }
+    const struct pdi_dist *dg = g->dist;
+    char *dst = b->buf + q->off * (int64_t)pd_dtype_size(b->dt);
+    int rep = dg && dg->pl[dp->axis].kind != PD_PARTIAL; /* already whole: count it once */
+    if (rep && dp->mesh->coord[dp->axis] != 0) {
+        memset(dst, 0, (size_t)(q->count * (int64_t)pd_dtype_size(b->dt)));
+    } else {
+        int tok = pd_scope_begin();
+        struct pd_tensor *l = dg ? pd_dtensor_local(g) : g;
+        int rc = l && pd_tensor_numel(l) == q->count ? pd_to_buffer(l, dst, b->dt) : PD_ERR_STATE;
+        pd_scope_end(tok);
+        if (rc) {
+            pdi_errorf(PD_ERR_STATE, "dp: a gradient's piece does not match its parameter's");
+            return NULL;
+        }
+    }
+    if (q->p->grad) { /* accumulated over several backwards: the earlier sum is reduced already */
+        pd_tensor_retain(q->p->grad);
+        q->prev = q->p->grad;
+    }
+    q->arrived = 1;
+    if (++b->n_arrived == b->n_params && start_bucket(dp, b)) return NULL;
+    progress(dp);
+    return g; /* .grad holds it (Partial) until pd_dp_finish */
+}
+
+struct pd_dp *pd_dp_attach(struct pd_tensor *const *params, int n, struct pd_mesh *m, const char *axis,
+                           size_t bucket_bytes)
+{
+    const char *fn = "dp_attach";
+    if (!params || !m || !axis) return pdi_error(PD_ERR_NULL, "%s: params, mesh or axis is NULL", fn);
+    if (n < 1) return pdi_error(PD_ERR_INVALID, "%s: %d parameters", fn, n);
+    int ax = pd_mesh_axis(m, axis);
+    if (ax < 0) return pdi_error(PD_ERR_INVALID, "%s: the mesh has no axis named %.32s", fn, axis);
+    if (bucket_bytes == 0) bucket_bytes = (size_t)25 << 20;
+    for (int i = 0; i < n; i++) {
+        const struct pd_tensor *p = params[i];
+        const struct pdi_dist *d = p ? p->dist : NULL;
+        if (!d || d->mesh != m || !p->requires_grad || p->grad_fn)
+            return pdi_error(PD_ERR_INVALID, "%s: parameter %d is not a distributed leaf on the mesh that requires grad",
+                             fn, i);
+        if (d->pl[ax].kind != PD_REPLICATE)
+            return pdi_error(PD_ERR_INVALID, "%s: parameter %d is not replicated on axis %s", fn, i, m->names[ax]);
+        if (p->dtype != PD_F32 && p->dtype != PD_F64)
+            return pdi_error(PD_ERR_UNSUPPORTED, "%s: parameter %d is %s (f32 or f64)", fn, i, pd_dtype_name(p->dtype));
+        if (d->dp_axis) return pdi_error(PD_ERR_INVALID, "%s: parameter %d is attached already", fn, i);
+    }
+#ifdef PD_HAVE_MPI
+    struct pd_dp *dp = pdi_calloc(1, sizeof *dp);
+    if (!dp) return NULL;
+    dp->ps = pdi_calloc((size_t)n, sizeof *dp->ps);
+    dp->bs = pdi_calloc((size_t)n, sizeof *dp->bs);
+    if (!dp->ps || !dp->bs || pdi_mesh_sub(m, &ax, 1, &dp->comm)) goto fail;
+    dp->mesh = m, dp->axis = ax, dp->n = n;
+    pd_mesh_retain(m);
+    /* buckets in backward order: the last parameters first */
+    for (int i = n - 1; i >= 0; i--) {
+        struct dp_param *q = &dp->ps[i];
+        const struct pdi_dist *d = params[i]->dist;
+        q->dp = dp, q->p = params[i];
+        pd_tensor_retain(params[i]);
+        q->count = pdi_numel(d->lshape, d->ndim);
+        struct dp_bucket *b = dp->nb ? &dp->bs[dp->nb - 1] : NULL;
+        if (!b || b->dt != params[i]->dtype ||
+            (b->count + q->count) * (int64_t)pd_dtype_size(b->dt) > (int64_t)bucket_bytes) {
+            b = &dp->bs[dp->nb++];
+            b->dt = params[i]->dtype;
+            b->req = MPI_REQUEST_NULL;
+        }
+        q->bucket = (int)(b - dp->bs);
+        q->off = b->count;
+        b->count += q->count;
+        b->n_params++;
+    }
+    for (int i = 0; i < dp->nb; i++) {
+        struct dp_bucket *b = &dp->bs[i];
+        if (b->count > 0x7fffffff) {
+            pdi_errorf(PD_ERR_INVALID, "%s: a bucket of %lld elements exceeds one MPI message", fn, (long long)b->count);
+            goto fail;
+        }
+        if (!(b->buf = pdi_calloc((size_t)(b->count ? b->count : 1), pd_dtype_size(b->dt)))) goto fail;
+    }
+    for (int i = 0; i < n; i++) {
+        if (pd_tensor_register_hook(params[i], dp_hook, &dp->ps[i])) goto fail;
+        ((struct pdi_dist *)params[i]->dist)->dp_axis = ax + 1;
+    }
+    dp->next = attached;
+    attached = dp;
+    return dp;
+fail:
+    pd_dp_detach(dp);
+    return NULL;
+#else
+    return pdi_error(PD_ERR_STATE, "%s: paddle.c was built without MPI", fn);
+#endif
+}
+
+int pd_dp_finish(struct pd_dp *dp)
+{
+    if (!dp) return pdi_errorf(PD_ERR_NULL, "dp_finish: NULL");
+#ifdef PD_HAVE_MPI
+    int any = 0, rc = PD_OK;
+    for (int i = 0; i < dp->n; i++) any |= dp->ps[i].arrived;
+    if (!any) return PD_OK; /* no backward since the last finish */
+    /* a bucket some of whose parameters got no gradient: zeros for them */
+    for (int i = 0; i < dp->n; i++) {
+        struct dp_param *q = &dp->ps[i];
+        struct dp_bucket *b = &dp->bs[q->bucket];
+        if (!q->arrived && !b->started)
+            memset(b->buf + q->off * (int64_t)pd_dtype_size(b->dt), 0, (size_t)(q->count * (int64_t)pd_dtype_size(b->dt)));
+    }
+    for (int i = 0; i < dp->nb && rc == PD_OK; i++) rc = start_bucket(dp, &dp->bs[i]);
+    for (int i = 0; i < dp->nb && rc == PD_OK; i++) {
+        int e = MPI_Wait(&dp->bs[i].req, MPI_STATUS_IGNORE);
+        if (e != MPI_SUCCESS) rc = pdi_mpi_error(e, "dp_finish", "MPI_Wait (gradient bucket)");
+    }
+    int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
+    for (int i = 0; i < dp->n && rc == PD_OK; i++) {
+        struct dp_param *q = &dp->ps[i];
+        if (!q->arrived) continue;
+        struct dp_bucket *b = &dp->bs[q->bucket];
+        const struct pdi_dist *d = q->p->dist;
+        struct pd_tensor *l = pd_from_buffer(b->buf + q->off * (int64_t)pd_dtype_size(b->dt), d->lshape, d->ndim, b->dt);
+        struct pd_tensor *gr = pdi_dist_wrap(l, d->mesh, d->gshape, d->ndim, d->pl);
+        if (gr && q->prev) gr = pd_add(q->prev, gr);
+        if (!gr) { rc = pd_last_status(); break; }
+        pd_tensor_retain(gr);
+        pd_tensor_release(q->p->grad);
+        q->p->grad = gr;
+    }
+    pd_grad_mode_end(gtok);
+    pd_scope_end(tok);
+    for (int i = 0; i < dp->n; i++) {
+        pd_tensor_release(dp->ps[i].prev);
+        dp->ps[i].prev = NULL;
+        dp->ps[i].arrived = 0;
+    }
+    for (int i = 0; i < dp->nb; i++) dp->bs[i].started = 0, dp->bs[i].n_arrived = 0;
+    return rc;
+#else
+    return pdi_errorf(PD_ERR_STATE, "dp_finish: paddle.c was built without MPI");
+#endif
+}
+
+/* Before the optimizer reads gradients (pd_optimizer_step, clipping). */
+int pdi_dp_finish_all(void)
+{
+    int rc = PD_OK;
+    for (struct pd_dp *dp = attached; dp && rc == PD_OK; dp = dp->next) rc = pd_dp_finish(dp);
+    return rc;
+}
+
+void pd_dp_detach(struct pd_dp *dp)
+{
+    if (!dp) return;
+    for (struct pd_dp **p = &attached; *p; p = &(*p)->next)
+        if (*p == dp) {
+            *p = dp->next;
+            break;
+        }
+#ifdef PD_HAVE_MPI
+    for (int i = 0; i < dp->nb; i++)
+        if (dp->bs[i].started && dp->bs[i].req != MPI_REQUEST_NULL) MPI_Wait(&dp->bs[i].req, MPI_STATUS_IGNORE);
+#endif
+    for (int i = 0; dp->ps && i < dp->n; i++) {
+        struct dp_param *q = &dp->ps[i];
+        if (!q->p) continue;
+        pdi_tensor_remove_hook(q->p, dp_hook, q);
+        ((struct pdi_dist *)q->p->dist)->dp_axis = 0;
+        pd_tensor_release(q->prev);
+        pd_tensor_release(q->p);
+    }
+    for (int i = 0; dp->bs && i < dp->nb; i++) free(dp->bs[i].buf);
+    free(dp->ps);
+    free(dp->bs);
+    pd_mesh_release(dp->mesh);
+    free(dp);
+}

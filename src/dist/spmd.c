@@ -1,0 +1,295 @@
+/* paddle.c — the distribute stage of the dispatcher (docs/design.md §6,
+ * docs/distributed.md).
+ *
+ * A call with a distributed input comes here from pdi_dispatch:
+ *   1. every distributed input must live on one mesh (plain inputs count
+ *      as replicated on it);
+ *   2. attributes are checked and metas inferred on the global shapes (a
+ *      distributed tensor's shape is its global shape);
+ *   3. the op's SPMD rule (the op table's spmd column, spmd_rules.c) says
+ *      which placements the inputs need and which the outputs get;
+ *   4. inputs whose placements differ are resharded (collectives);
+ *   5. the local call runs through the dispatcher on the local pieces,
+ *      with autograd off;
+ *   6. the outputs are wrapped as distributed tensors, and autograd records
+ *      the op on the distributed tensors. Backward is distributed because
+ *      VJP rules are ops: they come back here.
+ * An op whose output shape depends on its data (nonzero, unique, ...)
+ * cannot be inferred on global shapes; it runs replicated and takes its
+ * global shape from the local result.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_internal.h"
+
+static void replicate_all(struct pd_placement *pl, int mdim)
+{
+    for (int a = 0; a < mdim; a++) pl[a] = pd_replicate();
+}
+
+static int same_placements(const struct pd_placement *a, const struct pd_placement *b, int mdim)
+{
+    for (int k = 0; k < mdim; k++) {
+        if (a[k].kind != b[k].kind) return 0;
+        if (a[k].kind == PD_SHARD && (a[k].dim != b[k].dim || a[k].order != b[k].order)) return 0;
+        if (a[k].kind == PD_PARTIAL && a[k].op != b[k].op) return 0;
+    }
+    return 1;
+}
+
+/* A plain input in placements pl: its piece (no communication: every rank
+ * holds the whole value). */
+static struct pd_tensor *plain_piece(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
+{
+    int rep = 1;
+    for (int a = 0; a < m->ndim; a++) rep &= pl[a].kind == PD_REPLICATE;
+    if (rep) return x;
+    return pd_dtensor_local(pd_shard_tensor(x, m, pl));
+}
+
+/* The op's decomposition on the distributed inputs (each of its ops comes
+ * back through the stage). */
+static int run_decomp(struct pdi_call *c)
+{
+    const struct pdi_opdef *d = &pdi_ops[c->op];
+    if (c->inplace) return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: in place on a distributed tensor in this placement", d->name);
+    struct pd_tensor *out[PDI_SPMD_MAX_OUT] = {0};
+    int tok = pd_scope_begin();
+    int rc = d->decomp(c, out);
+    for (int j = 0; j < c->n_out; j++) c->out[j] = rc ? NULL : pd_keep(out[j]);
+    pd_scope_end(tok);
+    return rc;
+}
+
+/* Record autograd and name the outputs, as dispatch() does for a plain call. */
+static int finish(struct pdi_call *c, struct pdi_meta *gmeta)
+{
+    const struct pdi_opdef *d = &pdi_ops[c->op];
+    c->meta = gmeta;
+    if (!c->inplace && !(d->flags & PDI_F_NONDIFF) && pdi_grad_enabled()) {
+        int rc = pdi_autograd_record(c);
+        if (rc) return rc;
+    }
+    for (int j = 0; j < c->n_out; j++) {
+        if (c->inplace && j == 0) continue;
+        struct pd_tensor *o = c->out[j];
+        o->dbg_scope = c->dbg_scope;
+        o->dbg_n = c->dbg_n;
+        o->dbg_op = (int16_t)c->op;
+        o->dbg_out = (uint8_t)j;
+    }
+    return PD_OK;
+}
+
+/* ---- the reshard op --------------------------------------------------- */
+static void encode_pl(const struct pd_placement *pl, int mdim, struct pdi_ints *v)
+{
+    v->n = 4 * mdim;
+    for (int a = 0; a < mdim; a++) {
+        v->v[4 * a] = pl[a].kind;
+        v->v[4 * a + 1] = pl[a].dim;
+        v->v[4 * a + 2] = pl[a].order;
+        v->v[4 * a + 3] = pl[a].op;
+    }
+}
+
+static int decode_pl(const struct pdi_ints *v, const struct pd_mesh *m, struct pd_placement *pl)
+{
+    if (v->n != 4 * m->ndim)
+        return pdi_errorf(PD_ERR_INVALID, "reshard: %lld placement values for a %d-d mesh (4 per axis)", (long long)v->n,
+                          m->ndim);
+    for (int a = 0; a < m->ndim; a++) {
+        pl[a].kind = (enum pd_placement_kind)v->v[4 * a];
+        pl[a].dim = (int)v->v[4 * a + 1];
+        pl[a].order = (int)v->v[4 * a + 2];
+        pl[a].op = (enum pd_reduce_op)v->v[4 * a + 3];
+        if (v->v[4 * a] > PD_PARTIAL || v->v[4 * a + 3] >= PD_RED_COUNT)
+            return pdi_errorf(PD_ERR_INVALID, "reshard: placement %d is not one", a);
+    }
+    return PD_OK;
+}
+
+static int reshard_call(struct pdi_call *c)
+{
+    struct pd_mesh *m = pdi_mesh_by_id(c->a.reshard.mesh, "reshard");
+    struct pd_placement pl[PD_MAX_MESH_DIMS];
+    if (!m || decode_pl(&c->a.reshard.placements, m, pl)) return pd_last_status();
+    struct pd_tensor *x = c->in[0];
+    struct pdi_meta gmeta[1];
+    pdi_meta_of(x, &gmeta[0]);
+    int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
+    struct pd_tensor *y = x->dist ? pdi_reshard(x, m, pl) : pd_shard_tensor(x, m, pl);
+    pd_grad_mode_end(gtok);
+    c->out[0] = y;
+    int rc = y ? finish(c, gmeta) : pd_last_status();
+    c->out[0] = rc ? NULL : pd_keep(y);
+    pd_scope_end(tok);
+    return rc;
+}
+
+struct pd_tensor *pd_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
+{
+    if (!x) return NULL;
+    if (!x->dist) return pdi_error(PD_ERR_INVALID, "reshard: not a distributed tensor (use pd_shard_tensor)");
+    const struct pdi_dist *d = x->dist;
+    if (pdi_dist_check_placements("reshard", m, pl, d->ndim, x->dtype)) return NULL;
+    struct pdi_attrs a;
+    pdi_attrs_default(PD_OP_reshard, &a);
+    a.reshard.mesh = pdi_mesh_id(m);
+    a.reshard.src_mesh = pdi_mesh_id(d->mesh);
+    encode_pl(pl, m->ndim, &a.reshard.placements);
+    encode_pl(d->pl, d->mesh->ndim, &a.reshard.src_placements);
+    return pdi_call1(PD_OP_reshard, x, &a);
+}
+
+/* The gradient of a reshard is the same global value: it goes back to the
+ * input's placements (a Partial input's gradient is replicated there). */
+int pdi_vjp_reshard(struct pdi_node *n, struct pd_tensor *const *gout, struct pd_tensor **gin)
+{
+    if (!gout[0]->dist) { /* a plain tensor's reshard is itself */
+        gin[0] = pd_detach(gout[0]);
+        return gin[0] ? PD_OK : pd_last_status();
+    }
+    struct pd_mesh *m = pdi_mesh_by_id(n->a.reshard.src_mesh, "reshard backward");
+    struct pd_placement pl[PD_MAX_MESH_DIMS];
+    if (!m || decode_pl(&n->a.reshard.src_placements, m, pl)) return pd_last_status();
+    for (int a = 0; a < m->ndim; a++)
+        if (pl[a].kind == PD_PARTIAL) pl[a] = pd_replicate();
+    gin[0] = pd_reshard(gout[0], m, pl);
+    return gin[0] ? PD_OK : pd_last_status();
+}
+
+/* ---- the stage -------------------------------------------------------- */
+static int dist_call(struct pdi_call *c)
+{
+    const struct pdi_opdef *d = &pdi_ops[c->op];
+    if (c->op == PD_OP_reshard) return reshard_call(c);
+    int ni = c->n_in, no = c->n_out;
+    struct pd_mesh *m = NULL;
+    int first = -1;
+    for (int i = 0; i < ni; i++) {
+        const struct pdi_dist *di = c->in[i]->dist;
+        if (!di) continue;
+        if (!m) m = di->mesh, first = i;
+        else if (di->mesh != m)
+            return pdi_errorf(PD_ERR_INVALID, "%s: inputs %d and %d live on different meshes (reshard one first)",
+                              d->name, first, i);
+    }
+    if (m->index < 0) /* this rank holds nothing of the call's tensors */
+        return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: rank %d is outside the mesh of its inputs", d->name,
+                          pd_dist_world_rank());
+
+    /* 1. attributes and metas on the global shapes */
+    struct pdi_meta gmeta[PDI_SPMD_MAX_OUT];
+    memset(gmeta, 0, sizeof gmeta);
+    struct pdi_call g = *c;
+    g.meta = gmeta;
+    g.n_writes = 0;
+    int rc = d->attrs != PDI_AS_none ? pdi_attrs_check(&g) : PD_OK;
+    if (rc) return rc;
+    int have_meta = d->infer(&g) == PD_OK;
+    if (!have_meta) pd_clear_error();
+
+    /* 2. the rule */
+    struct pd_placement (*pl)[PD_MAX_MESH_DIMS] = pdi_malloc(sizeof *pl * (size_t)(ni ? ni : 1));
+    struct pd_tensor **loc = pdi_calloc((size_t)(ni ? ni : 1), sizeof *loc);
+    if (!pl || !loc) { free(pl), free(loc); return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", d->name); }
+    for (int i = 0; i < ni; i++) {
+        const struct pdi_dist *di = c->in[i]->dist;
+        if (di) memcpy(pl[i], di->pl, sizeof pl[i]);
+        else replicate_all(pl[i], m->ndim);
+    }
+    struct pdi_spmd s = {.mesh = m, .mdim = m->ndim, .n_in = ni, .n_out = no, .in = pl, .a = c->a};
+    if (have_meta) {
+        rc = d->spmd(&g, &s);
+    } else { /* a data-dependent shape: replicated */
+        for (int i = 0; i < ni; i++) replicate_all(pl[i], m->ndim);
+        for (int j = 0; j < no; j++) replicate_all(s.out[j], m->ndim);
+    }
+    if (rc) goto out;
+    if (s.decompose) {
+        rc = run_decomp(c);
+        goto out;
+    }
+
+    /* 3. the inputs in the placements the rule asks for; 4. the local call */
+    int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
+    for (int i = 0; i < ni && rc == PD_OK; i++) {
+        struct pd_tensor *x = c->in[i];
+        const struct pdi_dist *di = x->dist;
+        if (!di) {
+            loc[i] = plain_piece(x, m, pl[i]);
+        } else if (same_placements(di->pl, pl[i], m->ndim)) {
+            loc[i] = pd_dtensor_local(x);
+        } else if (i < g.n_writes || (c->inplace && i == 0)) {
+            rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is written in place, but the op needs it in other "
+                            "placements (reshard it first)", d->name, i);
+        } else {
+            loc[i] = pd_dtensor_local(pdi_reshard(x, m, pl[i]));
+        }
+        if (rc == PD_OK && !loc[i]) rc = pd_last_status();
+    }
+    struct pd_tensor *lout[PDI_SPMD_MAX_OUT] = {0};
+    if (rc == PD_OK) {
+        if (c->op == PD_OP_view) loc[0] = pd_contiguous(loc[0]); /* the piece may be a strided view */
+        struct pdi_call l = {.op = c->op, .n_in = ni, .n_out = no, .in = loc, .out = lout, .a = s.a,
+                             .inplace = c->inplace};
+        rc = loc[0] || !ni ? pdi_dispatch(&l) : pd_last_status(); /* its outputs join the scope */
+    }
+    pd_grad_mode_end(gtok);
+
+    /* 5. the outputs, distributed; autograd on them */
+    for (int j = 0; j < no && rc == PD_OK; j++) {
+        if (c->inplace && j == 0) {
+            c->out[0] = c->in[0];
+            continue;
+        }
+        const int64_t *gs = have_meta ? gmeta[j].shape : lout[j]->shape;
+        if (!have_meta) pdi_meta_of(lout[j], &gmeta[j]);
+        c->out[j] = pdi_dist_wrap(lout[j], m, gs, lout[j]->ndim, s.out[j]);
+        if (!c->out[j]) rc = pd_last_status();
+    }
+    if (rc == PD_OK) rc = finish(c, gmeta);
+    for (int j = 0; j < no; j++) {
+        if (c->inplace && j == 0) continue;
+        c->out[j] = rc ? NULL : pd_keep(c->out[j]);
+    }
+    pd_scope_end(tok);
+out:
+    free(pl);
+    free(loc);
+    return rc;
+}
+
+/* ---- what autograd borrows ---------------------------------------------- */
+static struct pd_tensor *dist_zeros(const void *dist, const struct pdi_meta *m)
+{
+    const struct pdi_dist *d = dist;
+    struct pd_placement rep[PD_MAX_MESH_DIMS];
+    replicate_all(rep, d->mesh->ndim);
+    int tok = pd_scope_begin();
+    struct pd_tensor *z = pd_zeros(m->shape, m->ndim, m->dtype);
+    struct pd_tensor *t = z ? pd_keep(pd_shard_tensor(z, d->mesh, rep)) : NULL;
+    pd_scope_end(tok);
+    return t;
+}
+
+static struct pd_tensor *leaf_grad(struct pd_tensor *leaf, struct pd_tensor *g)
+{
+    const struct pdi_dist *dl = leaf->dist, *dg = g->dist;
+    struct pd_placement want[PD_MAX_MESH_DIMS];
+    memcpy(want, dl->pl, sizeof want);
+    for (int a = 0; a < dl->mesh->ndim; a++)
+        if (want[a].kind == PD_PARTIAL) want[a] = pd_replicate();
+    int da = dl->dp_axis - 1; /* pd_dp_attach reduces it there (dp.c) */
+    if (da >= 0 && dg->mesh == dl->mesh && dg->pl[da].kind == PD_PARTIAL && dg->pl[da].op == PD_RED_SUM)
+        want[da] = dg->pl[da];
+    if (dg->mesh == dl->mesh && same_placements(dg->pl, want, dl->mesh->ndim)) return g;
+    return pd_reshard(g, dl->mesh, want);
+}
+
+static const struct pdi_dist_hooks hooks = {dist_call, pdi_dist_copy, dist_zeros, leaf_grad, pd_dtensor_full,
+                                           pdi_dp_finish_all};
+
+void pdi_spmd_install(void) { __atomic_store_n(&pdi_dist_hooks, &hooks, __ATOMIC_RELEASE); }

@@ -1,0 +1,180 @@
+/* paddle.c — data-parallel training under mpirun (2 and 4 ranks): an MLP
+ * whose batch is sharded over the dp axis (and, at 4 ranks, whose weights
+ * are split over a tp axis too) trains with pd_dp_attach's bucketed
+ * gradient reduction, and its losses and final parameters equal the
+ * single-process run's. The all-reduces start inside backward (one per
+ * bucket), and their bytes are exactly the parameters' local sizes: a
+ * count, so it is tested. Gradient clipping by global norm gives the
+ * single-process norm under every placement. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pd/dist.h"
+#include "pd/pd.h"
+
+static int fails, checks, rank, world;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        checks++;                                                                                                      \
+        if (!(cond)) {                                                                                                 \
+            if (fails++ < 30) {                                                                                        \
+                printf("rank %d line %d: ", rank, __LINE__);                                                           \
+                printf(__VA_ARGS__);                                                                                   \
+                printf(" (last error: %s)\n", pd_last_error());                                                        \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static struct pd_tensor *data(const int64_t *shape, int ndim, int salt)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *v = malloc(sizeof *v * (size_t)n);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)sin(0.61 * (double)i + 0.7 * salt) * 0.5f;
+    struct pd_tensor *t = pd_from_buffer(v, shape, ndim, PD_F32);
+    free(v);
+    return t;
+}
+
+enum { B = 12, D = 8, H = 16, STEPS = 4 };
+
+struct model {
+    struct pd_tensor *w1, *w2, *b1;
+};
+
+static struct pd_tensor *loss_of(struct model *m, struct pd_tensor *x, struct pd_tensor *y)
+{
+    struct pd_tensor *h = pd_relu(pd_add(pd_matmul(x, m->w1, 0, 0), m->b1));
+    struct pd_tensor *d = pd_sub(pd_matmul(h, m->w2, 0, 0), y);
+    return pd_mean(pd_mul(d, d), NULL, 0, 0);
+}
+
+/* Train STEPS steps of SGD with clipping; losses[] and norms[] out. With a
+ * mesh: x and y sharded on dp, weights per wpl (w1, w2, b1). */
+static void train(struct pd_mesh *m, const struct pd_placement (*wpl)[PD_MAX_MESH_DIMS],
+                  const struct pd_placement *xpl, double *losses, double *norms, struct pd_tensor **final,
+                  size_t bucket, int64_t *allreduce_calls_in_backward)
+{
+    struct model md = {data((int64_t[]){D, H}, 2, 1), data((int64_t[]){H, D}, 2, 2), data((int64_t[]){H}, 1, 3)};
+    struct pd_tensor *x = data((int64_t[]){B, D}, 2, 4), *y = data((int64_t[]){B, D}, 2, 5);
+    if (m) {
+        md.w1 = pd_shard_tensor(md.w1, m, wpl[0]);
+        md.w2 = pd_shard_tensor(md.w2, m, wpl[1]);
+        md.b1 = pd_shard_tensor(md.b1, m, wpl[2]);
+        x = pd_shard_tensor(x, m, xpl);
+        y = pd_shard_tensor(y, m, xpl);
+    }
+    struct pd_tensor *ps[3] = {md.w1, md.w2, md.b1};
+    struct pd_state_dict *sd = pd_state_dict_create();
+    const char *names[3] = {"w1", "w2", "b1"};
+    for (int i = 0; i < 3; i++) {
+        pd_requires_grad_(ps[i], 1);
+        pd_state_dict_add(sd, names[i], ps[i]);
+    }
+    struct pd_dp *dp = m ? pd_dp_attach(ps, 3, m, "dp", bucket) : NULL;
+    CHECK(!m || dp, "dp_attach");
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_SGD);
+    oc.lr = 0.5;
+    struct pd_optimizer *opt = pd_optimizer_create_for(&oc, sd);
+    CHECK(opt != NULL, "optimizer");
+    for (int s = 0; s < STEPS && opt; s++) {
+        int tok = pd_scope_begin();
+        pd_optimizer_zero_grad(opt);
+        struct pd_tensor *l = loss_of(&md, x, y);
+        struct pd_comm_stats before, after;
+        pd_comm_stats(&before);
+        CHECK(l && pd_backward(l, NULL, 0) == 0, "backward");
+        pd_comm_stats(&after);
+        if (allreduce_calls_in_backward) allreduce_calls_in_backward[s] = after.calls[PD_COMM_ALLREDUCE] - before.calls[PD_COMM_ALLREDUCE];
+        norms[s] = pd_clip_grad_norm(sd, 0.05);
+        losses[s] = pd_item(l);
+        CHECK(pd_optimizer_step(opt) == 0, "step");
+        pd_scope_end(tok);
+    }
+    for (int i = 0; i < 3; i++) final[i] = m ? pd_dtensor_full(ps[i]) : pd_detach(ps[i]);
+    pd_dp_detach(dp);
+    pd_optimizer_destroy(opt);
+    pd_state_dict_destroy(sd);
+}
+
+static double maxdiff(struct pd_tensor *a, struct pd_tensor *b)
+{
+    int64_t n = pd_tensor_numel(b);
+    if (!a || pd_tensor_numel(a) != n) return INFINITY;
+    float *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+    pd_to_buffer(a, x, PD_F32);
+    pd_to_buffer(b, y, PD_F32);
+    double d = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)x[i] - y[i]));
+    free(x), free(y);
+    return d;
+}
+
+static void compare(const char *what, struct pd_mesh *m, const struct pd_placement (*wpl)[PD_MAX_MESH_DIMS],
+                    const struct pd_placement *xpl, size_t bucket, int expect_buckets)
+{
+    int tok = pd_scope_begin();
+    double l0[STEPS], n0[STEPS], l1[STEPS], n1[STEPS];
+    int64_t calls[STEPS];
+    struct pd_tensor *f0[3], *f1[3];
+    train(NULL, NULL, NULL, l0, n0, f0, 0, NULL);
+    pd_comm_stats_reset();
+    train(m, wpl, xpl, l1, n1, f1, bucket, calls);
+    for (int s = 0; s < STEPS; s++) {
+        CHECK(fabs(l0[s] - l1[s]) <= 1e-5 * fabs(l0[s]), "%s step %d: loss %.9g, one process %.9g", what, s, l1[s], l0[s]);
+        CHECK(fabs(n0[s] - n1[s]) <= 1e-5 * n0[s], "%s step %d: grad norm %.9g, one process %.9g", what, s, n1[s], n0[s]);
+        if (expect_buckets >= 0)
+            CHECK(calls[s] == expect_buckets, "%s step %d: %lld all-reduces inside backward, expected %d (one per bucket)",
+                  what, s, (long long)calls[s], expect_buckets);
+    }
+    for (int i = 0; i < 3; i++) CHECK(maxdiff(f1[i], f0[i]) <= 1e-5, "%s: final parameter %d differs", what, i);
+    pd_scope_end(tok);
+}
+
+int main(void)
+{
+    rank = pd_dist_world_rank();
+    world = pd_dist_world_size();
+    const struct pd_placement R1[1] = {pd_replicate()}, S0[1] = {pd_shard(0)};
+    struct pd_placement w_rep[3][PD_MAX_MESH_DIMS] = {{pd_replicate()}, {pd_replicate()}, {pd_replicate()}};
+    struct pd_mesh *dpm = pd_mesh_create((int[]){world}, 1, (const char *const[]){"dp"}, NULL);
+    /* small buckets: w1 (D*H) and b1 (H) and w2 (H*D) floats; 600 bytes holds b1 + w2 (backward order: b1, w2, w1)... */
+    compare("dp, one bucket", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 0, 1);
+    compare("dp, a bucket per parameter", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 4, 3);
+    (void)R1;
+    /* the all-reduced bytes per step: every parameter's floats, once */
+    {
+        double l[STEPS], n[STEPS];
+        struct pd_tensor *f[3];
+        int tok = pd_scope_begin();
+        pd_comm_stats_reset();
+        train(dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, l, n, f, 0, NULL);
+        struct pd_comm_stats st;
+        pd_comm_stats(&st);
+        /* per step: the gradients' floats, and the loss's one float for pd_item */
+        int64_t want = (int64_t)STEPS * ((D * H + H * D + H) * 4 + 4);
+        CHECK(st.bytes[PD_COMM_ALLREDUCE] == want, "all-reduced %lld bytes in %lld calls, expected %lld",
+              (long long)st.bytes[PD_COMM_ALLREDUCE], (long long)st.calls[PD_COMM_ALLREDUCE], (long long)want);
+        CHECK(st.calls[PD_COMM_ALLGATHER] == 0 && st.calls[PD_COMM_ALLTOALL] == 0,
+              "data parallelism gathered activations (%lld all-gathers, %lld all-to-alls)",
+              (long long)st.calls[PD_COMM_ALLGATHER], (long long)st.calls[PD_COMM_ALLTOALL]);
+        pd_scope_end(tok);
+    }
+    if (world == 4) { /* dp x tp: column- then row-parallel weights */
+        struct pd_mesh *g = pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL);
+        struct pd_placement wtp[3][PD_MAX_MESH_DIMS] = {
+            {pd_replicate(), pd_shard(1)}, {pd_replicate(), pd_shard(0)}, {pd_replicate(), pd_shard(0)}};
+        const struct pd_placement xs[2] = {pd_shard(0), pd_replicate()};
+        compare("dp x tp", g, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])wtp, xs, 0, -1);
+        pd_mesh_release(g);
+    }
+    pd_mesh_release(dpm);
+    int all = 0;
+    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_dist_dp: %d checks on rank 0, %d failures over %d ranks\n", checks, all, world);
+    return all != 0;
+}

@@ -1,0 +1,242 @@
+/* paddle.c — the distribute stage under mpirun (2 and 4 ranks): programs
+ * written for one process run on distributed tensors, and their values and
+ * gradients equal the single-process ones. Each case is a function of some
+ * inputs that returns a scalar loss; it runs once on plain tensors and
+ * once on tensors placed by the case (data, tensor and mixed parallel, on
+ * 1-D and 2-D meshes), and the loss and every input's gradient (gathered
+ * with pd_dtensor_full) must agree to f32 rounding. Backward has no rules
+ * of its own: the VJPs' ops come through the stage. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd/dist.h"
+#include "pd/pd.h"
+
+static int fails, checks, rank, world;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        checks++;                                                                                                      \
+        if (!(cond)) {                                                                                                 \
+            if (fails++ < 30) {                                                                                        \
+                printf("rank %d line %d: ", rank, __LINE__);                                                           \
+                printf(__VA_ARGS__);                                                                                   \
+                printf(" (last error: %s)\n", pd_last_error());                                                        \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static struct pd_tensor *randn(const int64_t *shape, int ndim, int salt)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = (float)sin(0.37 * (double)i + 1.3 * salt) * 0.8f;
+    struct pd_tensor *t = pd_from_buffer(v, shape, ndim, PD_F32);
+    free(v);
+    return t;
+}
+
+/* max |a - b| / (1 + max |b|) */
+static double diff(struct pd_tensor *a, struct pd_tensor *b)
+{
+    if (!a || !b || pd_tensor_numel(a) != pd_tensor_numel(b)) return INFINITY;
+    int64_t n = pd_tensor_numel(a);
+    double *x = malloc(sizeof *x * (size_t)(n + 1)), *y = malloc(sizeof *y * (size_t)(n + 1));
+    pd_to_buffer(a, x, PD_F64);
+    pd_to_buffer(b, y, PD_F64);
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs(x[i] - y[i]));
+        m = fmax(m, fabs(y[i]));
+    }
+    free(x), free(y);
+    return d / (1 + m);
+}
+
+#define MAX_IN 6
+struct dcase {
+    const char *name;
+    int n_in;
+    int64_t shape[MAX_IN][4];
+    int ndim[MAX_IN];
+    int is_int[MAX_IN]; /* integer input (ids, targets): values in [0, int_hi) */
+    int int_hi;
+    struct pd_tensor *(*f)(struct pd_tensor **in);
+};
+
+static struct pd_tensor *make_input(const struct dcase *c, int i)
+{
+    struct pd_tensor *t = randn(c->shape[i], c->ndim[i], i + 1);
+    if (!c->is_int[i]) return t;
+    /* integers in [0, hi): floor((t + 0.8) / 1.6 * hi) */
+    return pd_cast(pd_clip(pd_floor(pd_scale(pd_add_scalar(t, 0.8), c->int_hi / 1.6001)), 0, c->int_hi - 1), PD_I64);
+}
+
+/* Run c on plain tensors and on tensors in placements pl[i] on m. */
+static void run_case(const struct dcase *c, struct pd_mesh *m, struct pd_placement pl[][PD_MAX_MESH_DIMS],
+                     const char *label)
+{
+    int tok = pd_scope_begin();
+    struct pd_tensor *plain[MAX_IN], *dist[MAX_IN];
+    for (int i = 0; i < c->n_in; i++) {
+        plain[i] = make_input(c, i);
+        if (!c->is_int[i]) pd_requires_grad_(plain[i], 1);
+        dist[i] = pd_shard_tensor(make_input(c, i), m, pl[i]);
+        CHECK(dist[i] != NULL, "%s %s: shard input %d", c->name, label, i);
+        if (!dist[i]) { pd_scope_end(tok); return; }
+        if (!c->is_int[i]) pd_requires_grad_(dist[i], 1);
+    }
+    struct pd_tensor *l1 = c->f(plain), *l2 = c->f(dist);
+    CHECK(l1 && l2, "%s %s: loss", c->name, label);
+    if (!l1 || !l2) { pd_scope_end(tok); return; }
+    double v1 = pd_item(l1), v2 = pd_item(l2);
+    CHECK(fabs(v1 - v2) <= 2e-5 * (1 + fabs(v1)), "%s %s: loss %.9g, single process %.9g", c->name, label, v2, v1);
+    CHECK(pd_backward(l1, NULL, 0) == 0, "%s: backward (single)", c->name);
+    CHECK(pd_backward(l2, NULL, 0) == 0, "%s %s: backward", c->name, label);
+    for (int i = 0; i < c->n_in; i++) {
+        if (c->is_int[i]) continue;
+        struct pd_tensor *g1 = pd_tensor_grad(plain[i]), *g2 = pd_tensor_grad(dist[i]);
+        CHECK(g2 != NULL, "%s %s: no gradient for input %d", c->name, label, i);
+        if (!g2 || !g1) continue;
+        const struct pd_placement *gp = pd_dtensor_placements(g2);
+        for (int a = 0; gp && a < pd_mesh_ndim(m); a++)
+            CHECK(gp[a].kind == pl[i][a].kind && (gp[a].kind != PD_SHARD || gp[a].dim == pl[i][a].dim),
+                  "%s %s: input %d's gradient is not in the input's placements (axis %d)", c->name, label, i, a);
+        double d = diff(pd_dtensor_full(g2), g1);
+        CHECK(d <= 2e-5, "%s %s: gradient of input %d differs by %.3g", c->name, label, i, d);
+    }
+    pd_scope_end(tok);
+}
+
+/* ---- the cases ------------------------------------------------------- */
+static struct pd_tensor *f_pointwise(struct pd_tensor **in)
+{
+    struct pd_tensor *y = pd_add(pd_mul(pd_exp(in[0]), in[1]), pd_tanh(in[0]));
+    return pd_sum(pd_mul(y, y), NULL, 0, 0);
+}
+static struct pd_tensor *f_reduce(struct pd_tensor **in)
+{
+    int ax1[1] = {1}, ax0[1] = {0};
+    struct pd_tensor *a = pd_sum(in[0], ax1, 1, 0), *b = pd_amax(in[0], ax0, 1, 1), *c = pd_mean(in[0], ax0, 1, 0);
+    return pd_add(pd_add(pd_sum(pd_mul(a, a), NULL, 0, 0), pd_sum(pd_exp(b), NULL, 0, 0)),
+                  pd_sum(pd_mul(c, c), NULL, 0, 0));
+}
+static struct pd_tensor *f_mlp(struct pd_tensor **in) /* x [B, T, D] @ W1 [D, H], relu, @ W2 [H, D] */
+{
+    struct pd_tensor *h = pd_relu(pd_matmul(in[0], in[1], 0, 0));
+    struct pd_tensor *y = pd_matmul(h, in[2], 0, 0);
+    return pd_mean(pd_mul(y, y), NULL, 0, 0);
+}
+static struct pd_tensor *f_softmax(struct pd_tensor **in)
+{
+    struct pd_tensor *p = pd_softmax(in[0], -1), *q = pd_log_softmax(in[0], 0);
+    return pd_add(pd_sum(pd_mul(p, in[1]), NULL, 0, 0), pd_sum(pd_mul(q, q), NULL, 0, 0));
+}
+static struct pd_tensor *f_views(struct pd_tensor **in) /* [4, 6, 8] */
+{
+    int64_t s1[3] = {4, 48, 1}, s2[2] = {24, 8};
+    struct pd_tensor *a = pd_reshape(in[0], s1, 3);
+    struct pd_tensor *b = pd_reshape(pd_transpose(in[0], 1, 2), s1, 3);
+    struct pd_tensor *c = pd_slice(pd_reshape(in[0], s2, 2), 1, 2, 7, 2);
+    struct pd_tensor *e = pd_expand(pd_unsqueeze(in[0], 1), (int64_t[]){4, 3, 6, 8}, 4);
+    return pd_add(pd_add(pd_sum(pd_mul(a, b), NULL, 0, 0), pd_sum(pd_mul(c, c), NULL, 0, 0)),
+                  pd_sum(pd_exp(e), NULL, 0, 0));
+}
+static struct pd_tensor *f_norms(struct pd_tensor **in) /* x [4, 6, 8], w [8] */
+{
+    struct pd_tensor *a = pd_rms_norm(in[0], 1, in[1], 1e-5), *b = pd_layer_norm(in[0], 1, in[1], NULL, 1e-5);
+    return pd_sum(pd_mul(pd_add(a, b), in[0]), NULL, 0, 0);
+}
+static struct pd_tensor *f_ce(struct pd_tensor **in) /* logits [8, 10], targets [8] */
+{
+    return pd_cross_entropy(in[0], in[1], -100, 0.0, PD_REDUCTION_MEAN);
+}
+static struct pd_tensor *f_embed(struct pd_tensor **in) /* ids [4, 6], table [10, 8] */
+{
+    struct pd_tensor *e = pd_embedding(in[0], in[1]);
+    return pd_sum(pd_mul(e, pd_sin(e)), NULL, 0, 0);
+}
+static struct pd_tensor *f_attn(struct pd_tensor **in) /* q, k, v [2, 4, 6, 8] */
+{
+    struct pd_tensor *o = pd_sdpa(in[0], in[1], in[2], NULL, 1, 0);
+    return pd_sum(pd_mul(o, o), NULL, 0, 0);
+}
+
+static const struct dcase cases[] = {
+    {"pointwise", 2, {{8, 6}, {8, 6}}, {2, 2}, {0}, 0, f_pointwise},
+    {"reduce", 1, {{8, 6}}, {2}, {0}, 0, f_reduce},
+    {"mlp", 3, {{4, 3, 8}, {8, 12}, {12, 8}}, {3, 2, 2}, {0}, 0, f_mlp},
+    {"softmax", 2, {{8, 6}, {8, 6}}, {2, 2}, {0}, 0, f_softmax},
+    {"views", 1, {{4, 6, 8}}, {3}, {0}, 0, f_views},
+    {"norms", 2, {{4, 6, 8}, {8}}, {3, 1}, {0}, 0, f_norms},
+    {"cross_entropy", 2, {{8, 10}, {8}}, {2, 1}, {0, 1}, 10, f_ce},
+    {"embedding", 2, {{4, 6}, {10, 8}}, {2, 2}, {1, 0}, 10, f_embed},
+    {"sdpa", 3, {{2, 4, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}}, {4, 4, 4}, {0}, 0, f_attn},
+};
+
+/* Every input's placements drawn from: replicated, or sharded on one of
+ * its dims, per mesh axis (seeded; every rank draws the same). */
+static unsigned rng_state = 12345;
+static unsigned rnd(void) { return rng_state = rng_state * 1103515245u + 12345u, (rng_state >> 16) & 0x7fff; }
+
+static void random_placements(const struct dcase *c, struct pd_mesh *m, struct pd_placement pl[][PD_MAX_MESH_DIMS])
+{
+    for (int i = 0; i < c->n_in; i++)
+        for (int a = 0; a < pd_mesh_ndim(m); a++) {
+            int r = (int)(rnd() % (unsigned)(c->ndim[i] + 1));
+            pl[i][a] = r == c->ndim[i] ? pd_replicate() : pd_shard(r);
+            for (int b = 0; b < a; b++) /* one dim split by two axes: the later one inside */
+                if (pl[i][b].kind == PD_SHARD && pl[i][a].kind == PD_SHARD && pl[i][b].dim == pl[i][a].dim)
+                    pl[i][a].order = pl[i][b].order + 1;
+        }
+}
+
+static const char *pl_str(const struct dcase *c, struct pd_mesh *m, struct pd_placement pl[][PD_MAX_MESH_DIMS], char *b)
+{
+    char *p = b;
+    for (int i = 0; i < c->n_in; i++) {
+        p += sprintf(p, "%s[", i ? " " : "");
+        for (int a = 0; a < pd_mesh_ndim(m); a++)
+            p += pl[i][a].kind == PD_SHARD ? sprintf(p, "%sS%d", a ? "," : "", pl[i][a].dim) : sprintf(p, "%sR", a ? "," : "");
+        p += sprintf(p, "]");
+    }
+    return b;
+}
+
+int main(void)
+{
+    rank = pd_dist_world_rank();
+    world = pd_dist_world_size();
+    struct pd_mesh *line = pd_mesh_create((int[]){world}, 1, (const char *const[]){"x"}, NULL);
+    struct pd_mesh *grid = world == 4 ? pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL) : NULL;
+    CHECK(line != NULL, "mesh");
+    int n_cases = (int)(sizeof cases / sizeof cases[0]);
+    for (int ci = 0; ci < n_cases; ci++) {
+        const struct dcase *c = &cases[ci];
+        struct pd_placement pl[MAX_IN][PD_MAX_MESH_DIMS];
+        char b[256];
+        /* every input replicated, then sharded on each dim in turn (1-D) */
+        for (int d = -1; d < 4; d++) {
+            for (int i = 0; i < c->n_in; i++) pl[i][0] = d >= 0 && d < c->ndim[i] ? pd_shard(d) : pd_replicate();
+            run_case(c, line, pl, pl_str(c, line, pl, b));
+        }
+        for (int t = 0; t < 6; t++) { /* random placements */
+            random_placements(c, line, pl);
+            run_case(c, line, pl, pl_str(c, line, pl, b));
+            if (grid) {
+                random_placements(c, grid, pl);
+                run_case(c, grid, pl, pl_str(c, grid, pl, b));
+            }
+        }
+    }
+    pd_mesh_release(line);
+    pd_mesh_release(grid);
+    int all = 0;
+    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_dist_spmd: %d checks on rank 0, %d failures over %d ranks\n", checks, all, world);
+    return all != 0;
+}
