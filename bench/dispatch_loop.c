@@ -3,10 +3,14 @@
  * MODE 0: N forward pd_add of 16 floats; MODE 1: N times pd_add, pd_sum and
  * pd_backward; MODE 2: N times three views (pd_slice, pd_expand, pd_permute),
  * which pay the view element-limit check; MODE 3: N in-place pd_add_, which
- * pays the write-overlap check. Run with N = 0 and N = 20000 and divide the difference by N
- * (docs/benchmarks.md, "The one-path dispatcher"). Prints one JSON line. */
+ * pays the write-overlap check; MODE 4 and 5: MODE 0 and 1 on tensors
+ * replicated over a 1-rank mesh, which pay the distribute stage (SPMD rule,
+ * wrapping; no communication). Run with N = 0 and N = 20000 and divide the
+ * difference by N (docs/benchmarks.md, "The one-path dispatcher"). Prints
+ * one JSON line with the wall time per iteration too. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "common.h"
 #include "pd/pd.h"
@@ -17,7 +21,19 @@ int main(int argc, char **argv)
     int64_t s[1] = {16};
     struct pd_tensor *a = pd_keep(pd_ones(s, 1, PD_F32)), *b = pd_keep(pd_ones(s, 1, PD_F32));
     if (!a || !b) return 1;
+    struct pd_mesh *m = NULL;
+    if (mode >= 4) { /* a 1-rank mesh: the stage's own cost */
+        int one = 1;
+        struct pd_placement r = pd_replicate();
+        m = pd_mesh_create(&one, 1, NULL, (const int[]){pd_dist_world_rank()});
+        struct pd_tensor *da = m ? pd_keep(pd_shard_tensor(a, m, &r)) : NULL, *db = m ? pd_keep(pd_shard_tensor(b, m, &r)) : NULL;
+        if (!da || !db) return fprintf(stderr, "dispatch_loop: %s\n", pd_last_error()), 1;
+        pd_tensor_release(a), pd_tensor_release(b);
+        a = da, b = db, mode -= 4;
+    }
     if (mode == 1) pd_requires_grad_(a, 1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < n; i++) {
         int tok = pd_scope_begin();
         if (mode == 2) {
@@ -33,9 +49,12 @@ int main(int argc, char **argv)
         }
         pd_scope_end(tok);
     }
-    printf("{\"bench\":\"dispatch_loop\",\"impl\":\"paddle.c\",%s,\"mode\":%d,\"iterations\":%d}\n",
-           bench_tags("f32").s, mode, n);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (n ? n : 1);
+    printf("{\"bench\":\"dispatch_loop\",\"impl\":\"paddle.c\",%s,\"mode\":%d,\"iterations\":%d,"
+           "\"ns_per_iter\":%.1f}\n", bench_tags("f32").s, m ? mode + 4 : mode, n, ns);
     pd_tensor_release(a);
     pd_tensor_release(b);
+    pd_mesh_release(m);
     return 0;
 }

@@ -7,7 +7,7 @@ at the issue's bench config: vocab 256, dim 288, 6 layers, 6 heads
 (6 kv heads), hidden 768, seq 256, batch 8, AdamW, fp32.
 
   llama_torch.py train  [--threads 1,2] [--steps N] [--warmup W] [--bf16]
-                        [--attn matmul|baddbmm|best] [--foreach 0|1|best]
+                        [--attn matmul|baddbmm|sdpa|best] [--foreach 0|1|best]
                         [--coretype SkylakeX|auto|both]
   llama_torch.py decode [--threads 1,2] [--coretype ...]
 
@@ -22,7 +22,9 @@ its best settings:
   oneDNN (mkldnn) is only used by torch 1.13 for bf16 matmul;
 - torch 1.13 has no F.scaled_dot_product_attention, so attention is
   matmul + additive causal mask + softmax, in two forms (matmul, baddbmm);
-  AdamW with foreach on and off: the faster of each is kept (--attn best);
+  a newer torch (e.g. PyPI's, bench/ddp_torch.py) also gets its fused
+  F.scaled_dot_product_attention (sdpa); AdamW with foreach on and off: the
+  faster of each is kept (--attn best);
 - glibc's malloc thresholds are raised (GLIBC_TUNABLES) so freed activations
   are reused instead of unmapped and faulted in again (bench/torch_peer.py).
 Timing: W warm-up steps, then the median of N steps (each step: zero_grad,
@@ -41,7 +43,7 @@ def parse():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--bf16", action="store_true")
-    p.add_argument("--attn", default="best", choices=["matmul", "baddbmm", "best"])
+    p.add_argument("--attn", default="best", choices=["matmul", "baddbmm", "sdpa", "best"])
     p.add_argument("--foreach", default="best", choices=["0", "1", "best"])
     p.add_argument("--coretype", default="both", help="OPENBLAS_CORETYPE, 'auto' = unset, 'both'")
     p.add_argument("--prompt", type=int, default=16)
@@ -136,7 +138,12 @@ def build(torch):
                 v = v.repeat_interleave(rep, dim=1)
             S = k.shape[2]
             scale = 1.0 / hd ** 0.5
-            if self.mode == "baddbmm":
+            if self.mode == "sdpa":  # torch >= 2.0 only: its fused attention
+                if T == S:
+                    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                else:
+                    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            elif self.mode == "baddbmm":
                 H = c["n_heads"]
                 att = torch.baddbmm(mask.expand(B * H, T, S), q.reshape(B * H, T, hd),
                                     k.reshape(B * H, S, hd).transpose(1, 2), alpha=scale)
@@ -201,6 +208,12 @@ def build(torch):
             return self.lm_head(self.norm(x))
 
     return Llama
+
+
+def attn_modes(torch):
+    """The attention forms to probe: sdpa only where torch has it (>= 2.0)."""
+    fused = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+    return ["matmul", "baddbmm"] + (["sdpa"] if fused else [])
 
 
 def blas_name():
@@ -276,7 +289,7 @@ def child_train(args, torch):
         return ts, loss
 
     # Variant probes (3 timed steps each, after 1 warm-up): keep the fastest.
-    attns = ["matmul", "baddbmm"] if args.attn == "best" else [args.attn]
+    attns = attn_modes(torch) if args.attn == "best" else [args.attn]
     foreachs = [False, True] if args.foreach == "best" else [args.foreach == "1"]
     best = None
     if len(attns) * len(foreachs) > 1:
@@ -340,7 +353,7 @@ def child_decode(args, torch):
 
     # best of 2 runs per attention form (decode is short: ~3 s)
     best = None
-    for mode in (["matmul", "baddbmm"] if args.attn == "best" else [args.attn]):
+    for mode in (attn_modes(torch) if args.attn == "best" else [args.attn]):
         for _ in range(2):
             pre, tot, toks = generate(mode)
             if best is None or tot < best[1]:

@@ -16,6 +16,10 @@ tables comparing paddle.c with its peers:
              its speedup over the dense composition and PyTorch (fwd+bwd),
              the block mask's fwd+bwd time and the 8K goal; then the
              allocator peaks per S and the goal lines.
+  data parallelism  bench/dist.sh's train_llama_dp lines: one row per run
+             (processes x threads, step time, tokens/s), then paddle.c's
+             data-parallel run against its one-process run (goal 0.9x) and
+             against each DDP peer (goal 1.3x).
 
 Standard library only. Figures are printed as measured, never rounded up.
 """
@@ -201,9 +205,63 @@ def flashmask(rows):
     return "### FlashMask (fwd+bwd speedups are the peer's time over FlashMask's)\n\n" + "\n\n".join(out)
 
 
+def data_parallel(all_rows):
+    rows = [r for r in all_rows if r.get("bench") == "train_llama_dp" and "tokens_per_s" in r]
+    if not rows:
+        return None
+
+    def peer(r):  # framework and version
+        ver = r.get("torch") or r.get("paddle") or "?"
+        return "%s %s" % ("PaddlePaddle" if r["impl"].startswith("paddle") else "PyTorch", ver)
+
+    def who(r):
+        if r["impl"] == "paddle.c":
+            return "paddle.c (%s)" % r.get("run", "?")
+        return peer(r) + (" (auto parallel)" if r["impl"].endswith("-auto") else "")
+
+    mode = lambda r: "no comm." if "independent" in r.get("run", "") else "DP" if r["world_size"] > 1 else "one process"
+    body = [[who(r), mode(r), f"{r['world_size']} × {r['threads']}",
+             fmt(r.get("step_ms")), fmt(r.get("step_ms_min")), fmt(r["tokens_per_s"]),
+             ", ".join(f"{k} {r[k]}" for k in ("attn", "foreach", "blas") if k in r) or "—"] for r in rows]
+    out = [table(["implementation", "mode", "processes × threads", "step ms (median)", "step ms (min)",
+                  "tokens/s", "settings"], body)]
+    ours = lambda pred: next((r for r in rows if r["impl"] == "paddle.c" and pred(r.get("run", ""))), None)
+    pd_dp = ours(lambda run: "--mesh" in run)
+    pd_one = ours(lambda run: run == "paddlec train")
+    ceiling = ours(lambda run: "independent" in run)
+    goals = []
+    if pd_dp and pd_one:
+        q = pd_dp["tokens_per_s"] / pd_one["tokens_per_s"]
+        goals.append(f"- paddle.c DP {pd_dp['world_size']} × {pd_dp['threads']} / 1 × {pd_one['threads']}: "
+                     f"{q:.2f}× (goal 0.9×): {'met' if q >= 0.9 else 'NOT met'}")
+    if ceiling and pd_one:
+        goals.append(f"- ceiling ({ceiling['run']}) / one process: {ceiling['tokens_per_s'] / pd_one['tokens_per_s']:.2f}×"
+                     + (f"; DP reaches {pd_dp['tokens_per_s'] / ceiling['tokens_per_s']:.2f} of it" if pd_dp else ""))
+    for r in rows:
+        if r["impl"] == "paddle.c" or r["world_size"] == 1:
+            continue
+        one = next((o for o in rows if o["impl"] != "paddle.c" and o["world_size"] == 1 and
+                    peer(o) == peer(r)), None)
+        own = f" (its own DP / one process: {r['tokens_per_s'] / one['tokens_per_s']:.2f}×)" if one else ""
+        if pd_dp:
+            q = pd_dp["tokens_per_s"] / r["tokens_per_s"]
+            goals.append(f"- paddle.c DP / {who(r)} DP: {q:.2f}× (goal 1.3×): {'met' if q >= 1.3 else 'NOT met'}{own}")
+        else:
+            goals.append(f"- {who(r)} DP: {fmt(r['tokens_per_s'])} tokens/s{own}; no paddle.c DP figure to compare")
+    ar = next((r for r in all_rows if r.get("bench") == "allreduce" and r.get("size") == "bench Llama gradient"
+               and "ms" in r), None)
+    if ar:
+        share = f" = {ar['ms'] / pd_one['step_ms']:.1%} of the one-process step" if pd_one else ""
+        goals.append(f"- all-reduce of the whole gradient ({ar['bytes'] / 1e6:.1f} MB, {ar['world_size']} ranks, "
+                     f"bench_allreduce): {ar['ms']:.1f} ms median{share}")
+    if goals:
+        out.append("\n".join(goals))
+    return "### Data parallelism (bench Llama, 8 × 256 tokens per step, f32, AdamW)\n\n" + "\n\n".join(out)
+
+
 def main():
     rows = load(sys.stdin)
-    parts = [p for p in (dispatch(rows), matmul(rows), bandwidth(rows), flashmask(rows)) if p]
+    parts = [p for p in (dispatch(rows), matmul(rows), bandwidth(rows), flashmask(rows), data_parallel(rows)) if p]
     errors = [r for r in rows if "error" in r]
     if errors:
         parts.append("### Errors\n\n" + "\n".join(

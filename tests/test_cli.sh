@@ -75,12 +75,16 @@ ok '[ $? -eq 0 ] && [ $(grep -c "\"loss\":[0-9]" "$dir/b.jsonl") -eq 2 ] && grep
 "$bin" train $tiny --steps 2 --answer-loss --out "$dir/al" >/dev/null 2>"$dir/al.err"
 ok '[ $? -eq 0 ] && grep -q "val loss [0-9]" "$dir/al.err"'
 
-# ---- --pack-documents: a causal document mask per problem; the losses change (the
-# first one is taken before any update, so it differs from run a's only by the mask),
-# validation packs too, and the flag is part of the recorded recipe.
+# ---- --pack-documents: a causal document mask per problem, the default on the built-in
+# data (run a's first loss is the packed one); the losses change without it (the first
+# one is taken before any update, so it differs only by the mask), validation packs too,
+# and the flag is part of the recorded recipe.
 "$bin" train $tiny --steps 3 --pack-documents --out "$dir/p" --metrics "$dir/p.jsonl" >"$dir/p.out" 2>"$dir/p.err"
 ok '[ $? -eq 0 ] && [ $(grep -c "\"loss\":[0-9]" "$dir/p.jsonl") -eq 3 ] && grep -q "val loss [0-9]" "$dir/p.err"'
-ok '[ "$(grep -m1 "\"loss\":" "$dir/p.jsonl" | sed "s/,\"lr.*//")" != "$(grep -m1 "\"loss\":" "$dir/a.jsonl" | sed "s/,\"lr.*//")" ]'
+"$bin" train $tiny --steps 2 --pack-documents=false --eval-every 0 --task-n 0 --out "$dir/u" --metrics "$dir/u.jsonl" >/dev/null 2>&1
+ok '[ $? -eq 0 ] && grep -aq "pack-documents\\\\\":false" "$dir/u/final.safetensors"'
+ok '[ "$(grep -m1 "\"loss\":" "$dir/p.jsonl" | sed "s/,\"lr.*//")" != "$(grep -m1 "\"loss\":" "$dir/u.jsonl" | sed "s/,\"lr.*//")" ]'
+ok '[ "$(grep -m1 "\"loss\":" "$dir/p.jsonl" | sed "s/,\"lr.*//")" = "$(grep -m1 "\"loss\":" "$dir/a.jsonl" | sed "s/,\"lr.*//")" ]'
 ok 'grep -aq "pack-documents\\\\\":true" "$dir/p/final.safetensors" && grep -q "^held-out accuracy: " "$dir/p.out"'
 # eval of that checkpoint packs as its recipe says: the training's final val loss, to the digit
 pv=$(sed -n "s/^step 3: val loss \([0-9.]*\).*/\1/p" "$dir/p.err")
@@ -133,6 +137,7 @@ ok '[ $? -eq 0 ] && grep -q "vocab 300" "$dir/tt.err" && grep -q "^sample: " "$d
 small="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --batch 2 --steps 1 --warmup 0 --eval-batches 1 --val-fraction 0.1"
 "$bin" train --data "$dir/text.txt" $small --seq-len 4 --out "$dir/s16" >"$dir/s16.out" 2>"$dir/s16.err"
 ok '[ $? -eq 0 ] && grep -q "^sample: " "$dir/s16.out" && [ -f "$dir/s16/final.safetensors" ]'
+ok 'grep -aq "pack-documents\\\\\":false" "$dir/s16/final.safetensors"'   # packing is the built-in data's default only
 
 # --pack-documents on text: paragraphs (blank-line separated), a BPE tokenizer
 awk '{print} NR % 3 == 0 {print ""}' "$dir/text.txt" >"$dir/para.txt"

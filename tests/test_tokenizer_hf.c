@@ -276,7 +276,7 @@ static void test_unsupported(void)
         const char *from, *to, *msg;
     } edits[] = {
         {"\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "model type \"WordPiece\" is not supported"},
-        {"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}", "normalizer \"NFC\" is not supported"},
+        {"\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}", "normalizer \"Lowercase\" is not supported"},
         {"\"Regex\": \"(?i:", "\"Regex\": \"(?x:", "Split pattern"},
         {"\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "Split behavior \"Removed\""},
         {"\"decoder\": {\n    \"type\": \"ByteLevel\"", "\"decoder\": {\"type\": \"WordPiece\"", "decoder \"WordPiece\""},

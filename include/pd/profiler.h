@@ -51,6 +51,11 @@ struct pd_profiler_totals {
     double wall_us, op_us, gap_us;
     int64_t n_events, n_dropped; /* events kept / lost when the buffer was full */
     double flops, bytes;
+    /* distributed runs (docs/distributed.md): comm_us is the time
+     * collectives were in flight (on the trace's "communication" track),
+     * exposed_us the part a rank waited for them (blocking collectives,
+     * and waits for non-blocking ones); comm_bytes what this rank sent */
+    double comm_us, exposed_us, comm_bytes;
 };
 int pd_profiler_totals(struct pd_profiler_totals *out);
 /* Rows sorted by total time, descending. *rows is malloc'd (free it). */

@@ -578,6 +578,11 @@ struct pd_tensor *pdi_node_in(struct pdi_node *n, int i);
 /* Output j re-attached to this node, so that differentiating through the
  * VJP sees the forward op (new tensor in the current scope). */
 struct pd_tensor *pdi_node_out(struct pdi_node *n, int j);
+/* The profiler's clock, and a collective for it (src/debug/profiler.c):
+ * in flight over [t0, t1) on the trace's communication track, or, with
+ * exposed, a wait on the calling thread (a no-op while it is off). */
+int64_t pdi_now_ns(void);
+void pdi_profiler_comm(const char *name, int64_t t0, int64_t t1, double bytes, int exposed);
 /* Remove the hook (fn, ctx) from t's list (a leaf's or a node output's);
  * status (PD_ERR_INVALID if absent). */
 int pdi_tensor_remove_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx);

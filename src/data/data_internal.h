@@ -77,12 +77,21 @@ int pdi_ids_reserve(struct pdi_ids *ids, int64_t extra);
  * text's start only; others ignore it). */
 int pdi_tokenizer_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
                                 struct pdi_ids *out);
+/* ---- Unicode normalization (unicode_norm.c) ---- */
+enum pdi_unorm_form { PDI_UNORM_NONE, PDI_UNORM_NFC, PDI_UNORM_NFD, PDI_UNORM_NFKC, PDI_UNORM_NFKD };
+/* s[0..n) in normal form `form`, pdi_malloc'd (*out_n bytes and a NUL; the
+ * caller frees it); NULL when out of memory. Bytes that are not valid UTF-8
+ * pass through. */
+unsigned char *pdi_unorm(enum pdi_unorm_form form, const unsigned char *s, size_t n, size_t *out_n);
 /* ---- Hugging Face tokenizers (tokenizer_hf.c, tokenizer_hf_encode.c) ---- */
 /* The HF pipeline of a PD_TOKENIZER_HF tokenizer. */
 enum { PDI_HF_RX_NONE, PDI_HF_RX_GPT2, PDI_HF_RX_LLAMA3, PDI_HF_RX_PADDLEC };
 struct pdi_hf_added {
     int32_t id;
     unsigned char lstrip, rstrip;
+    unsigned char normalized; /* matched in the normalized text (else in the input) */
+    unsigned char *key;       /* normalized: its content normalized (NULL: tok->tok[id]) */
+    size_t key_len;
 };
 struct pdi_hf {
     char *json;            /* the tokenizer.json text (to_json returns it) */
@@ -90,9 +99,12 @@ struct pdi_hf {
     int regex;             /* PDI_HF_RX_*: the split before BPE */
     int max_digits;        /* Llama 3 pattern: \p{N}{1,max_digits} */
     int add_prefix_space;  /* ByteLevel: a space before a segment that lacks one */
-    int sp_replace;        /* ' ' -> U+2581 (SentencePiece style) */
-    int sp_prepend;        /* U+2581 before a segment: 0 never, 2 always (Prepend), 3 always and 1 the
-                            * text's first segment only, when it does not start with one (Metaspace) */
+    int unorm;             /* enum pdi_unorm_form: the normalizer's Unicode normal form */
+    int norm_prepend;      /* the normalizer's Prepend of U+2581 */
+    int norm_replace;      /* the normalizer's Replace of ' ' by U+2581 */
+    int sp_replace;        /* ' ' -> U+2581 (SentencePiece style; Replace or Metaspace) */
+    int sp_prepend;        /* Metaspace's U+2581 before a segment that does not start with one: 0 never,
+                            * 3 always, 1 the text's first segment only */
     int sp_split;          /* Metaspace split: a word starts at every U+2581 */
     int strip_space;       /* decode drops one leading space */
     int byte_fallback, fuse_unk, ignore_merges;
@@ -117,6 +129,14 @@ void pdi_hf_destroy(struct pdi_hf *hf);
  * encoded (no prefix space / U+2581 is prepended to it). */
 int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
                          struct pdi_ids *out);
+/* s[0..n) through the file's normalizer (Unicode form, Prepend of U+2581
+ * when prepend and s is not empty, Replace of ' ' by U+2581), pdi_malloc'd
+ * (*out_n bytes and a NUL); NULL when out of memory. */
+unsigned char *pdi_hf_normalize(const struct pdi_hf *hf, const unsigned char *s, size_t n, int prepend, size_t *out_n);
+static inline int pdi_hf_has_normalizer(const struct pdi_hf *hf)
+{
+    return hf->unorm || hf->norm_prepend || hf->norm_replace;
+}
 /* A place in s[0..n) where a text may be cut and its two parts encoded
  * separately (the second as continued) with the ids of the whole; 0 if none
  * was found. */

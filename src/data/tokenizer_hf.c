@@ -4,8 +4,9 @@
  *
  * What is read (docs/data.md lists it for users): model "BPE" (vocab, merges
  * as "a b" strings or [a, b] pairs, unk_token, byte_fallback, fuse_unk,
- * ignore_merges); added_tokens (lstrip / rstrip); normalizer null, or
- * Prepend + Replace(" " -> U+2581) (Llama 2); pre_tokenizer null, ByteLevel,
+ * ignore_merges); added_tokens (lstrip / rstrip / normalized); normalizer
+ * null, NFC / NFD / NFKC / NFKD (unicode_norm.c), Prepend + Replace(" " ->
+ * U+2581) (Llama 2), or a Sequence of these; pre_tokenizer null, ByteLevel,
  * Split with the GPT-2, Llama 3 or Qwen 2 pattern (behavior Isolated),
  * Metaspace, or a Sequence of these; decoder ByteLevel, Metaspace, or the
  * Llama 2 sequence (Replace, ByteFallback, Fuse, Strip); post_processor
@@ -99,6 +100,7 @@ void pdi_hf_destroy(struct pdi_hf *hf)
     free(hf->ms_len);
     free(hf->vslot);
     free(hf->merge_out);
+    for (int a = 0; a < hf->n_added; a++) free(hf->added[a].key);
     free(hf->added);
     free(hf);
 }
@@ -239,9 +241,14 @@ static int read_pretok(struct rd *r, const cJSON *p)
     return fail(r, "pre_tokenizer %s is not supported", qs(t, qb));
 }
 
+/* The normalizer is applied as: the Unicode form, then Prepend, then
+ * Replace (pdi_hf_normalize). Any order of them gives that result, except a
+ * compatibility form after Replace (it can make spaces Replace did not see),
+ * which is refused, as is a second Unicode form. */
 static int read_normalizer(struct rd *r, const cJSON *p)
 {
     char qb[PDI_QUOTE_BUF];
+    static const char *const forms[] = {"", "NFC", "NFD", "NFKC", "NFKD"};
     if (!p || cJSON_IsNull(p)) return 0;
     const char *t = type_of(p);
     if (!strcmp(t, "Sequence")) {
@@ -250,17 +257,25 @@ static int read_normalizer(struct rd *r, const cJSON *p)
             if (read_normalizer(r, e)) return -1;
         return 0;
     }
+    for (int f = PDI_UNORM_NFC; f <= PDI_UNORM_NFKD; f++) {
+        if (strcmp(t, forms[f])) continue;
+        if (r->hf->unorm) return fail(r, "normalizer: %s after %s (one Unicode form only)", forms[f], forms[r->hf->unorm]);
+        if (r->hf->norm_replace && (f == PDI_UNORM_NFKC || f == PDI_UNORM_NFKD))
+            return fail(r, "normalizer: %s after Replace is not supported", forms[f]);
+        r->hf->unorm = f;
+        return 0;
+    }
     if (!strcmp(t, "Prepend")) {
         const char *s = jstr(p, "prepend");
         if (!s || strcmp(s, U2581)) return fail(r, "normalizer: Prepend of %s (only U+2581)", qs(s ? s : "(none)", qb));
-        r->hf->sp_prepend = 2;
+        r->hf->norm_prepend = 1;
         return 0;
     }
     if (!strcmp(t, "Replace")) {
         const char *from = jstr(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "String"), *to = jstr(p, "content");
         if (!from || !to || strcmp(from, " ") || strcmp(to, U2581))
             return fail(r, "normalizer: only Replace of the string \" \" by U+2581 is supported");
-        r->hf->sp_replace = 1;
+        r->hf->norm_replace = r->hf->sp_replace = 1;
         return 0;
     }
     return fail(r, "normalizer %s is not supported", qs(t, qb));
@@ -531,14 +546,24 @@ static int read_added(struct rd *r, const cJSON *added)
         if (jbool(a, "single_word", 0))
             return fail(r, "added_tokens: %s is single_word, which is not supported", qs(content, qb));
         if (reserve_ids(r, id)) return -1;
+        struct pdi_hf_added *x = &hf->added[hf->n_added++];
+        *x = (struct pdi_hf_added){id, (unsigned char)jbool(a, "lstrip", 0), (unsigned char)jbool(a, "rstrip", 0),
+                                   (unsigned char)jbool(a, "normalized", !jbool(a, "special", 0)), NULL, 0};
+        if (x->normalized && pdi_hf_has_normalizer(hf)) {
+            /* matched in the normalized text as the normalized content, and
+             * decoded from that, as `tokenizers` does */
+            char *key = (char *)pdi_hf_normalize(hf, (const unsigned char *)content, strlen(content), 1, &x->key_len);
+            if (!key) return fail(r, "out of memory");
+            x->key = (unsigned char *)key; /* NUL-terminated */
+            if (decoded(r, id, key, 1)) return -1;
+            continue;
+        }
         /* decoded as the decoder would: ByteLevel maps its characters too */
         if (decoded(r, id, content, 1)) return -1;
         if (!hf->byte_level) {
             /* the text the user sees is the content itself */
             if (set_bytes(r, id, (const unsigned char *)content, strlen(content))) return -1;
         }
-        hf->added[hf->n_added++] = (struct pdi_hf_added){id, (unsigned char)jbool(a, "lstrip", 0),
-                                                          (unsigned char)jbool(a, "rstrip", 0)};
     }
     return 0;
 }
@@ -547,15 +572,17 @@ static int read_added(struct rd *r, const cJSON *added)
 static void sort_added(struct pd_tokenizer *tok)
 {
     struct pdi_hf *hf = tok->hf;
+#define MATCH_LEN(a) ((a).key ? (a).key_len : tok->tok_len[(a).id])
     for (int i = 1; i < hf->n_added; i++) { /* insertion sort: stable, and there are few */
         struct pdi_hf_added x = hf->added[i];
         int j = i;
-        while (j > 0 && tok->tok_len[hf->added[j - 1].id] < tok->tok_len[x.id]) {
+        while (j > 0 && MATCH_LEN(hf->added[j - 1]) < MATCH_LEN(x)) {
             hf->added[j] = hf->added[j - 1];
             j--;
         }
         hf->added[j] = x;
     }
+#undef MATCH_LEN
 }
 
 static int read_model(struct rd *r, const cJSON *model)
@@ -620,7 +647,7 @@ struct pd_tokenizer *pdi_hf_from_cjson(const cJSON *root, const char *json)
     if (trunc && !cJSON_IsNull(trunc)) fail(&r, "truncation is not supported");
     else if (read_normalizer(&r, cJSON_GetObjectItemCaseSensitive(root, "normalizer"))) {}
     else if (read_pretok(&r, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"))) {}
-    else if (r.hf->byte_level && (r.hf->sp_replace || r.hf->sp_prepend))
+    else if (r.hf->byte_level && (r.hf->sp_replace || r.hf->sp_prepend || r.hf->norm_prepend))
         fail(&r, "ByteLevel together with U+2581 spaces is not supported");
     else if (read_decoder(&r, cJSON_GetObjectItemCaseSensitive(root, "decoder"))) {}
     else if (read_model(&r, cJSON_GetObjectItemCaseSensitive(root, "model"))) {}

@@ -5,8 +5,11 @@
  *   1. added tokens are found in the text (leftmost, then longest) and cut
  *      out; each stands for its id, lstrip / rstrip take the white space
  *      beside it;
- *   2. each segment between them is normalized (SentencePiece style: ' '
- *      becomes U+2581, and U+2581 is prepended) and split into pieces by the
+ *   2. each segment between them is normalized (its Unicode normal form,
+ *      unicode_norm.c; SentencePiece style: ' ' becomes U+2581, and U+2581 is
+ *      prepended), cut again at the added tokens that are matched in the
+ *      normalized text ("normalized": true; their content normalized), and
+ *      split into pieces by the
  *      pre-tokenizer: the GPT-2 or Llama 3 regex, matched by hand below with
  *      the character classes of unicode_tables.h (no regex library), or at
  *      each U+2581 (Metaspace split);
@@ -383,9 +386,9 @@ static int segment(const struct pd_tokenizer *tok, struct work *w, const unsigne
     size_t k = 0;
     int starts = n >= 3 && !memcmp(s, "\xE2\x96\x81", 3);
     if (hf->sp_replace && s[0] == ' ') starts = 1;
-    /* 2: Prepend normalizer (always); 3: Metaspace "always", 1: "first" (both only when missing) */
-    int pre = first >= 0 && (hf->sp_prepend == 2 || (hf->sp_prepend == 3 && !starts) ||
-                             (hf->sp_prepend == 1 && first > 0 && !starts));
+    /* Metaspace: 3 "always", 1 "first" (both only when missing); the Prepend
+     * normalizer's U+2581 is in s already (norm_segment) */
+    int pre = first >= 0 && ((hf->sp_prepend == 3 && !starts) || (hf->sp_prepend == 1 && first > 0 && !starts));
     if (pre) {
         memcpy(w->buf, "\xE2\x96\x81", 3);
         k = 3;
@@ -416,50 +419,84 @@ static int segment(const struct pd_tokenizer *tok, struct work *w, const unsigne
     return rc;
 }
 
-/* The added token matching at s[i], or -1 (the longest: they are sorted). */
-static int added_at(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, size_t i)
+/* The added token matched at s[i] in this phase (normalized: the tokens
+ * matched in the normalized text), or -1 (the longest: they are sorted). */
+static int added_at(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, size_t i, int normalized)
 {
     const struct pdi_hf *hf = tok->hf;
     for (int a = 0; a < hf->n_added; a++) {
-        int32_t id = hf->added[a].id;
-        size_t len = tok->tok_len[id];
-        if (len <= n - i && tok->tok[id][0] == s[i] && !memcmp(tok->tok[id], s + i, len)) return a;
+        const struct pdi_hf_added *x = &hf->added[a];
+        if (x->normalized != normalized) continue;
+        const unsigned char *k = x->key ? x->key : tok->tok[x->id];
+        size_t len = x->key ? x->key_len : tok->tok_len[x->id];
+        if (len <= n - i && k[0] == s[i] && !memcmp(k, s + i, len)) return a;
     }
     return -1;
 }
 
-int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
-                         struct pdi_ids *out)
+static int split_added(const struct pd_tokenizer *tok, struct work *w, const unsigned char *s, size_t n, int first,
+                       int normalized, struct pdi_ids *out);
+
+/* A segment between the added tokens matched in the input: normalized, then
+ * cut at the added tokens matched in the normalized text, as `tokenizers`
+ * does (Prepend applies once, to the whole segment). */
+static int norm_segment(const struct pd_tokenizer *tok, struct work *w, const unsigned char *s, size_t n, int first,
+                        struct pdi_ids *out)
 {
     const struct pdi_hf *hf = tok->hf;
-    struct work w = {0};
+    if (!n) return PD_OK;
+    if (!pdi_hf_has_normalizer(hf)) return split_added(tok, w, s, n, first, 1, out);
+    size_t m;
+    unsigned char *t = pdi_hf_normalize(hf, s, n, first >= 0, &m);
+    if (!t) return PD_ERR_NOMEM;
+    int rc = split_added(tok, w, t, m, first, 1, out);
+    free(t);
+    return rc;
+}
+
+/* Cut s[0..n) at the added tokens of this phase and encode the pieces
+ * between them: in the input (normalized 0) each goes to norm_segment, in the
+ * normalized text to segment. first: as segment's, for the first piece. */
+static int split_added(const struct pd_tokenizer *tok, struct work *w, const unsigned char *s, size_t n, int first,
+                       int normalized, struct pdi_ids *out)
+{
+    const struct pdi_hf *hf = tok->hf;
     unsigned char first_byte[256] = {0};
-    for (int a = 0; a < hf->n_added; a++) first_byte[tok->tok[hf->added[a].id][0]] = 1;
+    int any = 0;
+    for (int a = 0; a < hf->n_added; a++) {
+        const struct pdi_hf_added *x = &hf->added[a];
+        if (x->normalized != normalized) continue;
+        first_byte[x->key ? x->key[0] : tok->tok[x->id][0]] = 1;
+        any = 1;
+    }
+    if (!any) return normalized ? segment(tok, w, s, n, first, out) : norm_segment(tok, w, s, n, first, out);
     int rc = PD_OK;
     size_t seg = 0; /* start of the current segment */
     for (size_t i = 0; i <= n && !rc;) {
         int a = -1;
-        if (i < n && first_byte[s[i]]) a = added_at(tok, s, n, i);
+        if (i < n && first_byte[s[i]]) a = added_at(tok, s, n, i, normalized);
         if (i < n && a < 0) {
             i++;
             continue;
         }
         size_t seg_end = i, next = i;
         if (a >= 0) {
-            int32_t id = hf->added[a].id;
-            next = i + tok->tok_len[id];
+            const struct pdi_hf_added *x = &hf->added[a];
+            next = i + (x->key ? x->key_len : tok->tok_len[x->id]);
             size_t l;
-            if (hf->added[a].lstrip)
+            if (x->lstrip)
                 while (seg_end > seg) {
                     size_t p = seg_end - 1;
                     while (p > seg && (s[p] & 0xC0) == 0x80 && seg_end - p < 4) p--;
                     if (cls_at(s, n, p, &l) != K_S || p + l != seg_end) break;
                     seg_end = p;
                 }
-            if (hf->added[a].rstrip)
+            if (x->rstrip)
                 while (next < n && cls_at(s, n, next, &l) == K_S) next += l;
         }
-        rc = segment(tok, &w, s + seg, seg_end - seg, seg == 0 ? (continued ? -1 : 1) : 0, out);
+        int f = seg == 0 ? first : 0;
+        rc = normalized ? segment(tok, w, s + seg, seg_end - seg, f, out)
+                        : norm_segment(tok, w, s + seg, seg_end - seg, f, out);
         if (!rc && a >= 0) {
             rc = pdi_ids_reserve(out, 1);
             if (!rc) out->v[out->n++] = hf->added[a].id;
@@ -467,6 +504,14 @@ int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s,
         if (a < 0) break;
         i = seg = next;
     }
+    return rc;
+}
+
+int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s, size_t n, int continued,
+                         struct pdi_ids *out)
+{
+    struct work w = {0};
+    int rc = split_added(tok, &w, s, n, continued ? -1 : 1, 0, out);
     free(w.cache.e);
     free(w.cache.keys);
     free(w.cache.ids);
@@ -476,6 +521,40 @@ int pdi_hf_encode_append(const struct pd_tokenizer *tok, const unsigned char *s,
     free(w.heap);
     free(w.buf);
     return rc;
+}
+
+unsigned char *pdi_hf_normalize(const struct pdi_hf *hf, const unsigned char *s, size_t n, int prepend, size_t *out_n)
+{
+    size_t m;
+    unsigned char *u = pdi_unorm((enum pdi_unorm_form)hf->unorm, s, n, &m);
+    if (!u || !(hf->norm_prepend || hf->norm_replace)) {
+        *out_n = m;
+        return u;
+    }
+    size_t spaces = 0;
+    for (size_t i = 0; i < m; i++) spaces += u[i] == ' ';
+    unsigned char *o = pdi_malloc(m + 3 + 2 * spaces + 1);
+    if (!o) {
+        free(u);
+        return pdi_error(PD_ERR_NOMEM, "tokenizer: out of memory for %zu bytes", m);
+    }
+    size_t k = 0;
+    if (hf->norm_prepend && prepend && m) {
+        memcpy(o, "\xE2\x96\x81", 3);
+        k = 3;
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (hf->norm_replace && u[i] == ' ') {
+            memcpy(o + k, "\xE2\x96\x81", 3);
+            k += 3;
+        } else {
+            o[k++] = u[i];
+        }
+    }
+    o[k] = 0;
+    free(u);
+    *out_n = k;
+    return o;
 }
 
 size_t pdi_hf_cut(const unsigned char *s, size_t n)

@@ -36,7 +36,8 @@
 #define CHUNK 4096
 #define MAX_STACK 64
 
-enum { EV_OP = 0, EV_RANGE = 1 };
+enum { EV_OP = 0, EV_RANGE = 1, EV_COMM = 2, EV_WAIT = 3 };
+#define COMM_TID 1000 /* the communication track of the Chrome trace */
 
 #define EV_TENSORS 4 /* shapes kept per event: the first inputs, then outputs */
 
@@ -205,7 +206,7 @@ static void shapes_str(const struct event *e, char *buf, size_t n)
 /* The op's call name, or "<GradNode>/<call name>" in backward; a range's name. */
 static void event_name(const struct event *e, char *buf, size_t n)
 {
-    if (e->kind == EV_RANGE) { snprintf(buf, n, "%s", e->bw); return; }
+    if (e->kind != EV_OP) { snprintf(buf, n, "%s", e->bw); return; }
     struct pdi_call c = {.op = (enum pd_op)e->op, .dbg_scope = e->scope, .dbg_n = e->n};
     snprintf(buf, n, "%s%s%s", e->bw_op >= 0 ? e->bw : "", e->bw_op >= 0 ? "/" : "", pdi_call_name(&c));
 }
@@ -333,6 +334,27 @@ int pd_profiler_range_pop(void)
     return PD_OK;
 }
 
+int64_t pdi_now_ns(void) { return now_ns(); }
+
+/* A collective in flight over [t0, t1) (EV_COMM, on the communication
+ * track) or a wait for one on the calling thread (EV_WAIT: exposed). */
+void pdi_profiler_comm(const char *name, int64_t t0, int64_t t1, double bytes, int exposed)
+{
+    if (!enabled) return;
+    struct tstate *s = tstate();
+    if (!s) return;
+    struct event e = {0};
+    e.ts_ns = t0 - t_begin;
+    e.dur_ns = t1 - t0;
+    e.tid = exposed ? s->tid : COMM_TID;
+    e.depth = s->n_ops;
+    e.kind = exposed ? EV_WAIT : EV_COMM;
+    e.op = e.bw_op = -1;
+    e.bytes = bytes;
+    snprintf(e.bw, sizeof e.bw, "%s", name);
+    append(&e);
+}
+
 /* ---- reports ----------------------------------------------------------- */
 static int64_t wall_ns(void) { return (enabled || !t_end ? now_ns() : t_end) - t_begin; }
 
@@ -345,6 +367,11 @@ int pd_profiler_totals(struct pd_profiler_totals *out)
     for (struct chunk *c = head; c; c = c->next)
         for (int i = 0; i < c->n; i++) {
             const struct event *e = &c->ev[i];
+            if (e->kind == EV_COMM || e->kind == EV_WAIT) {
+                if (e->kind == EV_WAIT) out->exposed_us += (double)e->dur_ns / 1e3;
+                else out->comm_us += (double)e->dur_ns / 1e3, out->comm_bytes += e->bytes;
+                continue;
+            }
             if (e->kind != EV_OP) continue;
             if (e->depth == 0) out->op_us += (double)e->dur_ns / 1e3;
             out->flops += e->flops;
@@ -362,6 +389,8 @@ int pd_profiler_totals(struct pd_profiler_totals *out)
 static void row_key(const struct event *e, char *k, size_t n)
 {
     if (e->kind == EV_RANGE) snprintf(k, n, "[range] %s", e->bw);
+    else if (e->kind == EV_COMM) snprintf(k, n, "[comm] %s", e->bw);
+    else if (e->kind == EV_WAIT) snprintf(k, n, "[wait] %s", e->bw);
     else if (e->bw_op >= 0) snprintf(k, n, "%s.grad:%s", pdi_ops[e->bw_op].name, pdi_ops[e->op].name);
     else snprintf(k, n, "%s", pdi_ops[e->op].name);
 }
@@ -472,18 +501,23 @@ int pd_profiler_write_chrome_trace(const char *path)
                 first ? "" : ",\n", pid, t, t);
         first = 0;
     }
+    fprintf(f, "%s{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"communication\"}}",
+            first ? "" : ",\n", pid, COMM_TID);
+    first = 0;
     for (struct chunk *c = head; c; c = c->next)
         for (int i = 0; i < c->n; i++) {
             const struct event *e = &c->ev[i];
+            static const char *const cat[] = {"forward", "range", "communication", "communication wait"};
             fprintf(f, "%s{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", first ? "" : ",\n",
-                    e->kind == EV_RANGE ? "range" : e->bw_op >= 0 ? "backward" : "forward");
+                    e->kind != EV_OP ? cat[e->kind] : e->bw_op >= 0 ? "backward" : "forward");
             first = 0;
             char name[2 * PDI_NAME_BUF], shapes[512];
             event_name(e, name, sizeof name);
-            json_str(f, e->kind == EV_RANGE ? e->bw : pdi_ops[e->op].name);
+            json_str(f, e->kind != EV_OP ? e->bw : pdi_ops[e->op].name);
             fprintf(f, ",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", (double)e->ts_ns / 1e3,
                     (double)e->dur_ns / 1e3, pid, e->tid);
             json_str(f, name);
+            if (e->kind == EV_COMM || e->kind == EV_WAIT) fprintf(f, ",\"bytes\":%.0f", e->bytes);
             if (e->kind == EV_OP) {
                 shapes_str(e, shapes, sizeof shapes);
                 fprintf(f, ",\"shapes\":");

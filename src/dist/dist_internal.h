@@ -48,8 +48,10 @@ void *pdi_dist_copy(const void *dist);
 void pdi_spmd_install(void);
 /* Finish every attached data-parallel reducer (dp.c); status. */
 int pdi_dp_finish_all(void);
-/* Reshard without autograd (pd_reshard records the op around it). */
+/* Reshard without autograd (pd_reshard records the op around it), shown
+ * to the profiler (spmd.c); _untimed: the collectives alone (reshard.c). */
 struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl);
+struct pd_tensor *pdi_reshard_untimed(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl);
 
 #ifdef PD_HAVE_MPI
 /* The communicator over the mesh axes `axes` (n of them, outermost first):

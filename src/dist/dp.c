@@ -26,6 +26,7 @@ struct dp_bucket {
     int64_t count; /* elements */
     enum pd_dtype dt;
     int n_params, n_arrived, started;
+    int64_t t0; /* started at (the profiler's clock) */
 #ifdef PD_HAVE_MPI
     MPI_Request req;
 #endif
@@ -54,10 +55,18 @@ static struct pd_dp *attached;
 #ifdef PD_HAVE_MPI
 static MPI_Datatype dp_type(enum pd_dtype dt) { return dt == PD_F64 ? MPI_DOUBLE : MPI_FLOAT; }
 
+/* The profiler's view: the all-reduce was in flight until now. */
+static void bucket_done(struct dp_bucket *b)
+{
+    pdi_profiler_comm("all-reduce (data-parallel gradients)", b->t0, pdi_now_ns(),
+                      (double)b->count * (double)pd_dtype_size(b->dt), 0);
+}
+
 static int start_bucket(struct pd_dp *dp, struct dp_bucket *b)
 {
     if (b->started) return PD_OK;
     b->started = 1;
+    b->t0 = pdi_now_ns();
     int rc = MPI_Iallreduce(MPI_IN_PLACE, b->buf, (int)b->count, dp_type(b->dt), MPI_SUM, dp->comm, &b->req);
     if (rc != MPI_SUCCESS) return pdi_mpi_error(rc, "dp", "MPI_Iallreduce (gradient bucket)");
     pdi_comm_count(PD_COMM_ALLREDUCE, b->count * (int64_t)pd_dtype_size(b->dt));
@@ -71,6 +80,7 @@ static void progress(struct pd_dp *dp)
         if (dp->bs[i].started && dp->bs[i].req != MPI_REQUEST_NULL) {
             int done = 0;
             MPI_Test(&dp->bs[i].req, &done, MPI_STATUS_IGNORE);
+            if (done) bucket_done(&dp->bs[i]);
         }
 }
 #else
@@ -200,8 +210,12 @@ int pd_dp_finish(struct pd_dp *dp)
     }
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) rc = start_bucket(dp, &dp->bs[i]);
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) {
+        if (dp->bs[i].req == MPI_REQUEST_NULL) continue; /* completed during backward */
+        int64_t t0 = pdi_now_ns();
         int e = MPI_Wait(&dp->bs[i].req, MPI_STATUS_IGNORE);
         if (e != MPI_SUCCESS) rc = pdi_mpi_error(e, "dp_finish", "MPI_Wait (gradient bucket)");
+        bucket_done(&dp->bs[i]);
+        pdi_profiler_comm("wait for data-parallel gradients", t0, pdi_now_ns(), 0, 1);
     }
     int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
     for (int i = 0; i < dp->n && rc == PD_OK; i++) {

@@ -440,7 +440,7 @@ struct pd_tensor *pd_dtensor_from_local(struct pd_tensor *local, const int64_t *
     return pdi_dist_wrap(local, m, g, local->ndim, pl);
 }
 
-struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
+struct pd_tensor *pdi_reshard_untimed(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
 {
     if (!x) return NULL;
     if (!x->dist) return pdi_error(PD_ERR_INVALID, FN ": not a distributed tensor (use pd_shard_tensor)");

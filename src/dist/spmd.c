@@ -82,6 +82,33 @@ static int finish(struct pdi_call *c, struct pdi_meta *gmeta)
     return PD_OK;
 }
 
+/* pdi_reshard, shown to the profiler: blocking, so in flight and exposed
+ * alike, named by the collectives it ran. */
+struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
+{
+    if (!pd_profiler_enabled()) return pdi_reshard_untimed(x, m, pl);
+    static const char *const kind[PD_COMM_COUNT] = {"all-gather", "all-reduce", "reduce-scatter", "all-to-all",
+                                                    "send/recv"};
+    struct pd_comm_stats a, b;
+    pd_comm_stats(&a);
+    int64_t t0 = pdi_now_ns();
+    struct pd_tensor *y = pdi_reshard_untimed(x, m, pl);
+    int64_t t1 = pdi_now_ns();
+    pd_comm_stats(&b);
+    char name[64] = "reshard";
+    double bytes = 0;
+    for (int k = 0; k < PD_COMM_COUNT; k++) {
+        bytes += (double)(b.bytes[k] - a.bytes[k]);
+        if (b.calls[k] > a.calls[k] && strlen(name) + strlen(kind[k]) + 3 < sizeof name)
+            strcat(strcat(name, strcmp(name, "reshard") ? "+" : " "), kind[k]);
+    }
+    if (bytes > 0 || strcmp(name, "reshard")) {
+        pdi_profiler_comm(name, t0, t1, bytes, 0);
+        pdi_profiler_comm(name, t0, t1, bytes, 1);
+    }
+    return y;
+}
+
 /* ---- the reshard op --------------------------------------------------- */
 static void encode_pl(const struct pd_placement *pl, int mdim, struct pdi_ints *v)
 {

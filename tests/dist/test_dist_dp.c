@@ -10,6 +10,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pd/dist.h"
 #include "pd/pd.h"
@@ -135,6 +136,34 @@ static void compare(const char *what, struct pd_mesh *m, const struct pd_placeme
     pd_scope_end(tok);
 }
 
+/* Bad input: a clear error, nothing attached. */
+static void errors(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_placement r = pd_replicate(), s0 = pd_shard(0);
+    struct pd_tensor *plain = pd_requires_grad_(data((int64_t[]){4}, 1, 1), 1);
+    struct pd_tensor *rep = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){4}, 1, 1), m, &r), 1);
+    struct pd_tensor *sh = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){4}, 1, 1), m, &s0), 1);
+    struct pd_tensor *nograd = pd_shard_tensor(data((int64_t[]){4}, 1, 1), m, &r);
+    CHECK(!pd_dp_attach(NULL, 1, m, "dp", 0) && strstr(pd_last_error(), "NULL"), "NULL params");
+    CHECK(!pd_dp_attach(&rep, 1, NULL, "dp", 0) && strstr(pd_last_error(), "NULL"), "NULL mesh");
+    CHECK(!pd_dp_attach(&rep, 0, m, "dp", 0) && strstr(pd_last_error(), "0 parameters"), "no params");
+    CHECK(!pd_dp_attach(&rep, 1, m, "nope", 0) && strstr(pd_last_error(), "no axis named nope"), "bad axis");
+    CHECK(!pd_dp_attach(&plain, 1, m, "dp", 0) && strstr(pd_last_error(), "not a distributed leaf"), "plain param");
+    CHECK(!pd_dp_attach(&nograd, 1, m, "dp", 0) && strstr(pd_last_error(), "requires grad"), "no grad");
+    CHECK(!pd_dp_attach(&sh, 1, m, "dp", 0) && strstr(pd_last_error(), "not replicated on axis dp"), "sharded param");
+    struct pd_dp *dp = pd_dp_attach(&rep, 1, m, "dp", 0);
+    CHECK(dp && !pd_dp_attach(&rep, 1, m, "dp", 0) && strstr(pd_last_error(), "attached already"), "twice");
+    CHECK(pd_dp_finish(NULL) == PD_ERR_NULL, "finish NULL");
+    CHECK(pd_dp_finish(dp) == 0, "finish with nothing in flight");
+    pd_dp_detach(dp);
+    pd_dp_detach(NULL);
+    dp = pd_dp_attach(&rep, 1, m, "dp", 0); /* detached: attachable again */
+    CHECK(dp != NULL, "attach after detach");
+    pd_dp_detach(dp);
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     rank = pd_dist_world_rank();
@@ -142,6 +171,7 @@ int main(void)
     const struct pd_placement R1[1] = {pd_replicate()}, S0[1] = {pd_shard(0)};
     struct pd_placement w_rep[3][PD_MAX_MESH_DIMS] = {{pd_replicate()}, {pd_replicate()}, {pd_replicate()}};
     struct pd_mesh *dpm = pd_mesh_create((int[]){world}, 1, (const char *const[]){"dp"}, NULL);
+    errors(dpm);
     /* small buckets: w1 (D*H) and b1 (H) and w2 (H*D) floats; 600 bytes holds b1 + w2 (backward order: b1, w2, w1)... */
     compare("dp, one bucket", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 0, 1);
     compare("dp, a bucket per parameter", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 4, 3);
@@ -162,6 +192,30 @@ int main(void)
         CHECK(st.calls[PD_COMM_ALLGATHER] == 0 && st.calls[PD_COMM_ALLTOALL] == 0,
               "data parallelism gathered activations (%lld all-gathers, %lld all-to-alls)",
               (long long)st.calls[PD_COMM_ALLGATHER], (long long)st.calls[PD_COMM_ALLTOALL]);
+        pd_scope_end(tok);
+    }
+    { /* the profiler: collectives on their own track, exposed waits on the thread's */
+        double l[STEPS], n[STEPS];
+        struct pd_tensor *f[3];
+        int tok = pd_scope_begin();
+        CHECK(pd_profiler_begin() == 0, "profiler");
+        train(dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, l, n, f, 0, NULL);
+        pd_profiler_end();
+        struct pd_profiler_totals t;
+        CHECK(pd_profiler_totals(&t) == 0, "totals");
+        CHECK(t.comm_bytes == (double)STEPS * ((D * H + H * D + H) * 4 + 4) && t.comm_us > 0 && t.exposed_us >= 0,
+              "profiled %.0f bytes in %.1f us of collectives (%.1f us exposed)", t.comm_bytes, t.comm_us, t.exposed_us);
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/pd_dist_dp_trace_%d.json", rank);
+        CHECK(pd_profiler_write_chrome_trace(path) == 0, "trace");
+        FILE *fp = fopen(path, "r");
+        char buf[1 << 16];
+        size_t got = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+        buf[got] = 0;
+        if (fp) fclose(fp);
+        remove(path);
+        CHECK(strstr(buf, "\"name\":\"communication\"") && strstr(buf, "all-reduce (data-parallel gradients)"),
+              "the trace has no communication track");
         pd_scope_end(tok);
     }
     if (world == 4) { /* dp x tp: column- then row-parallel weights */
