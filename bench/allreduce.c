@@ -84,15 +84,15 @@ int main(int argc, char **argv)
     }
     /* Not under mpirun (Open MPI or a PMI launcher): do not start MPI at all. */
     if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE") && !getenv("PMIX_RANK")) {
-        printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",\"skipped\":\"not under mpirun (run: mpirun -np 2 "
-               "bench_allreduce)\"}\n");
+        printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",%s,\"skipped\":\"not under mpirun (run: mpirun -np 2 "
+               "bench_allreduce)\"}\n", bench_tags("f32").s);
         return 0;
     }
     int world = pd_dist_world_size(), rank = pd_dist_world_rank();
     struct pd_mesh *m = pd_mesh_create((int[]){world}, 1, (const char *const[]){"dp"}, NULL);
     if (!m || world < 2) {
         if (rank == 0)
-            printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",\"error\":\"%s\"}\n",
+            printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",%s,\"error\":\"%s\"}\n", bench_tags("f32").s,
                    m ? "one rank: nothing to reduce (mpirun -np 2)" : "no mesh");
         pd_mesh_release(m);
         return m ? 0 : 1;
@@ -108,8 +108,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < trials && !bad; i++) bad = (t[i] = allreduce(m, n, rank, world, 0)) < 0;
         if (bad || slowest(m, t, trials)) {
             if (rank == 0)
-                printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",\"size\":\"%s\",\"error\":\"wrong result or "
-                       "failed call\"}\n", sizes[s].name);
+                printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",%s,\"size\":\"%s\",\"error\":\"wrong result or "
+                       "failed call\"}\n", bench_tags("f32").s, sizes[s].name);
             status = 1;
             break;
         }
@@ -117,10 +117,10 @@ int main(int argc, char **argv)
         double med = trials % 2 ? t[trials / 2] : 0.5 * (t[trials / 2 - 1] + t[trials / 2]);
         double bytes = 4.0 * (double)n;
         if (rank == 0)
-            printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",\"via\":\"pd_reshard Partial(avg)->Replicate\","
+            printf("{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",%s,\"via\":\"pd_reshard Partial(avg)->Replicate\","
                    "\"world_size\":%d,\"size\":\"%s\",\"bytes\":%.0f,\"trials\":%d,\"ms\":%.3f,\"ms_min\":%.3f,"
                    "\"algbw_gb_s\":%.2f,\"busbw_gb_s\":%.2f}\n",
-                   world, sizes[s].name, bytes, trials, 1e3 * med, 1e3 * t[0], bytes / med / 1e9,
+                   bench_tags("f32").s, world, sizes[s].name, bytes, trials, 1e3 * med, 1e3 * t[0], bytes / med / 1e9,
                    bytes / med / 1e9 * 2.0 * (world - 1) / world);
         fflush(stdout);
     }

@@ -203,8 +203,8 @@ int main(void)
         struct pd_tensor *y = run_op(&c, (enum op)op); /* add_: c = a + b from c = a */
         valid[op] = y && check(&c, (enum op)op, y);
         if (!valid[op])
-            printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"numel\":%lld,\"error\":\"%s\"}\n",
-                   op_name[op], N_EL, y ? "validation failed" : "op failed");
+            printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",%s,\"op\":\"%s\",\"numel\":%lld,\"error\":\"%s\"}\n",
+                   bench_tags("f32").s, op_name[op], N_EL, y ? "validation failed" : "op failed");
         pd_scope_end(scope_tok);
     }
 
@@ -217,21 +217,21 @@ int main(void)
         for (int op = 0; op < OP_COUNT; op++)
             if (valid[op]) sec[op] = best_seconds(&c, (enum op)op, trials, &fail[op], dst, &mc);
         double mgb = 2.0 * N_EL * sizeof(float) / mc / 1e9;
-        printf("{\"bench\":\"bandwidth\",\"impl\":\"memcpy\",\"op\":\"memcpy\",\"numel\":%lld,\"threads\":%d,"
+        printf("{\"bench\":\"bandwidth\",\"impl\":\"memcpy\",\"op\":\"memcpy\",\"numel\":%lld,%s,"
                "\"bytes\":%.0f,\"gbps\":%.2f}\n",
-               N_EL, nt, 2.0 * N_EL * sizeof(float), mgb);
+               N_EL, bench_tags_n(nt, "f32").s, 2.0 * N_EL * sizeof(float), mgb);
         for (int op = 0; op < OP_COUNT; op++) {
             if (!valid[op]) continue;
             if (fail[op]) {
-                printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"threads\":%d,"
+                printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",\"op\":\"%s\",%s,"
                        "\"error\":\"op failed while timing\"}\n",
-                       op_name[op], nt);
+                       op_name[op], bench_tags("f32").s);
                 continue;
             }
             double g = op_bytes[op] / sec[op] / 1e9;
-            printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"numel\":%lld,\"threads\":%d,"
+            printf("{\"bench\":\"bandwidth\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"numel\":%lld,%s,"
                    "\"bytes\":%.0f,\"gbps\":%.2f,\"ratio_to_memcpy\":%.3f}\n",
-                   op_name[op], N_EL, nt, op_bytes[op], g, g / mgb);
+                   op_name[op], N_EL, bench_tags("f32").s, op_bytes[op], g, g / mgb);
         }
         fflush(stdout);
     }

@@ -1,10 +1,34 @@
-/* paddle.c — helpers shared by the bench programs: a monotonic clock and
- * best-of-N timing. Benches print one JSON line per measurement. */
+/* paddle.c — helpers shared by the bench programs: a monotonic clock,
+ * best-of-N timing and the fields every line states. Benches print one JSON
+ * line per measurement. */
 #ifndef PD_BENCH_COMMON_H
 #define PD_BENCH_COMMON_H
 #include <stdio.h>
 #include <time.h>
 #include <omp.h>
+#include "pd/runtime.h"
+
+/* What every bench line states about how it ran, as the JSON fields
+ * `"threads":N,"dtype":"f32","isa":"avx2"` (no comma either side):
+ *   printf("{\"bench\":\"x\",%s,...}\n", bench_tags("f32").s);
+ * bench_tags takes the threads the library's next kernel uses
+ * (pd_get_num_threads); bench_tags_n states another count, for loops that
+ * set their own (the FMA peak, a single-threaded encoder). The ISA is the
+ * one the kernels were compiled for (pd_kernel_isa). The string lives until
+ * the end of the statement that calls it. */
+struct bench_tags {
+    char s[96];
+};
+
+static inline struct bench_tags bench_tags_n(int threads, const char *dtype)
+{
+    struct bench_tags t;
+    snprintf(t.s, sizeof t.s, "\"threads\":%d,\"dtype\":\"%.16s\",\"isa\":\"%.16s\"", threads, dtype,
+             pd_kernel_isa());
+    return t;
+}
+
+static inline struct bench_tags bench_tags(const char *dtype) { return bench_tags_n(pd_get_num_threads(), dtype); }
 
 static inline double bench_now(void)
 {

@@ -72,9 +72,9 @@ int main(void)
             double s = bench_best(mode == 0 ? fwd : fwd_bwd, NULL, iters, trials) / OPS_PER_CALL;
             set_tool((enum tool)t, 0);
             if (t == OFF) base = s;
-            printf("{\"bench\":\"debug_overhead\",\"impl\":\"paddle.c\",\"tool\":\"%s\",\"mode\":\"%s\",\"numel\":16,"
-                   "\"%s\":%.1f,\"overhead_ns\":%.1f,\"ratio\":%.3f}\n",
-                   tool_names[t], mode == 0 ? "forward" : "forward+backward", mode == 0 ? "ns_per_op" : "ns_per_iter",
+            printf("{\"bench\":\"debug_overhead\",\"impl\":\"paddle.c\",%s,\"tool\":\"%s\",\"mode\":\"%s\","
+                   "\"numel\":16,\"%s\":%.1f,\"overhead_ns\":%.1f,\"ratio\":%.3f}\n",
+                   bench_tags("f32").s, tool_names[t], mode == 0 ? "forward" : "forward+backward", mode == 0 ? "ns_per_op" : "ns_per_iter",
                    s * 1e9, (s - base) * 1e9, s / base);
             fflush(stdout);
         }

@@ -83,8 +83,8 @@ static int validate(struct pd_llama *m, struct pd_kv_cache *cache, const int64_t
             diff = fmax(diff, fabs((double)a[j] - b[j]));
         }
         if (!(diff <= 1e-4 * fmax(scale, 1.0))) {
-            printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"error\":\"cached logits differ from a full "
-                   "forward at decode step %d: max diff %.3g (scale %.3g)\"}\n", i, diff, scale);
+            printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"cached logits differ from a full "
+                   "forward at decode step %d: max diff %.3g (scale %.3g)\"}\n", bench_tags("f32").s, i, diff, scale);
             return 1;
         }
     }
@@ -111,14 +111,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_decode_llama: need --runs >= 1 and --threads >= 0\n");
         return 2;
     }
-    if (threads) omp_set_num_threads(threads);
+    if (threads) pd_set_num_threads(threads);
 
     struct pd_llama_config cfg;
     llama_bench_config(&cfg);
     struct pd_llama *m = pd_llama_create(&cfg, 1234);
     struct pd_kv_cache *cache = m ? pd_kv_cache_create(&cfg, 1, CTX) : NULL;
     if (!cache) {
-        printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"error\":\"setup: %s\"}\n", pd_last_error());
+        printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"setup: %s\"}\n", bench_tags("f32").s,
+               pd_last_error());
         pd_llama_destroy(m);
         return 1;
     }
@@ -136,18 +137,19 @@ int main(int argc, char **argv)
     for (int r = 0; r <= runs && !bad; r++) { /* run 0 warms up and gives the tokens to validate with */
         double t = generate(m, cache, toks, &pre);
         if (t < 0) {
-            printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"error\":\"generate: %s\"}\n", pd_last_error());
+            printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"generate: %s\"}\n",
+                   bench_tags("f32").s, pd_last_error());
             bad = 1;
         } else if (r == 0) {
             memcpy(first, toks, sizeof first);
             bad = validate(m, cache, toks);
             if (bad < 0)
-                printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"error\":\"validate: %s\"}\n",
-                       pd_last_error());
+                printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"validate: %s\"}\n",
+                       bench_tags("f32").s, pd_last_error());
         } else {
             if (memcmp(first, toks, sizeof first)) {
-                printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"error\":\"greedy tokens differ between "
-                       "runs\"}\n");
+                printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"greedy tokens differ between "
+                       "runs\"}\n", bench_tags("f32").s);
                 bad = 1;
             }
             if (t < best) { best = t; best_pre = pre; }
@@ -156,10 +158,10 @@ int main(int argc, char **argv)
     double tps = NAN;
     if (!bad) {
         tps = NEW / best;
-        printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",\"threads\":%d,\"dtype\":\"f32\",\"isa\":\"%s\",\"batch\":1,"
+        printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c\",%s,\"batch\":1,"
                "\"prompt\":%d,\"new_tokens\":%d,\"runs\":%d,\"prefill_s\":%.5f,\"total_s\":%.4f,\"tokens_per_s\":%.1f,"
                "\"decode_tokens_per_s\":%.1f,\"first_tokens\":[%lld,%lld,%lld,%lld]}\n",
-               omp_get_max_threads(), pd_kernel_isa(), PROMPT, NEW, runs, best_pre, best, tps, (NEW - 1) / (best - best_pre),
+               bench_tags("f32").s, PROMPT, NEW, runs, best_pre, best, tps, (NEW - 1) / (best - best_pre),
                (long long)first[PROMPT], (long long)first[PROMPT + 1], (long long)first[PROMPT + 2],
                (long long)first[PROMPT + 3]);
         fflush(stdout);
@@ -172,8 +174,8 @@ int main(int argc, char **argv)
         snprintf(args, sizeof args, "decode --threads %s --prompt %d --new %d", peer_threads, PROMPT, NEW);
         double ptps = llama_bench_peer("decode_llama", args, "tokens_per_s");
         if (!isnan(ptps))
-            printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c/pytorch\",\"pd_tokens_per_s\":%.1f,"
-                   "\"pytorch_tokens_per_s\":%.1f,\"ratio\":%.3f}\n", tps, ptps, tps / ptps);
+            printf("{\"bench\":\"decode_llama\",\"impl\":\"paddle.c/pytorch\",%s,\"pd_tokens_per_s\":%.1f,"
+                   "\"pytorch_tokens_per_s\":%.1f,\"ratio\":%.3f}\n", bench_tags("f32").s, tps, ptps, tps / ptps);
     }
     return bad != 0;
 }

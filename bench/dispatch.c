@@ -44,8 +44,8 @@ int main(void)
     for (int op = 0; op < 3; op++) {
         c.op = op;
         double t = bench_best(fwd, &c, 200, 5) / OPS_PER_CALL;
-        printf("{\"bench\":\"dispatch\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"mode\":\"forward\",\"numel\":16,"
-               "\"ns_per_op\":%.1f}\n", names[op], t * 1e9);
+        printf("{\"bench\":\"dispatch\",\"impl\":\"paddle.c\",%s,\"op\":\"%s\",\"mode\":\"forward\",\"numel\":16,"
+               "\"ns_per_op\":%.1f}\n", bench_tags("f32").s, names[op], t * 1e9);
     }
     pd_requires_grad_(c.a, 1);
     pd_requires_grad_(c.b, 1);
@@ -53,8 +53,8 @@ int main(void)
         c.op = op;
         double t = bench_best(fwd_bwd, &c, 100, 5) / OPS_PER_CALL;
         /* forward+backward of `op` followed by sum -> backward */
-        printf("{\"bench\":\"dispatch\",\"impl\":\"paddle.c\",\"op\":\"%s\",\"mode\":\"forward+backward\",\"numel\":16,"
-               "\"ns_per_iter\":%.1f}\n", names[op], t * 1e9);
+        printf("{\"bench\":\"dispatch\",\"impl\":\"paddle.c\",%s,\"op\":\"%s\",\"mode\":\"forward+backward\",\"numel\":16,"
+               "\"ns_per_iter\":%.1f}\n", bench_tags("f32").s, names[op], t * 1e9);
     }
     pd_tensor_release(c.a);
     pd_tensor_release(c.b);

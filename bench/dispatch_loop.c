@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common.h"
 #include "pd/pd.h"
 
 int main(int argc, char **argv)
@@ -50,8 +51,8 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (n ? n : 1);
-    printf("{\"bench\":\"dispatch_loop\",\"mode\":%d,\"iterations\":%d,\"ns_per_iter\":%.1f,\"threads\":%d,"
-           "\"isa\":\"%s\"}\n", m ? mode + 4 : mode, n, ns, pd_get_num_threads(), pd_kernel_isa());
+    printf("{\"bench\":\"dispatch_loop\",\"impl\":\"paddle.c\",%s,\"mode\":%d,\"iterations\":%d,"
+           "\"ns_per_iter\":%.1f}\n", bench_tags("f32").s, m ? mode + 4 : mode, n, ns);
     pd_tensor_release(a);
     pd_tensor_release(b);
     pd_mesh_release(m);

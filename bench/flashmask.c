@@ -306,6 +306,7 @@ struct result {
 
 static struct result results[MAX_RESULTS];
 static int n_results;
+static char torch_version[32] = "?"; /* the peer's, from its lines */
 
 struct opts {
     int64_t seq[MAX_LIST], dims[MAX_LIST];
@@ -340,8 +341,10 @@ static void emit(const struct result *res, const char *impl, const double ms[2],
         eff[m] = res->pairs * (m ? 14.0 : 4.0) * (double)res->D / (ms[m] * 1e-3) * 1e-9;
         speed[m] = res->ms[DENSE][m] / ms[m];
     }
-    printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"B\":1,\"H\":%d,\"impl\":\"%s\"",
-           families[res->family].name, (long long)res->S, (long long)res->D, H, impl);
+    int peer = !strcmp(impl, "pytorch"); /* the peer's threads come in `extra` */
+    printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"B\":1,\"H\":%d,\"impl\":\"%s\"%s%s",
+           families[res->family].name, (long long)res->S, (long long)res->D, H, impl, peer ? "" : ",",
+           peer ? "" : bench_tags("f32").s);
     print_pair("time_ms", ms);
     printf(",\"frac_tiles\":");
     print_num(res->frac);
@@ -434,6 +437,7 @@ static void peer_run(const char *manifest, const char *threads)
         FILE *f = popen(cmd, "r");
         while (f && fgets(line, sizeof line, f)) {
             char mask[64];
+            json_str(line, "torch", torch_version, sizeof torch_version);
             if (!json_str(line, "mask", mask, sizeof mask)) continue;
             int64_t S = (int64_t)json_num(line, "S"), D = (int64_t)json_num(line, "D");
             for (int i = 0; i < n_results; i++) {
@@ -451,8 +455,8 @@ static void peer_run(const char *manifest, const char *threads)
             }
         }
         int rc = f ? pclose(f) : -1;
-        if (rc) printf("{\"bench\":\"flashmask\",\"impl\":\"pytorch\",\"threads\":%d,\"error\":\"peer exited with "
-                       "status %d\"}\n", atoi(th), rc);
+        if (rc) printf("{\"bench\":\"flashmask\",\"impl\":\"pytorch\",\"threads\":%d,\"dtype\":\"f32\",\"error\":"
+                       "\"peer exited with status %d\"}\n", atoi(th), rc);
     }
 }
 
@@ -513,9 +517,9 @@ static int bench_block(struct run *r, struct result *res, struct host_mask *hm, 
     struct pdi_block_mask bm;
     double t0 = bench_now();
     if (pdi_block_mask_build(&bm, 1, 1, res->S, res->S, mask_mod, hm)) {
-        printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"impl\":\"block_mask\","
+        printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"impl\":\"block_mask\",%s,"
                "\"error\":\"build: %s\"}\n", families[res->family].name, (long long)res->S, (long long)res->D,
-               pd_last_error());
+               bench_tags("f32").s, pd_last_error());
         return 1;
     }
     double build_ms = (bench_now() - t0) * 1e3, mb[2], visited = 0;
@@ -547,8 +551,8 @@ static int bench_one(const struct opts *o, int f, int64_t S, int64_t D, struct s
     snprintf(what, sizeof what, "%s S=%lld D=%lld", families[f].name, (long long)S, (long long)D);
     struct run r = {.causal = families[f].causal, .idx = build_mask(f, S)};
     if (!r.idx) {
-        printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"error\":\"builder: %s\"}\n", families[f].name,
-               (long long)S, pd_last_error());
+        printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,%s,\"error\":\"builder: %s\"}\n",
+               families[f].name, (long long)S, bench_tags("f32").s, pd_last_error());
         return 1;
     }
     struct result *res = &results[n_results++];
@@ -606,9 +610,9 @@ static int bench_one(const struct opts *o, int f, int64_t S, int64_t D, struct s
                  (long long)(S * S));
         emit(res, "dense", res->ms[DENSE], dense->mb, H, extra);
     } else if (o->dense) {
-        printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"impl\":\"dense\",\"skipped\":"
+        printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"impl\":\"dense\",%s,\"skipped\":"
                "\"needs ~%.1f GiB of score matrices (> 8 GiB)\"}\n", families[f].name, (long long)S, (long long)D,
-               dense_bytes / (1 << 30));
+               bench_tags("f32").s, dense_bytes / (1 << 30));
     }
 
     /* (b) the peer: every mask with --per-mask, else the first of each (S, D) */
@@ -636,19 +640,20 @@ static void report(const struct opts *o)
         while (t > results && !t->torch_threads && !t->torch_skip[0] && t[-1].S == r->S && t[-1].D == r->D) t--;
         if (t->torch_skip[0])
             printf("{\"bench\":\"flashmask\",\"mask\":\"%s\",\"S\":%lld,\"D\":%lld,\"impl\":\"pytorch\","
-                   "\"skipped\":\"%s\"}\n", families[r->family].name, (long long)r->S, (long long)r->D, t->torch_skip);
+                   "\"dtype\":\"f32\",\"torch\":\"%s\",\"skipped\":\"%s\"}\n", families[r->family].name, (long long)r->S,
+                   (long long)r->D, torch_version, t->torch_skip);
         if (isnan(t->torch_ms[1])) continue;
         memcpy(r->torch_ms, t->torch_ms, sizeof r->torch_ms);
-        char extra[96];
-        snprintf(extra, sizeof extra, ",\"threads\":%d,\"timed_on\":\"%s\"", t->torch_threads,
-                 families[t->family].name);
+        char extra[160];
+        snprintf(extra, sizeof extra, ",\"threads\":%d,\"dtype\":\"f32\",\"torch\":\"%s\",\"timed_on\":\"%s\"",
+                 t->torch_threads, torch_version, families[t->family].name);
         emit(r, "pytorch", r->torch_ms, t->torch_mb, o->heads, extra);
     }
     /* FlashMask's speedups over the others, per (mask, S, D) */
     for (int i = 0; i < n_results; i++) {
         struct result *r = &results[i];
-        printf("{\"bench\":\"flashmask\",\"summary\":\"speedup_of_flashmask\",\"mask\":\"%s\",\"S\":%lld,"
-               "\"D\":%lld", families[r->family].name, (long long)r->S, (long long)r->D);
+        printf("{\"bench\":\"flashmask\",\"summary\":\"speedup_of_flashmask\",%s,\"mask\":\"%s\",\"S\":%lld,"
+               "\"D\":%lld", bench_tags("f32").s, families[r->family].name, (long long)r->S, (long long)r->D);
         const double *vs[3] = {r->ms[DENSE], r->ms[BLOCK], r->torch_ms};
         const char *names[3] = {"vs_dense", "vs_block_mask", "vs_pytorch"};
         for (int k = 0; k < 3; k++) {
@@ -661,15 +666,15 @@ static void report(const struct opts *o)
         struct result *r = &results[i];
         if (r->S == 8192) {
             double sp = r->ms[DENSE][1] / r->ms[FLASHMASK][1], target = 0.8 / r->frac;
-            printf("{\"bench\":\"flashmask\",\"goal\":\"speedup_8k\",\"mask\":\"%s\",\"S\":8192,\"D\":%lld,"
-                   "\"speedup_fwd_bwd\":", families[r->family].name, (long long)r->D);
+            printf("{\"bench\":\"flashmask\",\"goal\":\"speedup_8k\",%s,\"mask\":\"%s\",\"S\":8192,\"D\":%lld,"
+                   "\"speedup_fwd_bwd\":", bench_tags("f32").s, families[r->family].name, (long long)r->D);
             print_num(sp);
             printf(",\"target\":%.3g,\"pass\":%s}\n", target, isnan(sp) ? "null" : sp >= target ? "true" : "false");
         }
         if (!strcmp(families[r->family].name, "causal")) {
             double eff = r->pairs * 14.0 * (double)r->D / (r->ms[FLASHMASK][1] * 1e-3) * 1e-9;
-            printf("{\"bench\":\"flashmask\",\"goal\":\"causal_eff\",\"S\":%lld,\"D\":%lld,\"eff_gflops_fwd_bwd\":%.4g,"
-                   "\"matmul_gflops\":%.4g,\"ratio\":%.3f,\"pass\":%s}\n", (long long)r->S, (long long)r->D, eff,
+            printf("{\"bench\":\"flashmask\",\"goal\":\"causal_eff\",%s,\"S\":%lld,\"D\":%lld,\"eff_gflops_fwd_bwd\":%.4g,"
+                   "\"matmul_gflops\":%.4g,\"ratio\":%.3f,\"pass\":%s}\n", bench_tags("f32").s, (long long)r->S, (long long)r->D, eff,
                    r->matmul_gflops, eff / r->matmul_gflops, eff >= 0.5 * r->matmul_gflops ? "true" : "false");
         }
     }
@@ -730,9 +735,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     int64_t rows, cols;
     pd_flashmask_tile_size(&rows, &cols);
-    double mm = matmul_rate(), peak = bench_fma_peak(0, 20000000, 3) * 1e-9;
-    printf("{\"bench\":\"flashmask\",\"impl\":\"machine\",\"threads\":%d,\"matmul_gflops_1024\":%.4g,"
-           "\"fma_peak_gflops\":%.4g,\"isa\":\"%s\",\"tile\":[%lld,%lld]}\n", omp_get_max_threads(), mm, peak,
+    double mm = matmul_rate(), peak = bench_fma_peak(pd_get_num_threads(), 20000000, 3) * 1e-9;
+    printf("{\"bench\":\"flashmask\",\"impl\":\"machine\",%s,\"matmul_gflops_1024\":%.4g,"
+           "\"fma_peak_gflops\":%.4g,\"fma_peak_isa\":\"%s\",\"tile\":[%lld,%lld]}\n", bench_tags("f32").s, mm, peak,
            BENCH_PEAK_ISA, (long long)rows, (long long)cols);
 
     FILE *manifest = NULL;

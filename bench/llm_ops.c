@@ -190,10 +190,11 @@ static int bench_sdpa(const char *name, int64_t B, int64_t H, int64_t T, int64_t
         }
         double flops = flops_f * (bwd ? 3.5 : 1.0); /* backward: 5 products + recomputed scores */
         for (int f = 0; f < n_impl; f++)
-            printf("{\"bench\":\"llm_ops\",\"op\":\"%s%s\",\"mode\":\"%s\",\"impl\":\"%s\",\"dtype\":\"%s\","
+            printf("{\"bench\":\"llm_ops\",\"op\":\"%s%s\",\"mode\":\"%s\",\"impl\":\"%s\",%s,"
                    "\"shape\":[%lld,%lld,%lld,%lld,%lld],\"ms\":%.4f,\"gflops\":%.2f,\"speedup_vs_composed\":%.2f,"
                    "\"max_abs_diff\":%.3g}\n",
-                   name, cache ? "_cacheview" : "", bwd ? "fwd+bwd" : "forward", impl_name[f], pd_dtype_name(dt), (long long)B,
+                   name, cache ? "_cacheview" : "", bwd ? "fwd+bwd" : "forward", impl_name[f],
+                   bench_tags(pd_dtype_name(dt)).s, (long long)B,
                    (long long)H, (long long)T, (long long)S, (long long)D, t[f] * 1e3, flops / t[f] * 1e-9,
                    t[0] / t[f], err);
     }
@@ -236,8 +237,8 @@ static void bench_elementwise(void)
     struct ew e = {pd_randn(xs, 4, PD_F32, gen), pd_arange(0, 256, 1, PD_I64), 0};
     double t = best_of(run_ew, &e, quick ? 2 : 200, quick ? 1 : 5);
     double bytes = 2.0 * 4 * pd_tensor_numel(e.a);
-    printf("{\"bench\":\"llm_ops\",\"op\":\"rope\",\"mode\":\"forward\",\"impl\":\"fused\",\"dtype\":\"f32\","
-           "\"shape\":[8,256,6,48],\"ms\":%.4f,\"gbps\":%.2f}\n", t * 1e3, bytes / t * 1e-9);
+    printf("{\"bench\":\"llm_ops\",\"op\":\"rope\",\"mode\":\"forward\",\"impl\":\"fused\",%s,"
+           "\"shape\":[8,256,6,48],\"ms\":%.4f,\"gbps\":%.2f}\n", bench_tags("f32").s, t * 1e3, bytes / t * 1e-9);
     pd_tensor_release(e.a);
     pd_tensor_release(e.b);
     e.a = pd_randn(hs, 3, PD_F32, gen);
@@ -251,9 +252,9 @@ static void bench_elementwise(void)
         e.op = op;
         t = best_of(run_ew, &e, quick ? 2 : (op < 3 ? 200 : 50), quick ? 1 : 5);
         double by = op < 3 ? bytes : bytes * 8.0 / 3.0;
-        printf("{\"bench\":\"llm_ops\",\"op\":\"swiglu\",\"mode\":\"%s\",\"impl\":\"%s\",\"dtype\":\"f32\","
+        printf("{\"bench\":\"llm_ops\",\"op\":\"swiglu\",\"mode\":\"%s\",\"impl\":\"%s\",%s,"
                "\"shape\":[8,256,768],\"ms\":%.4f,\"gbps\":%.2f}\n", op < 3 ? "forward" : "fwd+bwd",
-               op % 2 ? "fused" : "composed", t * 1e3, by / t * 1e-9);
+               op % 2 ? "fused" : "composed", bench_tags("f32").s, t * 1e3, by / t * 1e-9);
     }
     pd_tensor_release(e.a);
     pd_tensor_release(e.b);

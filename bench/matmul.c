@@ -138,9 +138,8 @@ static int validate(struct mm *x, int bf16)
 
 static void line(const char *impl, const struct mm *x, const char *dt, int nt, double gflops, const char *extra)
 {
-    printf("{\"bench\":\"matmul\",\"impl\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dtype\":\"%s\",\"threads\":%d,"
-           "\"gflops\":%.1f%s}\n",
-           impl, (long long)x->m, (long long)x->n, (long long)x->k, dt, nt, gflops, extra);
+    printf("{\"bench\":\"matmul\",\"impl\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,%s,\"gflops\":%.1f%s}\n", impl,
+           (long long)x->m, (long long)x->n, (long long)x->k, bench_tags_n(nt, dt).s, gflops, extra);
     fflush(stdout);
 }
 
@@ -163,9 +162,9 @@ static int bench_shape(int64_t m, int64_t n, int64_t k, int with_bf16, double pe
     x.fa = pd_tensor_data(x.a);
     x.fb = pd_tensor_data(x.b);
     if (!validate(&x, 0)) {
-        printf("{\"bench\":\"matmul\",\"impl\":\"paddle.c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dtype\":\"f32\","
+        printf("{\"bench\":\"matmul\",\"impl\":\"paddle.c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,%s,"
                "\"error\":\"validation failed\"}\n",
-               (long long)m, (long long)n, (long long)k);
+               (long long)m, (long long)n, (long long)k, bench_tags_n(nt, "f32").s);
         rc = 0;
         goto out;
     }
@@ -189,9 +188,10 @@ static int bench_shape(int64_t m, int64_t n, int64_t k, int with_bf16, double pe
         h.a = pd_cast(x.a, PD_BF16);
         h.b = pd_cast(x.b, PD_BF16);
         if (!h.a || !h.b || !validate(&h, 1)) {
-            printf("{\"bench\":\"matmul\",\"impl\":\"paddle.c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"dtype\":\"bf16\","
+            printf("{\"bench\":\"matmul\",\"impl\":\"paddle.c\",\"m\":%lld,\"n\":%lld,\"k\":%lld,%s,"
                    "\"error\":\"%s\"}\n",
-                   (long long)m, (long long)n, (long long)k, h.a && h.b ? "validation failed" : "cast failed");
+                   (long long)m, (long long)n, (long long)k, bench_tags_n(nt, "bf16").s,
+                   h.a && h.b ? "validation failed" : "cast failed");
             rc = 0;
         } else {
             static void (*const one[2])(void *) = {run_pd, NULL};
@@ -302,13 +302,14 @@ static int bench_llama_shape(const char *what, int64_t m, int64_t n, int64_t k, 
         ok = !x.fail;
         for (int f = 0; ok && f < 2; f++)
             printf("{\"bench\":\"matmul_llama\",\"case\":\"%s\",\"impl\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
-                   "\"trans_a\":%d,\"trans_b\":%d,\"threads\":%d,\"us\":%.2f,\"gflops\":%.1f,\"gflops_per_cpu_s\":%.1f%s}\n",
-                   what, f ? "dnnl_sgemm" : "paddle.c", (long long)m, (long long)n, (long long)k, ta, tb, nt, w[f] * 1e6,
+                   "\"trans_a\":%d,\"trans_b\":%d,%s,\"us\":%.2f,\"gflops\":%.1f,\"gflops_per_cpu_s\":%.1f%s}\n",
+                   what, f ? "dnnl_sgemm" : "paddle.c", (long long)m, (long long)n, (long long)k, ta, tb,
+                   bench_tags_n(nt, "f32").s, w[f] * 1e6,
                    flop / w[f] / 1e9, flop / c[f] / 1e9, f ? "" : ",\"vs\":\"dnnl_sgemm\"");
         fflush(stdout);
     } else {
-        printf("{\"bench\":\"matmul_llama\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"error\":\"%s\"}\n", what,
-               (long long)m, (long long)n, (long long)k, x.a && x.b && x.c ? "validation failed" : "allocation failed");
+        printf("{\"bench\":\"matmul_llama\",\"case\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,%s,\"error\":\"%s\"}\n",
+               what, (long long)m, (long long)n, (long long)k, bench_tags_n(nt, "f32").s, x.a && x.b && x.c ? "validation failed" : "allocation failed");
     }
     free(x.c);
     pd_tensor_release(x.a);
@@ -337,16 +338,16 @@ int main(int argc, char **argv)
     const char *f = getenv("PD_BENCH_FULL");
     full_sweep = f && f[0] == '1';
     (void)bench_best; /* common.h's helper; this bench sizes its own iterations */
-    int nt = omp_get_max_threads();
+    int nt = pd_get_num_threads(); /* the kernels' threads; the FMA peak runs as many */
     if (argc > 1 && !strcmp(argv[1], "llama")) return bench_llama(nt);
     /* 2M trips x 12 FMAs: ~3 ms at 2 FMA/cycle and 4 GHz; 100 trials. */
     long peak_iters = 2000000;
     double peak1 = bench_fma_peak(1, peak_iters, 100), peak_all = nt > 1 ? bench_fma_peak(nt, peak_iters, 100) : peak1;
-    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":1,\"gflops\":%.1f}\n", BENCH_PEAK_ISA,
+    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",%s,\"gflops\":%.1f}\n", BENCH_PEAK_ISA, bench_tags_n(1, "f32").s,
            peak1 / 1e9);
     if (nt > 1)
-        printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"dtype\":\"f32\",\"threads\":%d,\"gflops\":%.1f}\n", BENCH_PEAK_ISA,
-               nt, peak_all / 1e9);
+        printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",%s,\"gflops\":%.1f}\n", BENCH_PEAK_ISA,
+               bench_tags_n(nt, "f32").s, peak_all / 1e9);
     fflush(stdout);
 
     int bad = 0;

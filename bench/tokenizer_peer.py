@@ -42,7 +42,7 @@ def texts():
 
 def line(impl, text, nbytes, ntok, first, best, best_cpu, **kw):
     d = {"bench": "tokenizer", "impl": impl, "tokenizer": "gpt2", "text": text, "bytes": nbytes, "tokens": ntok,
-         "threads": 1, "runs": RUNS, "seconds": round(best, 6), "mb_per_s": round(nbytes / best / 1e6, 3),
+         "threads": 1, "dtype": "i32", "runs": RUNS, "seconds": round(best, 6), "mb_per_s": round(nbytes / best / 1e6, 3),
          "cpu_mb_per_s": round(nbytes / best_cpu / 1e6, 3), "first_mb_per_s": round(nbytes / first / 1e6, 3)}
     d.update(kw)
     print(json.dumps(d), flush=True)

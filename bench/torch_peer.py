@@ -46,8 +46,9 @@ def blas():
             return "openblas"
     return "reference" if "blas/libblas.so" in libs else "other"
 
-def emit(**kw):
-    print(json.dumps(dict(impl="pytorch", torch=torch.__version__, threads=torch.get_num_threads(), **kw)), flush=True)
+def emit(**kw):  # as every paddle.c line: threads and dtype (f32 unless the line says otherwise)
+    print(json.dumps(dict(dict(impl="pytorch", torch=torch.__version__, threads=torch.get_num_threads(), dtype="f32"),
+                          **kw)), flush=True)
 
 def dispatch():
     a = torch.randn(16); b = torch.randn(16)

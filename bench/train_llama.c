@@ -159,7 +159,7 @@ static const char *category(const char *op)
     return "elementwise/other";
 }
 
-static void prof_report(int steps, double peak)
+static void prof_report(int steps, double peak, const char *dt)
 {
     double total = 0;
     for (int p = 0; p < PH_COUNT; p++) total += prof.phase_sec[p];
@@ -168,25 +168,25 @@ static void prof_report(int steps, double peak)
             struct op_stat *s = &prof.op[p][o];
             if (!s->calls) continue;
             const char *name = o < PD_OP_COUNT ? pdi_ops[o].name : "matmul_4d";
-            printf("{\"bench\":\"train_llama_profile\",\"impl\":\"paddle.c\",\"phase\":\"%s\",\"op\":\"%s\","
+            printf("{\"bench\":\"train_llama_profile\",\"impl\":\"paddle.c\",%s,\"phase\":\"%s\",\"op\":\"%s\","
                    "\"category\":\"%s\",\"calls_per_step\":%.1f,\"ms_per_step\":%.2f,\"share\":%.4f",
-                   phase_name[p], name, category(name), (double)s->calls / steps,
+                   bench_tags(dt).s, phase_name[p], name, category(name), (double)s->calls / steps,
                    1e3 * s->sec / steps, s->sec / total);
             if (s->flops > 0)
                 printf(",\"gflop_per_step\":%.2f,\"gflops\":%.1f,\"frac_of_peak\":%.3f", s->flops / steps / 1e9,
                        s->flops / s->sec / 1e9, s->flops / s->sec / peak);
             printf("}\n");
         }
-        printf("{\"bench\":\"train_llama_profile\",\"impl\":\"paddle.c\",\"phase\":\"%s\",\"op\":\"(outside ops)\","
+        printf("{\"bench\":\"train_llama_profile\",\"impl\":\"paddle.c\",%s,\"phase\":\"%s\",\"op\":\"(outside ops)\","
                "\"category\":\"tail\",\"ms_per_step\":%.2f,\"share\":%.4f,\"phase_ms_per_step\":%.2f}\n",
-               phase_name[p], 1e3 * prof.tail_sec[p] / steps, prof.tail_sec[p] / total,
+               bench_tags(dt).s, phase_name[p], 1e3 * prof.tail_sec[p] / steps, prof.tail_sec[p] / total,
                1e3 * prof.phase_sec[p] / steps);
     }
     for (int i = 0; i < prof.n_mm; i++) {
         struct mm_stat *m = &prof.mm[i];
-        printf("{\"bench\":\"train_llama_matmul\",\"impl\":\"paddle.c\",\"phase\":\"%s\",\"shapes\":\"%s\","
+        printf("{\"bench\":\"train_llama_matmul\",\"impl\":\"paddle.c\",%s,\"phase\":\"%s\",\"shapes\":\"%s\","
                "\"calls_per_step\":%.1f,\"ms_per_step\":%.2f,\"gflops\":%.1f,\"frac_of_peak\":%.3f}\n",
-               phase_name[m->phase], m->sig, (double)m->st.calls / steps, 1e3 * m->st.sec / steps,
+               bench_tags(dt).s, phase_name[m->phase], m->sig, (double)m->st.calls / steps, 1e3 * m->st.sec / steps,
                m->st.flops / m->st.sec / 1e9, m->st.flops / m->st.sec / peak);
     }
     fflush(stdout);
@@ -299,12 +299,13 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse_args(argc, argv, &o)) return 2;
-    if (o.threads) omp_set_num_threads(o.threads);
-    int nt = omp_get_max_threads();
+    if (o.threads) pd_set_num_threads(o.threads);
+    int nt = pd_get_num_threads();
+    const char *dt = o.bf16 ? "bf16-autocast" : "f32";
 
-    double peak = o.peak_gflops > 0 ? o.peak_gflops * 1e9 : bench_fma_peak(0, 1000000, 40);
-    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",\"threads\":%d,\"gflops\":%.1f%s}\n",
-           BENCH_PEAK_ISA, nt, peak / 1e9, o.peak_gflops > 0 ? ",\"given\":true" : "");
+    double peak = o.peak_gflops > 0 ? o.peak_gflops * 1e9 : bench_fma_peak(nt, 1000000, 40);
+    printf("{\"bench\":\"fma_peak\",\"impl\":\"%s\",%s,\"gflops\":%.1f%s}\n", BENCH_PEAK_ISA,
+           bench_tags_n(nt, "f32").s, peak / 1e9, o.peak_gflops > 0 ? ",\"given\":true" : "");
 
     struct pd_llama_config cfg;
     llama_bench_config(&cfg);
@@ -319,7 +320,8 @@ int main(int argc, char **argv)
     struct pd_state_dict *params = r.model ? pd_llama_state_dict(r.model) : NULL;
     r.opt = params ? pd_optimizer_create_for(&oc, params) : NULL;
     if (!r.opt) {
-        printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"error\":\"setup: %s\"}\n", pd_last_error());
+        printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"setup: %s\"}\n", bench_tags(dt).s,
+               pd_last_error());
         pd_llama_destroy(r.model);
         return 1;
     }
@@ -351,14 +353,15 @@ int main(int argc, char **argv)
         last = train_step(&r);
         if (i == 0) first = last;
         if (isnan(last)) {
-            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"error\":\"step failed: %s\"}\n",
-                   pd_last_error());
+            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"step failed: %s\"}\n",
+                   bench_tags(dt).s, pd_last_error());
             bad = 1;
         }
     }
     if (!bad && (fabs(first - log((double)VOCAB)) > 0.3 || !(last < first))) {
-        printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"error\":\"validation: first loss %.4f (want "
-               "ln 256 = 5.545 +- 0.3), loss after %d warm-up steps %.4f (must fall)\"}\n", first, o.warmup, last);
+        printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"validation: first loss %.4f (want "
+               "ln 256 = 5.545 +- 0.3), loss after %d warm-up steps %.4f (must fall)\"}\n",
+               bench_tags(dt).s, first, o.warmup, last);
         bad = 1;
     }
 
@@ -374,8 +377,8 @@ int main(int argc, char **argv)
             if (isnan(last)) bad = 1;
         }
         if (bad) {
-            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"error\":\"step failed: %s\"}\n",
-                   pd_last_error());
+            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",%s,\"error\":\"step failed: %s\"}\n",
+                   bench_tags(dt).s, pd_last_error());
         } else {
             struct pd_memory_stats ms;
             pd_memory_stats(&ms);
@@ -386,11 +389,11 @@ int main(int argc, char **argv)
             cpu_step = cmed;
             tps = BATCH * SEQ / med;
             double fl = flops_per_token(&cfg) * BATCH * SEQ / med;
-            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",\"threads\":%d,\"dtype\":\"%s\",\"isa\":\"%s\",\"batch\":%d,"
+            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c\",%s,\"batch\":%d,"
                    "\"seq\":%d,\"params\":%lld,\"steps\":%d,\"warmup\":%d,\"step_s\":%.4f,\"step_s_min\":%.4f,"
                    "\"tokens_per_s\":%.1f,\"cpu_s\":%.4f,\"gflops\":%.1f,\"mfu\":%.3f,\"peak_allocated_mb\":%.1f,"
                    "\"reserved_mb\":%.1f,\"loss\":%.4f,\"pd_flops_per_token\":%.0f,\"flops_per_token\":%.0f}\n",
-                   nt, o.bf16 ? "bf16-autocast" : "f32", pd_kernel_isa(), BATCH, SEQ, (long long)pd_llama_num_params(r.model),
+                   bench_tags(dt).s, BATCH, SEQ, (long long)pd_llama_num_params(r.model),
                    o.steps, o.warmup, med, tmin, tps, cmed, fl / 1e9, fl / peak, ms.peak_allocated_bytes / 1048576.0,
                    ms.reserved_bytes / 1048576.0, last, pd_llama_flops_per_token(&cfg, SEQ), flops_per_token(&cfg));
             fflush(stdout);
@@ -406,7 +409,7 @@ int main(int argc, char **argv)
         if (pdi_observer_add(prof_observer, NULL) == PD_OK) {
             for (int i = 0; i < psteps && !bad; i++) bad = isnan(train_step(&r));
             pdi_observer_remove(prof_observer, NULL);
-            if (!bad) prof_report(psteps, peak);
+            if (!bad) prof_report(psteps, peak, dt);
         }
         prof.on = 0;
     }
@@ -417,13 +420,13 @@ int main(int argc, char **argv)
         double peer_tps = llama_bench_peer("train_llama", args, "tokens_per_s");
         if (!isnan(peer_tps) && nt == 1 && !strcmp(o.peer_threads, "1")) {
             double peer_cpu = llama_bench_peer_last("cpu_s");
-            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c/pytorch\",\"threads\":1,\"pd_cpu_s\":%.4f,"
-                   "\"pytorch_cpu_s\":%.4f,\"cpu_ratio\":%.3f}\n", cpu_step, peer_cpu, peer_cpu / cpu_step);
+            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c/pytorch\",%s,\"pd_cpu_s\":%.4f,"
+                   "\"pytorch_cpu_s\":%.4f,\"cpu_ratio\":%.3f}\n", bench_tags(dt).s, cpu_step, peer_cpu, peer_cpu / cpu_step);
         }
         if (!isnan(peer_tps))
-            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c/pytorch\",\"dtype\":\"%s\",\"pd_tokens_per_s\":%.1f,"
+            printf("{\"bench\":\"train_llama\",\"impl\":\"paddle.c/pytorch\",%s,\"pd_tokens_per_s\":%.1f,"
                    "\"pytorch_tokens_per_s\":%.1f,\"ratio\":%.3f,\"goal\":1.3,\"met\":%s}\n",
-                   o.bf16 ? "bf16-autocast" : "f32", tps, peer_tps, tps / peer_tps, tps / peer_tps >= 1.3 ? "true" : "false");
+                   bench_tags(dt).s, tps, peer_tps, tps / peer_tps, tps / peer_tps >= 1.3 ? "true" : "false");
     }
 
     pd_tensor_release(r.ids);

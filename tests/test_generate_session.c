@@ -156,6 +156,27 @@ static void test_session(struct pd_llama *m)
     PT_CHECK(!pd_generate_session_next(NULL, NULL, 0, &c, NULL));
     PT_CHECK(!pd_generate_session_create(NULL, 0) && !pd_generate_session_create(m, -1));
     pd_generate_session_destroy(s);
+    /* cfg->max_ctx holds a turn below the session's cache (it was ignored) */
+    static const int64_t p[] = {1, 2, 3, 4, 5};
+    s = pd_generate_session_create(m, 60);
+    c.max_new_tokens = 9;
+    c.max_ctx = 20;
+    struct pd_generation *g = s ? pd_generate_session_next(s, p, 5, &c, NULL) : NULL;   /* 5 + 9 <= 20 */
+    PT_CHECK(g && pd_generate_session_len(s) == 14);
+    pd_generation_destroy(g);
+    PT_CHECK(!pd_generate_session_next(s, p, 2, &c, NULL) && strstr(pd_last_error(), "history + prompt (16 tokens)") &&
+             strstr(pd_last_error(), "exceeds max_ctx (20)") && pd_generate_session_len(s) == 14);
+    c.max_ctx = 100;   /* larger than the cache: the session's 60 */
+    c.max_new_tokens = 50;
+    PT_CHECK(!pd_generate_session_next(s, p, 2, &c, NULL) && strstr(pd_last_error(), "exceeds max_ctx (60)"));
+    c.max_ctx = 0;
+    c.max_new_tokens = 9;
+    g = pd_generate_session_next(s, p, 2, &c, NULL);   /* 16 + 9 <= 60 */
+    PT_CHECK(g && pd_generate_session_len(s) == 25);
+    pd_generation_destroy(g);
+    c.pad_id = 1000;   /* the checks pd_generate makes */
+    PT_CHECK(!pd_generate_session_next(s, p, 1, &c, NULL) && strstr(pd_last_error(), "pad_id 1000 outside"));
+    pd_generate_session_destroy(s);
     pd_generate_session_destroy(NULL);
 }
 

@@ -17,6 +17,9 @@ ok '[ $? -eq 0 ] && [ -f "$dir/a/final.safetensors" ]'
 # ---- export-hf, then generate/eval --hf = --ckpt ----------------------------------
 "$bin" export-hf "$dir/a/final.safetensors" "$dir/hf" >"$dir/e.out" 2>"$dir/e.err"
 ok '[ $? -eq 0 ] && [ -f "$dir/hf/config.json" ] && [ -f "$dir/hf/model.safetensors" ] && [ -f "$dir/hf/tokenizer.json" ]'
+# transformers' side files, and the byte tokenizer in Hugging Face's form (a BPE model over ByteLevel)
+ok 'grep -q "\"bos_token_id\":.null" "$dir/hf/generation_config.json" && grep -q PreTrainedTokenizerFast "$dir/hf/tokenizer_config.json"'
+ok 'grep -q "\"model\":{\"type\":\"BPE\"" "$dir/hf/tokenizer.json" && grep -q "\"decoder\":{\"type\":\"ByteLevel\"" "$dir/hf/tokenizer.json"'
 ok 'grep -q "\"architectures\"" "$dir/hf/config.json" && grep -q "LlamaForCausalLM" "$dir/hf/config.json"'
 "$bin" generate --ckpt "$dir/a/final.safetensors" --prompt '\n12+34=' --max-new 8 >"$dir/g1.out" 2>/dev/null
 "$bin" generate --hf "$dir/hf" --prompt '\n12+34=' --max-new 8 >"$dir/g2.out" 2>/dev/null
@@ -98,6 +101,18 @@ ok 'grep -q "the prompt has 5 tokens" "$dir/bos1.err" && grep -q "the prompt has
 "$bin" generate --hf "$dir/bos" --prompt hello --max-new 4 >"$dir/bos1.out" 2>/dev/null
 "$bin" generate --hf "$fx/tied-f32" --prompt '<|endoftext|>hello' --max-new 4 >"$dir/bos2.out" 2>/dev/null
 ok '[ "hello$(tail -c +14 "$dir/bos2.out" | tail -c +6)" = "$(cat "$dir/bos1.out")" ]'   # the same ids continue the same way
+
+# ---- a Llama 2 style directory: SentencePiece tokenizer whose post-processor puts <s> first
+# (tests/fixtures/hf/llama2-sp, written by tools/ref/hf_llama_fixture.py with transformers)
+sp="$fx/llama2-sp"
+near() { awk -v want="$(cat "$2")" '/^val loss/ { d = $3 - want; ok = d < 1e-4 && d > -1e-4 } END { exit !ok }' "$1"; }
+"$bin" generate --hf "$sp" --prompt "The quick brown" --max-new 12 >"$dir/sp.out" 2>/dev/null
+ok '[ $? -eq 0 ] && cmp -s "$dir/sp.out" "$sp/generate.txt"'   # " 12 fox ...": the leading "▁1" keeps its space
+printf 'The quick brown' | "$bin" generate --hf "$sp" -i --max-new 12 >"$dir/sp.i" 2>/dev/null
+ok '[ $? -eq 0 ] && [ "The quick brown$(cat "$dir/sp.i")" = "$(cat "$dir/sp.out")" ]'   # = what streaming prints
+# eval --hf scores windows that start with <s>, as transformers does (eval.txt: its float64 loss)
+"$bin" eval --hf "$sp" --data "$sp/eval_text.txt" --seq-len 16 --batch 4 >"$dir/spe.out" 2>/dev/null
+ok '[ $? -eq 0 ] && near "$dir/spe.out" "$sp/eval.txt"'
 
 echo "test_hf_cli: $((checks - fails))/$checks checks passed"
 [ "$fails" -eq 0 ]

@@ -339,6 +339,14 @@ int main(void)
     test_round_trip();
     test_stats();
     test_atomic_save();
+    /* doubles as the library writes them in JSON: the shortest exact form */
+    char db[PD_DOUBLE_BUF];
+    const double xs[] = {0.1, 3e-4, 1.0 / 3, 0.1 + 0.2, 5e-324, -1.7976931348623157e308, 500000, 1e-6};
+    for (size_t k = 0; k < sizeof xs / sizeof *xs; k++)
+        PT_CHECK(pd_format_double(xs[k], db, sizeof db) == db && strtod(db, NULL) == xs[k] && strlen(db) <= 24);
+    PT_CHECK(!strcmp(pd_format_double(0.1, db, sizeof db), "0.1") && !strcmp(pd_format_double(1.0 / 0.0, db, sizeof db), "null"));
+    PT_CHECK(!strcmp(pd_format_double(0.1 + 0.2, db, sizeof db), "0.30000000000000004"));
+    PT_CHECK(pd_format_double(1.0, db, 8) == NULL && strstr(pd_last_error(), "format_double: a buffer of 32 bytes"));
     /* loading errors on files that are not there or not files */
     PT_CHECK(pd_safetensors_load(tmp("missing.safetensors")) == NULL && strstr(pd_last_error(), "cannot open"));
     PT_CHECK(pd_safetensors_load(dir) == NULL && strstr(pd_last_error(), "not a regular file"));

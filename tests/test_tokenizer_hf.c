@@ -175,8 +175,95 @@ static void test_cases(void)
              pd_tokenizer_special_id(again, "</s>") == 2 && pd_tokenizer_add_special(again, "<x>") == PD_ERR_STATE);
     pd_tokenizer_destroy(again);
     free(j);
+    /* a continuation ("▁1", "2▁", "fox" after "The quick brown") keeps its
+     * space, as its tokens' bytes stream; decoding a text from its start
+     * drops the one space the normalizer prepended */
+    for (int k = 2; k < 4; k++) {
+        int32_t *all = NULL, *pre = NULL;
+        int64_t na = pd_tokenizer_encode(toks[k], "The quick brown 12 fox", 22, &all);
+        int64_t np = pd_tokenizer_encode(toks[k], "The quick brown", 15, &pre);
+        PT_CHECK(na > np && np > 0 && !memcmp(all, pre, sizeof *pre * (size_t)np));
+        size_t cl = 0, sl = 0, tl = 0;
+        char *cont = na > np ? pd_tokenizer_decode_continuation(toks[k], all + np, na - np, &cl) : NULL;
+        char *start = na > np ? pd_tokenizer_decode(toks[k], all + np, na - np, &sl) : NULL;
+        PT_CHECK(cont && cl == 7 && !strcmp(cont, " 12 fox") && start && !strcmp(start, "12 fox"));
+        const unsigned char *t0 = na > np ? pd_tokenizer_token(toks[k], all[np], &tl) : NULL;
+        PT_CHECK(t0 && tl <= cl && !memcmp(t0, cont, tl)); /* what streaming prints first */
+        PT_CHECK(pd_tokenizer_decode_continuation(toks[k], all, -1, NULL) == NULL &&
+                 strstr(pd_last_error(), "tokenizer_decode_continuation: bad id array"));
+        free(start);
+        free(cont);
+        free(pre);
+        free(all);
+    }
     for (int k = 0; k < 4; k++) pd_tokenizer_destroy(toks[k]);
     cJSON_Delete(cases);
+}
+
+/* paddlec's own tokenizers as a tokenizer.json (pd_tokenizer_to_hf_json):
+ * its structure, and read back it encodes every text as the original does
+ * (tools/ref/check_export_hf.py checks the same file with transformers). */
+static void test_own_to_hf(void)
+{
+    size_t len;
+    char *text = slurp(fx("mixed.txt"), &len);
+    PT_CHECK(text != NULL);
+    if (!text) return;
+    struct pd_tokenizer *own[2] = {pd_tokenizer_byte_create(), pd_bpe_train(text, 40000, 1200, NULL)};
+    for (int k = 0; k < 2; k++) {
+        struct pd_tokenizer *t = own[k];
+        PT_CHECK(t && pd_tokenizer_add_special(t, "<|endoftext|>") == 256 + pd_tokenizer_n_merges(t));
+        char *j = t ? pd_tokenizer_to_hf_json(t) : NULL;
+        cJSON *root = j ? cJSON_Parse(j) : NULL;
+        PT_CHECK(root != NULL);
+        if (!root) continue;
+        const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+        const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+        const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+        const cJSON *added = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), 0);
+        PT_CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(model, "type")), "BPE") &&
+                 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(model, "vocab")) <= 256 + pd_tokenizer_n_merges(t) &&
+                 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(model, "vocab")) > 250 + pd_tokenizer_n_merges(t) &&
+                 cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(model, "merges")) == pd_tokenizer_n_merges(t));
+        PT_CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "vocab"), "\u0120")->valueint == ' ' &&
+                 cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "vocab"), "a")->valueint == 'a');
+        PT_CHECK(added && cJSON_GetObjectItemCaseSensitive(added, "id")->valueint == 256 + pd_tokenizer_n_merges(t) &&
+                 !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(added, "content")), "<|endoftext|>") &&
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(added, "special")));
+        PT_CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dec, "type")), "ByteLevel") &&
+                 cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "post_processor")));
+        const char *pt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pre, "type"));
+        const cJSON *seq = cJSON_GetObjectItemCaseSensitive(pre, "pretokenizers");
+        PT_CHECK(k == 0 ? !strcmp(pt, "ByteLevel")
+                        : !strcmp(pt, "Sequence") && cJSON_GetArraySize(seq) == 2 &&
+                              !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(seq, 1), "type")), "Split"));
+        /* read back: a PD_TOKENIZER_HF that encodes as the original */
+        struct pd_tokenizer *back = pd_tokenizer_from_json(j);
+        PT_CHECK(back && pd_tokenizer_kind(back) == PD_TOKENIZER_HF && pd_tokenizer_vocab_size(back) == pd_tokenizer_vocab_size(t));
+        int32_t *a = NULL, *b = NULL;
+        int64_t na = pd_tokenizer_encode(t, text, len, &a), nb = back ? pd_tokenizer_encode(back, text, len, &b) : -1;
+        PT_CHECK(na > 0 && nb == na && !memcmp(a, b, sizeof *a * (size_t)na));
+        size_t bl = 0;
+        char *dec_text = nb > 0 ? pd_tokenizer_decode(back, b, nb, &bl) : NULL;
+        PT_CHECK(dec_text && bl == len && !memcmp(dec_text, text, len));
+        free(dec_text);
+        free(a);
+        free(b);
+        pd_tokenizer_destroy(back);
+        cJSON_Delete(root);
+        free(j);
+    }
+    /* a Hugging Face tokenizer is written as it was read; no tokenizer: one line */
+    struct pd_tokenizer *l2 = pd_tokenizer_load(fx("llama2.json"));
+    char *j1 = l2 ? pd_tokenizer_to_json(l2) : NULL, *j2 = l2 ? pd_tokenizer_to_hf_json(l2) : NULL;
+    PT_CHECK(j1 && j2 && !strcmp(j1, j2));
+    PT_CHECK(pd_tokenizer_to_hf_json(NULL) == NULL && strstr(pd_last_error(), "tokenizer_to_hf_json: tokenizer is NULL"));
+    PT_CHECK(pd_tokenizer_save_hf(own[0], NULL) == PD_ERR_INVALID);
+    free(j1);
+    free(j2);
+    pd_tokenizer_destroy(l2);
+    for (int k = 0; k < 2; k++) pd_tokenizer_destroy(own[k]);
+    free(text);
 }
 
 /* Features paddlec does not implement: refused, one line, naming them. */
@@ -231,6 +318,7 @@ int main(void)
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - src + 1) : 0, src);
     test_gpt2_mixed();
     test_cases();
+    test_own_to_hf();
     test_unsupported();
     PT_DONE();
 }

@@ -117,6 +117,12 @@ int64_t pd_tokenizer_encode(const struct pd_tokenizer *tok, const void *text, si
  * length, which may include NULs, goes to *len if len is not NULL). An id out
  * of range is an error (NULL). */
 char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len);
+/* Decode n ids that continue a text (what pd_generate made after a prompt):
+ * as pd_tokenizer_decode, but a text's start is not here, so a leading
+ * space is kept (a SentencePiece-style decoder strips one from the start of
+ * a text; "▁fox" after "brown" is " fox"). The result is the concatenation of
+ * the ids' pd_tokenizer_token bytes, what streaming them prints. */
+char *pd_tokenizer_decode_continuation(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len);
 
 /* JSON (format in docs/data.md). to_json returns a malloc'd string;
  * from_json/load validate everything (ids, duplicates, vocab size).
@@ -128,6 +134,19 @@ char *pd_tokenizer_to_json(const struct pd_tokenizer *tok);
 struct pd_tokenizer *pd_tokenizer_from_json(const char *json);
 int pd_tokenizer_save(const struct pd_tokenizer *tok, const char *path);
 struct pd_tokenizer *pd_tokenizer_load(const char *path);
+/* tok as a Hugging Face tokenizer.json (to_hf_json: malloc'd; save_hf: to a
+ * file, atomically), which tokenizers' Tokenizer.from_file, transformers'
+ * PreTrainedTokenizerFast and pd_tokenizer_load read. PD_TOKENIZER_HF: the
+ * text that was read. Byte and BPE tokenizers are converted: byte-level BPE
+ * (GPT-2's byte-to-character map) with the same ids and merges, paddlec's
+ * pre-tokenizer as a Split regex over the mapped bytes (pieces of at most
+ * PD_TOKENIZER_MAX_TOKEN_LEN bytes), a ByteLevel decoder, and the special
+ * tokens as added tokens. encode gives the same ids, except that a
+ * tokenizer.json matches added tokens in the text (paddlec's encode never
+ * emits a special token), and that where two merges spell the same bytes the
+ * file can name one id only (the first). */
+char *pd_tokenizer_to_hf_json(const struct pd_tokenizer *tok);
+int pd_tokenizer_save_hf(const struct pd_tokenizer *tok, const char *path);
 /* GPT-2's original files (openai/gpt-2: encoder.json, a JSON object token ->
  * id, and vocab.bpe, "#version" then one merge "a b" per line): the same
  * tokenizer as Hugging Face's gpt2 tokenizer.json, "<|endoftext|>" included. */

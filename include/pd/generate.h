@@ -72,8 +72,9 @@ struct pd_generation *pd_generate(struct pd_llama *m, const int64_t *const *prom
  * (the same tokens, up to the rounding of a prefill done in pieces) and
  * appends what it generated. max_ctx: positions the cache holds (0: the
  * model's max_seq_len; larger: as pd_generate_config.max_ctx); history +
- * prompt + max_new_tokens must fit it (cfg->max_ctx is not used). The model
- * is borrowed and must outlive the session. */
+ * prompt + max_new_tokens must fit it, and cfg->max_ctx too when that is
+ * set (> 0; a larger one cannot widen the cache). The model is borrowed and
+ * must outlive the session. */
 struct pd_generate_session;
 struct pd_generate_session *pd_generate_session_create(struct pd_llama *m, int max_ctx);
 void pd_generate_session_destroy(struct pd_generate_session *s);

@@ -121,6 +121,12 @@ int pd_file_write(const char *path, const void *data, size_t len);
  * (null). Returns buf; cap of 264 bytes holds any text (less cuts sooner). */
 const char *pd_quote(const char *text, char *buf, size_t cap);
 #define PD_QUOTE_BUF 264
+/* x as the library writes a double in JSON (model configs, training
+ * recipes): the shortest of %.15g, %.16g and %.17g that reads back as x
+ * exactly; "null" when x is not finite. Returns buf, or NULL (with a
+ * message) when buf is NULL or cap < PD_DOUBLE_BUF. */
+const char *pd_format_double(double x, char *buf, size_t cap);
+#define PD_DOUBLE_BUF 32
 
 #ifdef __cplusplus
 }

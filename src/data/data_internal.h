@@ -85,7 +85,7 @@ enum pdi_unorm_form { PDI_UNORM_NONE, PDI_UNORM_NFC, PDI_UNORM_NFD, PDI_UNORM_NF
 unsigned char *pdi_unorm(enum pdi_unorm_form form, const unsigned char *s, size_t n, size_t *out_n);
 /* ---- Hugging Face tokenizers (tokenizer_hf.c, tokenizer_hf_encode.c) ---- */
 /* The HF pipeline of a PD_TOKENIZER_HF tokenizer. */
-enum { PDI_HF_RX_NONE, PDI_HF_RX_GPT2, PDI_HF_RX_LLAMA3 };
+enum { PDI_HF_RX_NONE, PDI_HF_RX_GPT2, PDI_HF_RX_LLAMA3, PDI_HF_RX_PADDLEC };
 struct pdi_hf_added {
     int32_t id;
     unsigned char lstrip, rstrip;

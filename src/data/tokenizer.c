@@ -414,30 +414,43 @@ int64_t pd_tokenizer_encode(const struct pd_tokenizer *tok, const void *text, si
     return out.n;
 }
 
-char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len)
+/* The ids' bytes concatenated; from the start of a text (`start`), less the
+ * space an HF decoder strips there. `fn` names the caller in messages. */
+static char *decode(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len, int start,
+                    const char *fn)
 {
     if (len) *len = 0;
-    if (!tok) return pdi_error(PD_ERR_NULL, "tokenizer_decode: tokenizer is NULL");
-    if (n < 0 || (!ids && n)) return pdi_error(PD_ERR_INVALID, "tokenizer_decode: bad id array (n = %lld)", (long long)n);
+    if (!tok) return pdi_error(PD_ERR_NULL, "%s: tokenizer is NULL", fn);
+    if (n < 0 || (!ids && n)) return pdi_error(PD_ERR_INVALID, "%s: bad id array (n = %lld)", fn, (long long)n);
     size_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= tok->n_tok)
-            return pdi_error(PD_ERR_INVALID, "tokenizer_decode: id %d at position %lld is out of range [0, %d)",
-                             ids[i], (long long)i, tok->n_tok);
+            return pdi_error(PD_ERR_INVALID, "%s: id %d at position %lld is out of range [0, %d)", fn, ids[i],
+                             (long long)i, tok->n_tok);
         total += tok->tok_len[ids[i]];
     }
     char *out = pdi_malloc(total + 1);
-    if (!out) return pdi_error(PD_ERR_NOMEM, "tokenizer_decode: out of memory for %zu bytes", total);
+    if (!out) return pdi_error(PD_ERR_NOMEM, "%s: out of memory for %zu bytes", fn, total);
     size_t k = 0;
     for (int64_t i = 0; i < n; i++) {
         memcpy(out + k, tok->tok[ids[i]], tok->tok_len[ids[i]]);
         k += tok->tok_len[ids[i]];
     }
-    if (tok->hf && tok->hf->strip_space && k && out[0] == ' ') /* the decoder drops the space encode prepended */
+    if (start && tok->hf && tok->hf->strip_space && k && out[0] == ' ') /* the decoder drops the space encode prepended */
         memmove(out, out + 1, --k);
     out[k] = 0;
     if (len) *len = k;
     return out;
+}
+
+char *pd_tokenizer_decode(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len)
+{
+    return decode(tok, ids, n, len, 1, "tokenizer_decode");
+}
+
+char *pd_tokenizer_decode_continuation(const struct pd_tokenizer *tok, const int32_t *ids, int64_t n, size_t *len)
+{
+    return decode(tok, ids, n, len, 0, "tokenizer_decode_continuation");
 }
 
 /* ---- JSON ----------------------------------------------------------------

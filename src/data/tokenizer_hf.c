@@ -168,6 +168,22 @@ static const char *const rx_qwen2 =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
+/* pdi_pretok_end (tokenizer.c) over bytes mapped by byte_map: one
+ * character per byte, so {m,n} count bytes. Classes: newline Ċ č (\n \r);
+ * blank Ġ ĉ ċ Č (space, \t, \v, \f); letters: ASCII ones and the bytes
+ * from 0x80; digits; anything else. Alternatives in the order the function
+ * decides: a newline; a space joining the run of one class after it; a run
+ * of blanks less a last space that joins the word after it; a run of blanks;
+ * a run of one class. */
+#define RX_NL "\u010A\u010D"
+#define RX_WS "\u0120\u0109\u010B\u010C"
+#define RX_L "A-Za-z\u00A1-\u00AC\u00AE-\u00FF\u0122-\u0143"
+#define RX_P "[^" RX_NL RX_WS RX_L "0-9]"
+_Static_assert(PDI_PIECE_MAX == 256, "rx_paddlec spells the piece limit (255 after a space, 256)");
+static const char *const rx_paddlec =
+    "[" RX_NL "]|\u0120(?:[" RX_L "]{1,255}|[0-9]{1,255}|" RX_P "{1,255})|[" RX_WS "]{1,255}(?=\u0120[^" RX_NL RX_WS
+    "])|[" RX_WS "]{1,256}|[" RX_L "]{1,256}|[0-9]{1,256}|" RX_P "{1,256}";
+
 static int read_pretok(struct rd *r, const cJSON *p)
 {
     char qb[PDI_QUOTE_BUF];
@@ -197,7 +213,10 @@ static int read_pretok(struct rd *r, const cJSON *p)
             return fail(r, "pre_tokenizer: Split behavior %s (only \"Isolated\", not inverted) is not supported",
                         qs(beh ? beh : "(none)", qb));
         if (hf->regex) return fail(r, "pre_tokenizer: more than one split pattern");
-        if (!strcmp(rx, rx_gpt2)) hf->regex = PDI_HF_RX_GPT2;
+        if (!strcmp(rx, rx_paddlec)) {   /* paddlec's own pieces, over the mapped bytes (pd_tokenizer_to_hf_json) */
+            if (!hf->byte_level) return fail(r, "pre_tokenizer: paddlec's Split pattern before ByteLevel");
+            hf->regex = PDI_HF_RX_PADDLEC;
+        } else if (!strcmp(rx, rx_gpt2)) hf->regex = PDI_HF_RX_GPT2;
         else if (!strcmp(rx, rx_llama3)) hf->regex = PDI_HF_RX_LLAMA3, hf->max_digits = 3;
         else if (!strcmp(rx, rx_qwen2)) hf->regex = PDI_HF_RX_LLAMA3, hf->max_digits = 1;
         else return fail(r, "pre_tokenizer: Split pattern %s is not one paddlec implements (GPT-2, Llama 3, Qwen 2)",
@@ -718,4 +737,155 @@ struct pd_tokenizer *pd_tokenizer_load_gpt2(const char *encoder_json, const char
     free(bpe);
     if (why) return pdi_error(PD_ERR_INVALID, "tokenizer_load_gpt2: %s %s", qs(which, qb), why);
     return tok;
+}
+
+/* ---- paddlec's own tokenizers as a tokenizer.json -------------------------
+ * (pd_tokenizer_to_hf_json, include/pd/data.h) */
+
+/* The vocabulary string of id: its bytes through byte_map (no NUL inside;
+ * at most 2 bytes of UTF-8 per byte). */
+static char *mapped(const struct pd_tokenizer *tok, const uint32_t byte2cp[256], int32_t id, char *buf)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < tok->tok_len[id]; i++) k += (size_t)utf8_put(byte2cp[tok->tok[id][i]], (unsigned char *)buf + k);
+    buf[k] = 0;
+    return buf;
+}
+
+/* First id with the same bytes as id among those already seen (slots: id + 1,
+ * open addressing over an FNV-1a hash), or id itself after recording it. */
+static int32_t first_same(const struct pd_tokenizer *tok, int32_t *slot, size_t mask, int32_t id)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < tok->tok_len[id]; i++) h = (h ^ tok->tok[id][i]) * 1099511628211ull;
+    for (size_t s = (size_t)h & mask;; s = (s + 1) & mask) {
+        int32_t o = slot[s] - 1;
+        if (o < 0) {
+            slot[s] = id + 1;
+            return id;
+        }
+        if (tok->tok_len[o] == tok->tok_len[id] && !memcmp(tok->tok[o], tok->tok[id], tok->tok_len[id])) return o;
+    }
+}
+
+/* Fills o as a ByteLevel pre-tokenizer or decoder over bytes alone. */
+static int byte_level(cJSON *o)
+{
+    return o && cJSON_AddStringToObject(o, "type", "ByteLevel") && cJSON_AddBoolToObject(o, "add_prefix_space", 0) &&
+           cJSON_AddBoolToObject(o, "trim_offsets", 1) && cJSON_AddBoolToObject(o, "use_regex", 0);
+}
+
+/* The pre-tokenizer: bytes, then paddlec's pieces (bytes alone need none). */
+static int pretok_to_hf(const struct pd_tokenizer *tok, cJSON *pre)
+{
+    if (!tok->n_merges) return byte_level(pre);
+    cJSON *seq = cJSON_AddArrayToObject(pre, "pretokenizers"), *bl = cJSON_CreateObject();
+    if (!seq || !cJSON_AddItemToArray(seq, bl)) {
+        cJSON_Delete(bl);
+        return 0;
+    }
+    cJSON *split = cJSON_CreateObject();
+    if (!cJSON_AddItemToArray(seq, split)) {
+        cJSON_Delete(split);
+        return 0;
+    }
+    cJSON *pat = cJSON_AddObjectToObject(split, "pattern");
+    return cJSON_AddStringToObject(pre, "type", "Sequence") && byte_level(bl) && pat &&
+           cJSON_AddStringToObject(split, "type", "Split") &&
+           cJSON_AddStringToObject(pat, "Regex", rx_paddlec) && cJSON_AddStringToObject(split, "behavior", "Isolated") &&
+           cJSON_AddBoolToObject(split, "invert", 0);
+}
+
+/* The model, pre-tokenizer, decoder and added tokens of a byte or BPE
+ * tokenizer into root. 0, or -1 when out of memory. */
+static int own_to_hf(const struct pd_tokenizer *tok, cJSON *root)
+{
+    uint32_t byte2cp[256];
+    byte_map(byte2cp);
+    int n_model = 256 + tok->n_merges;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n_model) cap *= 2;
+    int32_t *slot = pdi_calloc(cap, sizeof *slot);
+    char *a = pdi_malloc(2 * PDI_PIECE_MAX + 1), *b = pdi_malloc(2 * PDI_PIECE_MAX + 1);
+    cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
+    int ok = slot && a && b && added && cJSON_AddNullToObject(root, "normalizer");
+    cJSON *pre = ok ? cJSON_AddObjectToObject(root, "pre_tokenizer") : NULL;
+    ok = ok && pretok_to_hf(tok, pre) && cJSON_AddNullToObject(root, "post_processor") &&
+         byte_level(cJSON_AddObjectToObject(root, "decoder"));
+    cJSON *model = ok ? cJSON_AddObjectToObject(root, "model") : NULL;
+    ok = model && cJSON_AddStringToObject(model, "type", "BPE") && cJSON_AddNullToObject(model, "dropout") &&
+         cJSON_AddNullToObject(model, "unk_token") && cJSON_AddNullToObject(model, "continuing_subword_prefix") &&
+         cJSON_AddNullToObject(model, "end_of_word_suffix") && cJSON_AddBoolToObject(model, "fuse_unk", 0) &&
+         cJSON_AddBoolToObject(model, "byte_fallback", 0) && cJSON_AddBoolToObject(model, "ignore_merges", 0);
+    cJSON *vocab = ok ? cJSON_AddObjectToObject(model, "vocab") : NULL;
+    cJSON *merges = vocab ? cJSON_AddArrayToObject(model, "merges") : NULL;
+    ok = merges != NULL;
+    for (int32_t id = 0; ok && id < n_model; id++) /* a string two merges spell names the first id */
+        if (first_same(tok, slot, cap - 1, id) == id)
+            ok = cJSON_AddNumberToObject(vocab, mapped(tok, byte2cp, id, a), id) != NULL;
+    for (int r = 0; ok && r < tok->n_merges; r++) {
+        mapped(tok, byte2cp, tok->merges[2 * r], a);
+        mapped(tok, byte2cp, tok->merges[2 * r + 1], b);
+        size_t la = strlen(a);
+        a[la] = ' ';
+        memcpy(a + la + 1, b, strlen(b) + 1);
+        ok = cJSON_AddItemToArray(merges, cJSON_CreateString(a));
+    }
+    for (int32_t id = n_model; ok && id < tok->n_tok; id++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!cJSON_AddItemToArray(added, e)) {
+            cJSON_Delete(e);
+            ok = 0;
+            break;
+        }
+        memcpy(a, tok->tok[id], tok->tok_len[id]); /* a special token's text: at most PDI_PIECE_MAX bytes, no NUL */
+        a[tok->tok_len[id]] = 0;
+        ok = cJSON_AddNumberToObject(e, "id", id) && cJSON_AddStringToObject(e, "content", a) &&
+             cJSON_AddBoolToObject(e, "single_word", 0) && cJSON_AddBoolToObject(e, "lstrip", 0) &&
+             cJSON_AddBoolToObject(e, "rstrip", 0) && cJSON_AddBoolToObject(e, "normalized", 0) &&
+             cJSON_AddBoolToObject(e, "special", 1);
+    }
+    free(b);
+    free(a);
+    free(slot);
+    return ok ? 0 : -1;
+}
+
+char *pd_tokenizer_to_hf_json(const struct pd_tokenizer *tok)
+{
+    if (!tok) return pdi_error(PD_ERR_NULL, "tokenizer_to_hf_json: tokenizer is NULL");
+    if (tok->hf) {
+        char *s = pdi_strdup(tok->hf->json);
+        return s ? s : pdi_error(PD_ERR_NOMEM, "tokenizer_to_hf_json: out of memory");
+    }
+    for (int id = tok->n_tok - tok->n_special; id < tok->n_tok; id++)
+        if (memchr(tok->tok[id], 0, tok->tok_len[id]))
+            return pdi_error(PD_ERR_INVALID, "tokenizer_to_hf_json: special token %d contains a NUL byte", id);
+    cJSON *root = cJSON_CreateObject();
+    char *s = NULL;
+    if (root && cJSON_AddStringToObject(root, "version", "1.0") && cJSON_AddNullToObject(root, "truncation") &&
+        cJSON_AddNullToObject(root, "padding") && !own_to_hf(tok, root))
+        s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!s) return pdi_error(PD_ERR_NOMEM, "tokenizer_to_hf_json: out of memory");
+    char *out = pdi_strdup(s); /* the library's allocator, freed with free() like every string it returns */
+    cJSON_free(s);
+    return out ? out : pdi_error(PD_ERR_NOMEM, "tokenizer_to_hf_json: out of memory");
+}
+
+int pd_tokenizer_save_hf(const struct pd_tokenizer *tok, const char *path)
+{
+    if (!path) return pdi_errorf(PD_ERR_INVALID, "tokenizer_save_hf: path is NULL");
+    char *s = pd_tokenizer_to_hf_json(tok);
+    if (!s) return pd_last_status();
+    size_t n = strlen(s);
+    char *t = pdi_realloc(s, n + 2);
+    if (!t) {
+        free(s);
+        return pdi_errorf(PD_ERR_NOMEM, "tokenizer_save_hf: out of memory");
+    }
+    t[n] = '\n';
+    int st = pdi_file_write_atomic(path, t, n + 1, "tokenizer_save_hf");
+    free(t);
+    return st;
 }

@@ -355,6 +355,7 @@ static int pieces_bytes(const struct pd_tokenizer *tok, struct work *w, const un
     for (size_t i = 0; i < n && !rc;) {
         size_t e = hf->regex == PDI_HF_RX_GPT2     ? end_gpt2(s, n, i)
                    : hf->regex == PDI_HF_RX_LLAMA3 ? end_llama3(s, n, i, hf->max_digits)
+                   : hf->regex == PDI_HF_RX_PADDLEC ? pdi_pretok_end(s, n, i)
                                                    : n;
         rc = piece_bytes(tok, w, s + i, e - i, out);
         i = e;

@@ -233,41 +233,57 @@ static int sample_rows(struct pd_generation *g, const struct pd_generate_config 
     return all_done;
 }
 
-/* Prompt + max_new must fit max_ctx, or the model's max_seq_len when it is 0. */
-static int check_room(const struct pd_llama_config *mc, int prompt, int max_new, int max_ctx)
+/* The checks pd_generate and a session's turn share. */
+
+/* what (a prompt, or a session's history and prompt: `len` tokens) +
+ * max_new must fit max_ctx, or the model's max_seq_len when it is 0. */
+static int check_room(const struct pd_llama_config *mc, const char *what, int len, int max_new, int max_ctx)
 {
-    if ((int64_t)prompt + max_new <= (max_ctx > 0 ? max_ctx : mc->max_seq_len)) return PD_OK;
+    if ((int64_t)len + max_new <= (max_ctx > 0 ? max_ctx : mc->max_seq_len)) return PD_OK;
     if (max_ctx > 0)
-        return pdi_errorf(PD_ERR_INVALID, "generate: prompt (%d tokens) + max_new_tokens (%d) exceeds max_ctx (%d)",
-                          prompt, max_new, max_ctx);
-    return pdi_errorf(PD_ERR_INVALID,
-                      "generate: prompt (%d tokens) + max_new_tokens (%d) exceeds the model's max_seq_len (%d)", prompt,
-                      max_new, mc->max_seq_len);
+        return pdi_errorf(PD_ERR_INVALID, "generate: %s (%d tokens) + max_new_tokens (%d) exceeds max_ctx (%d)", what,
+                          len, max_new, max_ctx);
+    return pdi_errorf(PD_ERR_INVALID, "generate: %s (%d tokens) + max_new_tokens (%d) exceeds the model's max_seq_len (%d)",
+                      what, len, max_new, mc->max_seq_len);
+}
+
+/* The model and the config (its ranges, a pad_id in the vocabulary). */
+static int check_setup(struct pd_llama *m, const struct pd_generate_config *cfg)
+{
+    if (!m) return pdi_errorf(PD_ERR_INVALID, "generate: model is NULL");
+    if (pd_generate_config_validate(cfg)) return PD_ERR_INVALID;
+    int64_t v = pd_llama_get_config(m)->vocab_size;
+    if (cfg->pad_id < 0 || cfg->pad_id >= v)
+        return pdi_errorf(PD_ERR_INVALID, "generate: pad_id %lld outside the vocabulary [0, %lld)",
+                          (long long)cfg->pad_id, (long long)v);
+    return PD_OK;
+}
+
+/* Prompt `row`'s n ids, each in the vocabulary [0, v). */
+static int check_tokens(const int64_t *p, int n, int64_t v, int row)
+{
+    for (int i = 0; i < n; i++)
+        if (p[i] < 0 || p[i] >= v)
+            return pdi_errorf(PD_ERR_INVALID, "generate: prompt %d token %d = %lld outside the vocabulary [0, %lld)", row,
+                              i, (long long)p[i], (long long)v);
+    return PD_OK;
 }
 
 static int check_inputs(struct pd_llama *m, const int64_t *const *prompts, const int *lens, int rows,
                         const struct pd_generate_config *cfg, int *max_len)
 {
-    if (!m) return pdi_errorf(PD_ERR_INVALID, "generate: model is NULL");
-    if (pd_generate_config_validate(cfg)) return PD_ERR_INVALID;
+    if (check_setup(m, cfg)) return PD_ERR_INVALID;
     if (rows <= 0 || !prompts || !lens)
         return pdi_errorf(PD_ERR_INVALID, "generate: need at least one prompt (got %d)", rows);
     const struct pd_llama_config *mc = pd_llama_get_config(m);
-    int64_t v = mc->vocab_size;
-    if (cfg->pad_id < 0 || cfg->pad_id >= v)
-        return pdi_errorf(PD_ERR_INVALID, "generate: pad_id %lld outside the vocabulary [0, %lld)",
-                          (long long)cfg->pad_id, (long long)v);
     *max_len = 0;
     for (int b = 0; b < rows; b++) {
         if (!prompts[b] || lens[b] < 1)
             return pdi_errorf(PD_ERR_INVALID, "generate: prompt %d is empty (a prompt needs at least one token)", b);
-        for (int i = 0; i < lens[b]; i++)
-            if (prompts[b][i] < 0 || prompts[b][i] >= v)
-                return pdi_errorf(PD_ERR_INVALID, "generate: prompt %d token %d = %lld outside the vocabulary [0, %lld)",
-                                  b, i, (long long)prompts[b][i], (long long)v);
+        if (check_tokens(prompts[b], lens[b], mc->vocab_size, b)) return PD_ERR_INVALID;
         if (lens[b] > *max_len) *max_len = lens[b];
     }
-    return check_room(mc, *max_len, cfg->max_new_tokens, cfg->max_ctx);
+    return check_room(mc, "prompt", *max_len, cfg->max_new_tokens, cfg->max_ctx);
 }
 
 /* Decoding with a KV cache that already holds pd_kv_cache_len(cache)
@@ -466,20 +482,16 @@ struct pd_generation *pd_generate_session_next(struct pd_generate_session *s, co
                                                const struct pd_generate_config *cfg, struct pd_generator *rng)
 {
     if (!s) return pdi_error(PD_ERR_NULL, "generate session: session is NULL");
-    if (pd_generate_config_validate(cfg)) return NULL;
-    const struct pd_llama_config *mc = pd_llama_get_config(s->m);
+    if (check_setup(s->m, cfg)) return NULL;
     if (n < 0 || (n > 0 && !ids))
         return pdi_error(PD_ERR_INVALID, "generate session: need n >= 0 prompt ids (got %d%s)", n, ids ? "" : ", NULL");
     if (s->len + n < 1)
         return pdi_error(PD_ERR_INVALID, "generate session: the first turn's prompt is empty (it needs a token)");
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= mc->vocab_size)
-            return pdi_error(PD_ERR_INVALID, "generate session: prompt token %d = %lld outside the vocabulary [0, %d)", i,
-                             (long long)ids[i], mc->vocab_size);
-    if ((int64_t)s->len + n + cfg->max_new_tokens > s->max_ctx)
-        return pdi_error(PD_ERR_INVALID,
-                         "generate session: history (%d tokens) + prompt (%d) + max_new_tokens (%d) exceeds max_ctx (%d)",
-                         s->len, n, cfg->max_new_tokens, s->max_ctx);
+    /* the turn fits cfg->max_ctx when it is set, and the cache (the session's max_ctx) always */
+    int limit = cfg->max_ctx > 0 && cfg->max_ctx < s->max_ctx ? cfg->max_ctx : s->max_ctx;
+    if (check_tokens(ids, n, pd_llama_get_config(s->m)->vocab_size, 0) ||
+        check_room(pd_llama_get_config(s->m), "history + prompt", s->len + n, cfg->max_new_tokens, limit))
+        return NULL;
     int old = s->len, len = s->len + n, in_cache = pd_kv_cache_len(s->cache);
     if (n) memcpy(s->hist + old, ids, sizeof *ids * (size_t)n);
     const int64_t *hist = s->hist;

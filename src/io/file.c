@@ -9,8 +9,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,6 +82,18 @@ const char *pdi_quote(const char *s, char *buf, size_t cap) { return pdi_quote_n
 const char *pd_quote(const char *text, char *buf, size_t cap) { return pdi_quote(text, buf, cap); }
 
 /* ---- JSON ------------------------------------------------------------------ */
+
+const char *pd_format_double(double x, char *buf, size_t cap)
+{
+    if (!buf || cap < PD_DOUBLE_BUF)
+        return pdi_error(PD_ERR_INVALID, "format_double: a buffer of %d bytes is needed", PD_DOUBLE_BUF);
+    if (!isfinite(x)) return strcpy(buf, "null");
+    for (int p = 15; p <= 17; p++) { /* %.17g always reads back */
+        snprintf(buf, cap, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    return buf;
+}
 
 static pthread_mutex_t json_mu = PTHREAD_MUTEX_INITIALIZER;
 

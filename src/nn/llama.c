@@ -126,13 +126,8 @@ static const struct field {
  * refuses it on the way back). */
 cJSON *pdi_json_double(double x)
 {
-    if (!isfinite(x)) return cJSON_CreateNull();
-    char b[40];
-    for (int p = 15; p <= 17; p++) {
-        snprintf(b, sizeof b, "%.*g", p, x);
-        if (strtod(b, NULL) == x) break;
-    }
-    return cJSON_CreateRaw(b);
+    char b[PD_DOUBLE_BUF];
+    return isfinite(x) ? cJSON_CreateRaw(pd_format_double(x, b, sizeof b)) : cJSON_CreateNull();
 }
 
 char *pd_llama_config_to_json(const struct pd_llama_config *cfg)

@@ -75,10 +75,7 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     if (!is_int_dtype(t->dtype))
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: target must hold integer class indices, got %s",
                           pd_dtype_name(t->dtype));
-    int64_t red = c->a.nll_loss.reduction;
-    if (red < 0 || red >= PD_REDUCTION_COUNT)
-        return pdi_errorf(PD_ERR_INVALID, "nll_loss: reduction %lld is not none (0), mean (1) or sum (2)",
-                          (long long)red);
+    int64_t red = c->a.nll_loss.reduction;   /* in [0, 2]: the attribute range, checked at dispatch */
     int rc = check_class_target("nll_loss", lp, t);
     if (rc) return rc;
     if (has_weight) {

@@ -670,6 +670,9 @@ static int w_tok_n(int i, int *m, struct pd_tensor **out)
     case 21: { struct pd_tensor *x, *y; rc = pd_dataset_iter_next(NULL, &x, &y); break; }
     case 22: { struct pd_tokenizer *p = pd_tokenizer_load_gpt2(NULL, "vocab.bpe"); rc = p ? 0 : -1; pd_tokenizer_destroy(p); break; }
     case 23: { struct pd_tokenizer *p = pd_tokenizer_load_gpt2("encoder.json", NULL); rc = p ? 0 : -1; pd_tokenizer_destroy(p); break; }
+    case 24: { char *s = pd_tokenizer_decode_continuation(NULL, one, 2, &len); rc = s ? 0 : -1; free(s); break; }
+    case 25: { char *s = pd_tokenizer_to_hf_json(NULL); rc = s ? 0 : -1; free(s); break; }
+    case 26: rc = pd_tokenizer_save_hf(t, NULL); break;
     default: *m = 0; pd_tokenizer_destroy(NULL); pd_text_dataset_destroy(NULL); pd_dataset_iter_destroy(NULL);
         pd_dataset_iter_reset(NULL);
         rc = pd_tokenizer_vocab_size(NULL) > 0 || pd_tokenizer_n_merges(NULL) > 0 || pd_text_dataset_vocab_size(NULL) > 0 ||
@@ -945,6 +948,8 @@ static int w_io_n(int i, int *m, struct pd_tensor **out)
     case 11: *m = 0; rc = pd_quote(NULL, buf, sizeof buf) ? 0 : -1; break;
     case 12: *m = 0; rc = pd_quote("abc", NULL, 0) ? 0 : -1; break;
     case 13: *m = 0; rc = pd_safetensors_dtype_name((enum pd_dtype)-1) ? -1 : 0; pd_safetensors_info_destroy(NULL); break;
+    case 14: rc = pd_format_double(0.1, NULL, 64) ? 0 : -1; break;
+    case 15: rc = pd_format_double(0.1, buf, sizeof buf) ? 0 : -1; break; /* 16 bytes: too small */
     default: rc = pd_state_dict_load(sd, sd, 1, NULL, 64); *m = 0; break;
     }
     pd_state_dict_destroy(sd);
@@ -981,14 +986,14 @@ static const struct sw_wrap wraps[] = {
     {"pd_lr_schedule_at/validate(v)", INT, 0, w_sched_i},
     {"pd_grad_scaler_*(NULL)", NUL, 12, w_scaler_n}, {"pd_grad_scaler_config field v", DBL, 0, w_scaler_cfg_d},
     {"pd_grad_scaler_scale(loss v)", DBL, 0, w_scaler_scale_d},
-    {"pd_tokenizer_*/dataset_*(NULL)", NUL, 25, w_tok_n}, {"pd_tokenizer_token/decode/merge(id v)", INT, 0, w_tok_i},
+    {"pd_tokenizer_*/dataset_*(NULL)", NUL, 28, w_tok_n}, {"pd_tokenizer_token/decode/merge(id v)", INT, 0, w_tok_i},
     {"pd_tokenizer_encode(len v)", INT, 0, w_tok_encode_i}, {"pd_tokenizer_from_json(bad)", NUL, 11, w_tok_json},
     {"pd_text_dataset_*/dataset_iter(v)", INT, 0, w_ds_i}, {"pd_text_dataset_from_memory(val v)", DBL, 0, w_ds_d},
     {"pd_arith_task_*(i v)", INT, 0, w_arith_i}, {"pd_arith_*(NULL)", NUL, 7, w_arith_n},
     {"pd_arith_format(extremes, v)", INT, 0, w_arith_fmt_i},
     {"pd_generate_config/sample_logits(v)", DBL, 0, w_gen_cfg_d}, {"pd_generate/sample_logits(NULL)", NUL, 10, w_generate_n},
     {"pd_generate(rows/len/max/top_k/stops v)", INT, 0, w_generate_i},
-    {"pd_autocast_*(v)", INT, 0, w_autocast_i}, {"pd_safetensors/state_dict_*file/pd_file_*(NULL)", NUL, 15, w_io_n},
+    {"pd_autocast_*(v)", INT, 0, w_autocast_i}, {"pd_safetensors/state_dict_*file/pd_file_*(NULL)", NUL, 17, w_io_n},
 };
 #define N_WRAP ((int)(sizeof wraps / sizeof wraps[0]))
 

@@ -134,7 +134,15 @@ void cli_metrics_write(FILE *f, const char *json_object);   /* one line, flushed
 
 /* Text helpers for tokenizers: encode a C string to int64 ids (malloc'd). */
 int64_t *cli_encode(const struct pd_tokenizer *tok, const char *text, int *n);
-char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n);   /* malloc'd */
+/* Generated ids as text (malloc'd): they continue a prompt, so a leading
+ * space is kept (pd_tokenizer_decode_continuation), as streaming prints them. */
+char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n);
+/* ids (malloc'd, n of them) with the tokenizer's BOS put first, as
+ * transformers encodes a text, when its tokenizer.json's post-processor names
+ * one (pd_tokenizer_bos_id) and ids do not start with it already; *n then
+ * grows by one. Returns ids, reallocated. For generate's first prompt and
+ * each window eval scores. */
+int64_t *cli_with_bos(const struct pd_tokenizer *tok, int64_t *ids, int *n);
 /* A regular file of at most max bytes, malloc'd and NUL-terminated. */
 char *cli_read_file(const char *path, size_t max, size_t *len);
 #define CLI_MAX_CONFIG (1 << 20)          /* --config files (JSON) */
@@ -156,6 +164,9 @@ struct cli_model {
  * exits with one line on any problem. The members are held (cli_model_free
  * or cli_free_all frees them). */
 void cli_model_load(struct cli_model *cm, const char *path);
+/* The same from a checkpoint already read (ck is borrowed; path names it in
+ * messages). */
+void cli_model_from(struct cli_model *cm, const struct pd_state_dict *ck, const char *path);
 void cli_model_free(struct cli_model *cm);
 
 /* --pack-documents (train.c): each token's decoded text, to find document
@@ -211,7 +222,10 @@ int64_t cli_metrics_truncate(const char *path, int64_t step);
 
 /* Validation of m over up to max_batches batches of the val split: the loss
  * (as cli_val_loss) and, when tok is given, bits per byte: the summed nats of
- * the scored targets / ln 2 / the bytes those targets decode to. Status. */
+ * the scored targets / ln 2 / the bytes those targets decode to. When tok
+ * names a BOS (cli_with_bos), each window of unpacked text starts with it:
+ * the model reads BOS and the window's first T - 1 tokens and is scored on
+ * all T, as transformers scores a text it encoded. Status. */
 struct cli_val {
     double loss, bpb;
     int64_t tokens, bytes;   /* scored targets and their bytes */
@@ -236,8 +250,10 @@ struct pd_tokenizer *cli_hf_tokenizer(const char *dir, int vocab);
 void cli_model_load_hf(struct cli_model *cm, const char *dir);
 /* A config JSON object with train's option names (opts): nn's config keys
  * mapped to them, and an object with "hidden_size" read as a Hugging Face
- * config.json. The text is malloc'd and held. */
-char *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what);
+ * config.json (pd_llama_config_from_hf reads that text: the CLI parses it
+ * once for its own keys, the library once for the model). The object is
+ * held. */
+struct cJSON *cli_config_canonical(const char *json, const struct cli_opt *opts, const char *what);
 /* train.c: the model (and batch, if the file has one) of a `train --config`
  * file, for bench --config. */
 void cli_config_model(const char *path, struct pd_llama_config *mc, int *batch);

@@ -178,17 +178,7 @@ static void report(int tokens, double dt, int turns)
 static int64_t *encode_prompt(const struct pd_tokenizer *tok, const char *text, int *n, int first)
 {
     int64_t *ids = cli_encode(tok, text, n);
-    int bos = first ? pd_tokenizer_bos_id(tok) : -1;
-    if (bos < 0 || (*n > 0 && ids[0] == bos)) return ids;
-    int64_t *w = realloc(ids, sizeof *ids * (size_t)(*n + 1));
-    if (!w) {
-        free(ids);
-        cli_fail(CLI_EXIT_FAIL, "out of memory");
-    }
-    memmove(w + 1, w, sizeof *w * (size_t)*n);
-    w[0] = bos;
-    (*n)++;
-    return w;
+    return first ? cli_with_bos(tok, ids, n) : ids;
 }
 
 int gen_once(struct gen_run *r)

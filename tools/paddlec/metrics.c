@@ -19,6 +19,36 @@ static struct pd_tensor *val_loss_of(struct pd_llama *m, struct pd_tensor *x, st
     return pack ? pd_llama_loss_packed(m, x, y, cli_packer_doc_ids(pack, x)) : pd_llama_loss(m, x, y);
 }
 
+/* The window x -> y of T tokens as the model reads a text that starts with
+ * BOS (cli_with_bos): inputs BOS and x's first T - 1 ids, targets x (held
+ * tensors in the current scope). Rows that start with BOS already stay. */
+static void with_bos(const struct pd_tokenizer *tok, struct pd_tensor **x, struct pd_tensor **y)
+{
+    int64_t b = pd_tensor_dim(*x, 0), T = pd_tensor_dim(*x, 1);
+    int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)(b * T)), free);
+    int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(b * T)), free);
+    if (!xs || !ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    if (pd_to_buffer(*x, xs, PD_I64) || pd_to_buffer(*y, ys, PD_I64)) cli_fail_pd("cannot read a validation window");
+    for (int64_t r = 0; r < b; r++) {
+        int n = (int)T;
+        int64_t *row = malloc(sizeof *row * (size_t)T);
+        if (!row) cli_fail(CLI_EXIT_FAIL, "out of memory");
+        memcpy(row, xs + r * T, sizeof *row * (size_t)T);
+        row = cli_with_bos(tok, row, &n);
+        if (n > T) { /* BOS put first: the targets are the window's own ids */
+            memcpy(ys + r * T, xs + r * T, sizeof *ys * (size_t)T);
+            memcpy(xs + r * T, row, sizeof *xs * (size_t)T);
+        }
+        free(row);
+    }
+    int64_t shape[2] = {b, T};
+    *x = pd_from_buffer(xs, shape, 2, PD_I64);
+    *y = pd_from_buffer(ys, shape, 2, PD_I64);
+    if (!*x || !*y) cli_fail_pd("cannot make a validation window");
+    cli_free(ys);
+    cli_free(xs);
+}
+
 /* Bytes of each token id's text (held). */
 static int64_t *token_bytes(const struct pd_tokenizer *tok, int *n)
 {
@@ -40,7 +70,7 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
     out->tokens = out->bytes = 0;
     struct pd_dataset_iter *it = cli_hold(pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len), cli_dtor_dataset_iter);
     if (!it) return pd_last_status();
-    int nv = 0;
+    int nv = 0, bos = tok && pd_tokenizer_bos_id(tok) >= 0;
     int64_t *tb = tok ? token_bytes(tok, &nv) : NULL;
     int64_t *ys = tb ? cli_hold(malloc(sizeof *ys * (size_t)batch * (size_t)seq_len), free) : NULL;
     if (tb && !ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
@@ -54,6 +84,7 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
         struct pd_tensor *x = NULL, *y = NULL;
         int b = pd_dataset_iter_next(it, &x, &y);
         if (b > 0 && answer_only) y = cli_answer_targets(x, y);
+        if (b > 0 && bos && !pack) with_bos(tok, &x, &y);
         struct pd_tensor *l = b <= 0 ? NULL : val_loss_of(m, x, y, pack);
         double lv = l ? pd_item(l) : NAN;
         int64_t counted = 0, bytes = 0;

@@ -281,12 +281,10 @@ int cmd_export(int argc, char **argv)
               pos, 2, &npos);
     if (npos != 2) cli_fail(CLI_EXIT_USAGE, "expected IN and OUT (see --help)");
     const char *in = cli_run_resolve(pos[0]);
-    struct cli_model cm;
-    cli_model_load(&cm, in);   /* checks the model as generate reads it: config, tokenizer, every tensor */
     struct pd_state_dict *ck = cli_hold(pd_safetensors_load(in), cli_dtor_state_dict);
     if (!ck) cli_fail_pd("cannot load checkpoint");
-    if (!pd_state_dict_get_meta(ck, "paddlec.model_config"))
-        cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", cli_q(in));
+    struct cli_model cm;   /* read once; checked as generate reads it: config, tokenizer, every tensor */
+    cli_model_from(&cm, ck, in);
     struct pd_state_dict *m = cli_hold(pd_state_dict_create(), cli_dtor_state_dict);
     if (!m) cli_fail_pd("export");
     int64_t numel = 0;

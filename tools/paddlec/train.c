@@ -204,17 +204,6 @@ static void opt_text(const struct cli_opt *o, char *buf, size_t n)
 /* x as a JSON number that reads back bit-identical: the shortest of 15, 16
  * and 17 significant digits that does (cJSON's printer can stop at 15 digits
  * that are close but not equal, e.g. 0.1 + 0.2). Options are finite. */
-static cJSON *json_double(double x)
-{
-    char b[40];
-    if (!isfinite(x)) return cJSON_CreateNull();
-    for (int p = 15; p <= 17; p++) {
-        snprintf(b, sizeof b, "%.*g", p, x);
-        if (strtod(b, NULL) == x) break;
-    }
-    return cJSON_CreateRaw(b);
-}
-
 static char *recipe_to_json(struct cli_opt *opts)
 {
     cJSON *j = cJSON_CreateObject();
@@ -230,7 +219,11 @@ static char *recipe_to_json(struct cli_opt *opts)
             cJSON_AddStringToObject(j, o->name, b);
             break;
         }
-        case CLI_DOUBLE: cJSON_AddItemToObject(j, o->name, json_double(*(double *)o->dst)); break;
+        case CLI_DOUBLE: { /* the library's form: round trips exactly, "null" if not finite */
+            char b[PD_DOUBLE_BUF];
+            cJSON_AddItemToObject(j, o->name, cJSON_CreateRaw(pd_format_double(*(double *)o->dst, b, sizeof b)));
+            break;
+        }
         case CLI_STR:
             if (*(const char **)o->dst) cJSON_AddStringToObject(j, o->name, *(const char **)o->dst);
             break;
@@ -244,9 +237,7 @@ static char *recipe_to_json(struct cli_opt *opts)
 /* Applies a JSON object of options; the strings stay owned by *keep. */
 static void recipe_apply_json(struct cli_opt *opts, const char *json, const char *what, cJSON **keep)
 {
-    json = cli_config_canonical(json, opts, what);   /* held; aliases and HF keys mapped (hf.c) */
-    cJSON *j = cli_hold(cJSON_Parse(json), cli_dtor_json);
-    if (!j || !cJSON_IsObject(j)) cli_fail(CLI_EXIT_USAGE, "%s: not a JSON object", cli_q(what));
+    cJSON *j = cli_config_canonical(json, opts, what);   /* held; aliases and HF keys mapped (hf.c) */
     char err[256], num[64];
     for (cJSON *e = j->child; e; e = e->next) {
         struct cli_opt *o = cli_find(opts, e->string);
@@ -424,9 +415,15 @@ static int64_t ckpt_step(const char *st, const char *path)
 
 void cli_model_load(struct cli_model *cm, const char *path)
 {
-    memset(cm, 0, sizeof *cm);
     struct pd_state_dict *ck = cli_hold(pd_safetensors_load(path), cli_dtor_state_dict);
     if (!ck) cli_fail_pd("cannot load checkpoint");
+    cli_model_from(cm, ck, path);
+    cli_free(ck);
+}
+
+void cli_model_from(struct cli_model *cm, const struct pd_state_dict *ck, const char *path)
+{
+    memset(cm, 0, sizeof *cm);
     const char *mj = pd_state_dict_get_meta(ck, "paddlec.model_config");
     if (!mj) cli_fail(CLI_EXIT_FAIL, "%s: not a paddlec checkpoint (no paddlec.model_config metadata)", cli_q(path));
     if (pd_llama_config_from_json(&cm->cfg, mj)) cli_fail_pd("%s: bad model config in the checkpoint", cli_q(path));
@@ -443,7 +440,6 @@ void cli_model_load(struct cli_model *cm, const char *path)
     cm->step = st ? ckpt_step(st, path) : 0;
     cm->train_json = cli_hold(rj ? strdup(rj) : NULL, free);
     if (rj && !cm->train_json) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    cli_free(ck);
 }
 
 void cli_model_free(struct cli_model *cm)

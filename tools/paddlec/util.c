@@ -411,10 +411,25 @@ char *cli_decode(const struct pd_tokenizer *tok, const int64_t *ids, int n)
     int k = 0, v = pd_tokenizer_vocab_size(tok);
     for (int i = 0; i < n; i++)
         if (ids[i] < v) ids32[k++] = (int32_t)ids[i];
-    char *s = pd_tokenizer_decode(tok, ids32, k, NULL);
+    char *s = pd_tokenizer_decode_continuation(tok, ids32, k, NULL);
     free(ids32);
     if (!s) cli_fail_pd("cannot decode the generated tokens");
     return s;
+}
+
+int64_t *cli_with_bos(const struct pd_tokenizer *tok, int64_t *ids, int *n)
+{
+    int bos = pd_tokenizer_bos_id(tok);
+    if (bos < 0 || (*n > 0 && ids[0] == bos)) return ids;
+    int64_t *w = realloc(ids, sizeof *ids * (size_t)(*n + 1));
+    if (!w) {
+        free(ids);
+        cli_fail(CLI_EXIT_FAIL, "out of memory");
+    }
+    memmove(w + 1, w, sizeof *w * (size_t)*n);
+    w[0] = bos;
+    (*n)++;
+    return w;
 }
 
 char *cli_read_file(const char *path, size_t max, size_t *len)

@@ -21,6 +21,21 @@ model.safetensors.index.json), generation_config.json. The cases:
   tied-bf16            bf16, tied, and the file still carries lm_head.weight (as
                        some exports do: the loader must ignore it)
 
+  llama2-sp            f32, tied, vocabulary 1456 with tests/fixtures/tokenizer/llama2.json
+                       (the Llama 2 style: SentencePiece BPE with byte fallback, a
+                       TemplateProcessing that puts <s> first, a Strip decoder), trained
+                       here on this script's text so that it continues words; no
+                       expected.safetensors, but
+                       generate.txt: what `paddlec generate --hf DIR --prompt "The quick
+                       brown" --max-new 12` must print (the continuation begins with a
+                       "▁" token, whose space decoding the continuation alone drops), and
+                       eval.txt: the loss `paddlec eval --hf DIR --data DIR/eval_text.txt
+                       --seq-len 16 --batch 4` must print: eval_text.txt is one line, so
+                       its validation split is its last 5% of tokens, scored in windows of
+                       16 that each start with <s> (transformers' float64 forward)
+
+    hf_llama_fixture.py OUT_DIR llama2-sp   writes that case only
+
 Next to them, expected.safetensors holds the reference, computed by transformers
 in float64 from the stored (rounded) weights:
 
@@ -189,6 +204,74 @@ def make_case(root, name, over, dtype, shard, lm_head_in_file, with_tokenizer, i
               metadata={"adamw": json.dumps(ADAMW, separators=(",", ":")), "margin": "%.6g" % margin})
 
 
+LLAMA2_EVAL = "Pack my box with five dozen liquor jugs and the quick brown fox jumps over the lazy dog. " * 60
+
+
+def make_llama2_case(root):
+    """The Llama 2 style case (see the docstring): tokenizer, training, generate.txt, eval.txt."""
+    from tokenizers import Tokenizer
+    d = os.path.join(root, "llama2-sp")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.remove(os.path.join(d, f))
+    here = os.path.dirname(os.path.abspath(__file__))
+    tok_path = os.path.join(here, "..", "..", "tests", "fixtures", "tokenizer", "llama2.json")
+    tok = Tokenizer.from_file(tok_path)
+    g = torch.Generator().manual_seed(SEED + 100)
+    cfg = LlamaConfig(**dict(BASE, vocab_size=tok.get_vocab_size(), tie_word_embeddings=True),
+                      attn_implementation="eager")
+    bos = cfg.bos_token_id
+    assert tok.token_to_id("<s>") == bos
+    model = LlamaForCausalLM(cfg)
+    init_weights(model, g)
+    # train on windows of the text that start with <s>, as Llama 2 saw its documents
+    stream = torch.tensor(tok.encode(TEXT, add_special_tokens=False).ids)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for step in range(400):
+        starts = torch.randint(0, len(stream) - 32, (16,), generator=g)
+        x = torch.stack([torch.cat([torch.tensor([bos]), stream[s:s + 31]]) for s in starts.tolist()])
+        y = torch.stack([stream[s:s + 32] for s in starts.tolist()])
+        loss = loss_of(model(x).logits, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print("llama2-sp: trained 400 steps, last loss %.4f" % loss.item())
+    model.eval()
+    model.save_pretrained(d)
+    with open(tok_path, "rb") as f, open(os.path.join(d, "tokenizer.json"), "wb") as o:
+        o.write(f.read())
+
+    ref = LlamaForCausalLM.from_pretrained(d, dtype=torch.float64, attn_implementation="eager").eval()
+    prompt = tok.encode(GEN_PROMPT).ids   # the post-processor puts <s> first
+    assert prompt[0] == bos
+    seq, margin = greedy_decode(ref, torch.tensor([prompt]), 12)
+    gen = seq[0, len(prompt):].tolist()
+    first = tok.id_to_token(gen[0])
+    text = tok.decode(seq[0].tolist(), skip_special_tokens=True)
+    assert first.startswith("\u2581") and text.startswith(GEN_PROMPT + " "), (first, text)
+    with open(os.path.join(d, "generate.txt"), "w", encoding="utf-8", newline="") as f:
+        f.write(text + "\n")
+    print("  generate --hf: %r (first token %r; decoded alone: %r), smallest top-1 margin %.3g"
+          % (text, first, tok.decode(gen), margin))
+
+    with open(os.path.join(d, "eval_text.txt"), "w", encoding="utf-8", newline="") as f:
+        f.write(LLAMA2_EVAL)
+    ids = tok.encode(LLAMA2_EVAL, add_special_tokens=False).ids
+    val = ids[len(ids) - int(math.floor(len(ids) * 0.05)):]
+    T = 16
+    nw = (len(val) - 1) // T
+    x = torch.tensor([[bos] + val[k * T:k * T + T - 1] for k in range(nw)])
+    y = torch.tensor([val[k * T:k * T + T] for k in range(nw)])
+    with torch.no_grad():
+        ev = loss_of(ref(x).logits, y).item()
+        plain = loss_of(ref(torch.tensor([val[k * T:k * T + T] for k in range(nw)])).logits,
+                        torch.tensor([val[k * T + 1:k * T + T + 1] for k in range(nw)])).item()
+    with open(os.path.join(d, "eval.txt"), "w") as f:
+        f.write("%.6f\n" % ev)
+    print("  eval: %d val tokens, %d windows: loss %.6f with <s> first (%.6f without)" % (len(val), nw, ev, plain))
+
+
 def check_export(path):
     """A directory written by `paddlec export-hf` / pd_llama_save_hf: transformers
     loads it and the logits of a fixed batch are printed (a manual check)."""
@@ -201,13 +284,15 @@ def check_export(path):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--check-export":
         return check_export(sys.argv[2])
-    if len(sys.argv) != 2:
-        sys.exit("usage: hf_llama_fixture.py OUT_DIR   (e.g. tests/fixtures/hf)\n"
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "llama2-sp"):
+        sys.exit("usage: hf_llama_fixture.py OUT_DIR [llama2-sp]   (e.g. tests/fixtures/hf)\n"
                  "       hf_llama_fixture.py --check-export DIR")
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    for i, case in enumerate(CASES):
-        make_case(sys.argv[1], *case, i)
+    if len(sys.argv) == 2:
+        for i, case in enumerate(CASES):
+            make_case(sys.argv[1], *case, i)
+    make_llama2_case(sys.argv[1])
 
 
 if __name__ == "__main__":
