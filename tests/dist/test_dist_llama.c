@@ -168,6 +168,79 @@ static void flashmask_split(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+/* Communication volume of one training step (forward, then backward),
+ * counted by pd_comm_stats (bytes this rank sent; an all-gather sends its
+ * piece, an all-reduce and a reduce-scatter their whole buffer), against
+ * the formulas of docs/distributed.md "Communication per step" for n = 2:
+ *   DP: forward  one all-reduce of 4 bytes (the loss's count of targets);
+ *       backward every gradient but the embedding's all-reduced, 4 (P - V D)
+ *       bytes, plus the 4 bytes of the count; the embedding's gradient is
+ *       made whole from the gathered ids and rows: all-gathers of
+ *       (B/n) T 8 and (B/n) T D 4 bytes.
+ *   TP: forward  2 L all-reduces of B T D 4 (attention and MLP outputs,
+ *       row-parallel) and 2 of B T 4 (the vocabulary-parallel loss's row
+ *       max and row sum); backward 2 L + 1 all-reduces of B T D 4 (the
+ *       inputs of the column-parallel groups: q/k/v, gate/up, the head)
+ *       and 1 of B T 4.
+ *   SP: forward  2 L + 1 all-gathers of (B T / n) D 4 (into each
+ *       column-parallel group and the head), 2 L reduce-scatters of
+ *       B T D 4 (out of each row-parallel layer), the loss's 2 of B T 4;
+ *       backward the same all-gathers and 2 L + 1 reduce-scatters, 2 L + 1
+ *       all-reduces of D 4 (the RMSNorm weights' gradients: their inputs
+ *       are split by sequence) and 1 of B T 4. */
+static void comm_volume(struct pd_mesh *dpm, struct pd_mesh *tpm)
+{
+    struct pd_llama_config c = config();
+    const int64_t L = c.n_layers, D = c.dim, V = c.vocab_size, n = 2, BT = B * T;
+    struct {
+        const char *label;
+        struct pd_mesh *m;
+        int tp, sp;
+        int64_t want[2][PD_COMM_COUNT][2]; /* forward/backward, kind, calls/bytes */
+    } cases[3] = {
+        {"DP2", dpm, 0, 0, {{{0, 0}, {1, 4}}, {{2, BT / n * 8 + BT / n * D * 4}, {0, 0}}}},
+        {"TP2", tpm, 1, 0, {{{0, 0}, {2 * L + 2, 2 * L * BT * D * 4 + 2 * BT * 4}}, {{0, 0}, {2 * L + 2, (2 * L + 1) * BT * D * 4 + BT * 4}}}},
+        {"TP2+SP", tpm, 1, 1, {{{2 * L + 1, (2 * L + 1) * BT / n * D * 4}, {2, 2 * BT * 4}, {2 * L, 2 * L * BT * D * 4}},
+                               {{2 * L + 1, (2 * L + 1) * BT / n * D * 4}, {2 * L + 2, (2 * L + 1) * D * 4 + BT * 4},
+                                {2 * L + 1, (2 * L + 1) * BT * D * 4}}}},
+    };
+    for (int ci = 0; ci < 3; ci++) {
+        int tok = pd_scope_begin();
+        struct pd_llama *model = pd_llama_create(&c, 3);
+        struct pd_state_dict *sd = pd_llama_state_dict(model);
+        struct pd_shard_plan plan[16];
+        int np = cases[ci].tp ? pd_llama_shard_plan(cases[ci].sp, plan, 16) : 0;
+        CHECK(np >= 0 && pd_shard_layer(sd, cases[ci].m, cases[ci].tp ? "tp" : NULL, plan, np) == 0, "shard");
+        int64_t P = 0;
+        for (int i = 0; i < pd_state_dict_size(sd); i++) P += pd_tensor_numel(pd_state_dict_tensor(sd, i));
+        if (ci == 0) cases[0].want[1][PD_COMM_ALLREDUCE][1] = 4 * (P - V * D) + 4;
+        if (ci == 0) cases[0].want[1][PD_COMM_ALLREDUCE][0] = -1; /* one per parameter: not the point */
+        struct pd_tensor *x, *y;
+        batch(0, &x, &y);
+        const char *dp = cases[ci].tp ? NULL : "dp";
+        x = pd_shard_batch(x, cases[ci].m, dp), y = pd_shard_batch(y, cases[ci].m, dp);
+        struct pd_comm_stats s0, s1, s2;
+        pd_comm_stats_reset();
+        pd_comm_stats(&s0);
+        struct pd_tensor *l = pd_llama_loss(model, x, y);
+        pd_comm_stats(&s1);
+        CHECK(l && pd_backward(l, NULL, 0) == 0, "%s: backward", cases[ci].label);
+        pd_comm_stats(&s2);
+        const struct pd_comm_stats *from[2] = {&s0, &s1}, *to[2] = {&s1, &s2};
+        for (int ph = 0; ph < 2; ph++)
+            for (int k = 0; k < PD_COMM_COUNT; k++) {
+                int64_t calls = to[ph]->calls[k] - from[ph]->calls[k], bytes = to[ph]->bytes[k] - from[ph]->bytes[k];
+                const int64_t *w = cases[ci].want[ph][k];
+                CHECK((w[0] < 0 || calls == w[0]) && bytes == w[1], "%s %s: collective kind %d: %lld calls, %lld bytes; "
+                      "the formula gives %lld, %lld", cases[ci].label, ph ? "backward" : "forward", k, (long long)calls,
+                      (long long)bytes, (long long)w[0], (long long)w[1]);
+            }
+        pd_llama_destroy(model);
+        pd_shard_plans_clear();
+        pd_scope_end(tok);
+    }
+}
+
 int main(void)
 {
     rank = pd_dist_world_rank();
@@ -184,6 +257,7 @@ int main(void)
         compare("DP2", &ref, d, "dp", NULL, 0);
         compare("TP2", &ref, t, NULL, "tp", 0);
         compare("TP2+SP", &ref, t, NULL, "tp", 1);
+        comm_volume(d, t);
         pd_mesh_release(d);
         pd_mesh_release(t);
     } else if (world == 4) {
