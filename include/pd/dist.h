@@ -2,14 +2,16 @@
  * reshard (docs/distributed.md).
  *
  * A mesh is an N-d grid of MPI ranks with named axes. A distributed tensor
- * is an ordinary pd_tensor holding this rank's local piece, plus a global
- * shape, a mesh and one placement per mesh axis:
+ * is an ordinary pd_tensor that stands for the whole (global) tensor while
+ * its storage holds this rank's local piece, with a mesh and one placement
+ * per mesh axis:
  *   - Replicate: every rank along the axis holds the whole extent;
  *   - Shard(dim): tensor dim `dim` is cut into pieces along the axis;
  *   - Partial(op): every rank holds a full-shape value, and the tensor is the
  *     reduction (sum, avg, max or min) of them along the axis.
- * pd_tensor_shape() of a distributed tensor is its local shape;
- * pd_dtensor_shape() is the global one.
+ * pd_tensor_shape() and pd_dtensor_shape() of a distributed tensor are its
+ * global shape; pd_dtensor_local() is the piece. Any op takes distributed
+ * tensors (the dispatcher's distribute stage, docs/distributed.md).
  *
  * Uneven splits, one rule everywhere (the rule of torch.chunk): a dim of
  * extent N split into n pieces (n = the product of the sizes of every mesh
