@@ -24,7 +24,8 @@ static struct pd_tensor *build(const char *fn, enum kind k, const int64_t *shape
     if (!m || !pl) return pdi_error(PD_ERR_NULL, "%s: mesh and placements are required", fn);
     if (ndim < 0 || ndim > PD_MAX_DIMS || (ndim && !shape))
         return pdi_error(PD_ERR_INVALID, "%s: %d dims (0 to %d, with a shape)", fn, ndim, PD_MAX_DIMS);
-    if (pdi_check_new(shape, ndim, dt)) return NULL;
+    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "%s: invalid dtype %d", fn, (int)dt);
+    if (pdi_check_shape(fn, shape, ndim)) return NULL;
     if (pdi_dist_check_placements(fn, m, pl, ndim, dt)) return NULL;
     struct pd_placement base[PD_MAX_MESH_DIMS];
     int partial = 0;

@@ -31,6 +31,7 @@ int pd_dtensor_distribute_(struct pd_tensor *t, struct pd_mesh *m, const struct 
     if (!t || !m || !pl) return pdi_errorf(PD_ERR_NULL, "dtensor_distribute_: NULL argument");
     if (t->dist) return pdi_errorf(PD_ERR_INVALID, "dtensor_distribute_: the tensor is distributed already");
     if (t->grad_fn) return pdi_errorf(PD_ERR_INVALID, "dtensor_distribute_: the tensor is not a leaf");
+    if (pdi_dist_check_placements("dtensor_distribute_", m, pl, t->ndim, t->dtype)) return pd_last_status();
     int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
     struct pd_tensor *d = pd_shard_tensor(t, m, pl);
     pd_grad_mode_end(gtok);
@@ -177,6 +178,25 @@ int pd_shard_layer(struct pd_state_dict *params, struct pd_mesh *m, const char *
                               pdi_quote(axis ? axis : "(null)", qb, sizeof qb));
         }
     }
+    /* everything is checked before the first parameter changes: a refusal converts nothing */
+    for (int i = 0; i < n_plan; i++) {
+        const struct pd_shard_plan *p = &plan[i];
+        if (!p->module || !*p->module) return pdi_errorf(PD_ERR_INVALID, "shard_layer: plan %d has no module name", i);
+        if ((unsigned)p->kind >= PD_PLAN_KIND_COUNT)
+            return pdi_errorf(PD_ERR_INVALID, "shard_layer: plan %d has kind %d (0 to %d)", i, (int)p->kind, PD_PLAN_KIND_COUNT - 1);
+        if (p->kind == PD_PLAN_SHARD && p->dim < 0)
+            return pdi_errorf(PD_ERR_INVALID, "shard_layer: plan %d shards dim %d", i, p->dim);
+        if ((unsigned)p->in >= PD_PREP_COUNT || (unsigned)p->out >= PD_PREP_COUNT)
+            return pdi_errorf(PD_ERR_INVALID, "shard_layer: plan %d has preparations %d, %d (0 to %d)", i, (int)p->in,
+                              (int)p->out, PD_PREP_COUNT - 1);
+    }
+    for (int i = 0; i < pd_state_dict_size(params); i++) {
+        const struct pd_tensor *t = pd_state_dict_tensor(params, i);
+        if (!t) return pdi_errorf(PD_ERR_NULL, "shard_layer: parameter %d is NULL", i);
+        if (t->dist && pd_dtensor_mesh(t) != m)
+            return pdi_errorf(PD_ERR_INVALID, "shard_layer: parameter %d lives on another mesh", i);
+        if (!t->dist && t->grad_fn) return pdi_errorf(PD_ERR_INVALID, "shard_layer: parameter %d is not a leaf", i);
+    }
     for (int i = 0; i < pd_state_dict_size(params); i++) {
         struct pd_tensor *t = pd_state_dict_tensor(params, i);
         const char *name = pd_state_dict_name(params, i);
@@ -185,10 +205,7 @@ int pd_shard_layer(struct pd_state_dict *params, struct pd_mesh *m, const char *
         struct pd_placement pl[PD_MAX_MESH_DIMS];
         for (int a = 0; a < pd_mesh_ndim(m); a++) pl[a] = pd_replicate();
         if (p) pl[k] = param_placement(p, leaf, pd_tensor_ndim(t));
-        if (t && t->dist) { /* tied or converted before: it must agree */
-            if (pd_dtensor_mesh(t) != m) return pdi_errorf(PD_ERR_INVALID, "shard_layer: parameter %d lives on another mesh", i);
-            continue;
-        }
+        if (t->dist) continue; /* tied or converted before (on m: checked above) */
         int rc = pd_dtensor_distribute_(t, m, pl);
         if (rc) return rc;
         if (p && (p->in || p->out) && !strcmp(leaf, "weight") && (rc = add_hook(t, m, k, p->in, p->out))) return rc;
@@ -269,6 +286,8 @@ struct pd_tensor *pd_shard_batch(struct pd_tensor *batch, struct pd_mesh *m, con
         char qb[PDI_QUOTE_BUF];
         return pdi_error(PD_ERR_INVALID, "shard_batch: the mesh has no axis %s", pdi_quote(axis, qb, sizeof qb));
     }
+    if (batch->dist) return pdi_error(PD_ERR_INVALID, "shard_batch: the batch is distributed already");
+    if (k >= 0 && batch->ndim < 1) return pdi_error(PD_ERR_INVALID, "shard_batch: a 0-d batch has no rows to split");
     if (k >= 0) pl[k] = pd_shard(0);
     return pd_shard_tensor(batch, m, pl);
 }
