@@ -809,6 +809,34 @@ static int w_docsplit_d(int i, int *m, struct pd_tensor **out)
     *m = BAD_D || DV < 0.0 || DV >= 1.0, *out = NULL;
     return ok ? 0 : (pd_last_status() ? pd_last_status() : -1);
 }
+/* the parallel APIs that need no MPI for these inputs (the rest: tests/dist/test_dist_errors.c) */
+static int w_parallel_n(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_shard_plan plan[12];
+    struct pd_state_dict *g = NULL;
+    int rc = 0;
+    *m = i < 4, *out = NULL;
+    pd_shard_plans_clear(); /* nothing registered: a no-op */
+    if (i == 0) rc = RC(pd_shard_optimizer(NULL));
+    else if (i == 1) rc = (g = pd_state_dict_gather(NULL)) ? 0 : -1;
+    else if (i == 2) rc = RC(pd_llama_shard_plan(0, NULL, 12));
+    else if (i == 3) rc = RC(pd_llama_shard_plan(1, plan, 11));
+    else { /* a plain state dict gathers to a copy without starting MPI */
+        struct pd_state_dict *sd = pd_state_dict_create();
+        pd_state_dict_add(sd, "a", x234());
+        rc = (g = pd_state_dict_gather(sd)) && pd_state_dict_size(g) == 1 && !pd_dist_is_initialized() ? 0 : -1;
+        pd_state_dict_destroy(sd);
+    }
+    pd_state_dict_destroy(g);
+    return rc;
+}
+static int w_llama_plan_i(int i, int *m, struct pd_tensor **out)
+{
+    struct pd_shard_plan plan[12]; /* the plan has at most 12 entries, whatever cap says */
+    int sp = i % 2, n = pd_llama_shard_plan(sp, plan, II);
+    *m = II < (sp ? 12 : 8), *out = NULL;
+    return n < 0 ? n : (n == (sp ? 12 : 8) ? 0 : -1);
+}
 
 const struct sw_wrap sw_more[] = {
     {"tensor accessors(NULL)", NUL, 1, w_access_n}, {"pd_tensor_set_name(NULL)", NUL, 2, w_set_name_n},
@@ -846,5 +874,7 @@ const struct sw_wrap sw_more[] = {
     {"pd_text_dataset_from_documents/parts(val v)", DBL, 0, w_docsplit_d},
     {"pd_generate_session_*(NULL)", NUL, 5, w_session_n}, {"pd_generate_session(max_ctx/n/max_new v)", INT, 0, w_session_i},
     {"pd_llama_*_hf(NULL/bad)", NUL, 13, w_hf_n},
+    {"pd_shard_optimizer/state_dict_gather/llama_shard_plan(NULL/room)", NUL, 5, w_parallel_n},
+    {"pd_llama_shard_plan(cap v)", INT, 0, w_llama_plan_i},
 };
 const int sw_n_more = (int)(sizeof sw_more / sizeof sw_more[0]);
