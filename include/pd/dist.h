@@ -201,7 +201,10 @@ struct pd_shard_plan {
  * module matches a plan (the first match) gets the plan's placement on axis
  * `axis`, all others are replicated (data parallelism: a replicated
  * parameter's gradient is all-reduced over the axes the batch is split on).
- * Preparations stay registered until pd_shard_plans_clear. Collective. */
+ * Preparations stay registered until pd_shard_plans_clear. Collective.
+ * Every plan (a module name, a known kind and preparations, dim >= 0) and
+ * parameter (a leaf, or distributed on m) is checked first: a refusal
+ * converts nothing. */
 int pd_shard_layer(struct pd_state_dict *params, struct pd_mesh *m, const char *axis, const struct pd_shard_plan *plan,
                    int n_plan);
 void pd_shard_plans_clear(void);
