@@ -158,6 +158,17 @@ ceiling_run() {
   else
     echo "{\"bench\":\"train_llama_dp\",\"impl\":\"paddle.c\",\"run\":\"paddlec train --mesh dp=$np\",\"world_size\":$np,\"threads\":1,\"error\":\"paddlec train has no --mesh option yet (issue 14): no data-parallel figure\"}"
   fi
+  # Tensor (and sequence) parallelism against the same one process (PD_DIST_TP=0: skip)
+  if [ "${PD_DIST_TP:-1}" = 1 ] && "$pdc" train --help 2>&1 | grep -q -- '--mesh'; then
+    # shellcheck disable=SC2086
+    our_run "paddlec train --mesh tp=2" 2 1 env "${mpi_env[@]}" mpirun -np 2 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh tp=2
+    # shellcheck disable=SC2086
+    our_run "paddlec train --mesh tp=2 --sp" 2 1 \
+      env "${mpi_env[@]}" mpirun -np 2 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh tp=2 --sp
+    # shellcheck disable=SC2086  # 4 ranks on this machine's cores: oversubscribed where nproc < 4
+    our_run "paddlec train --mesh dp=2,tp=2" 4 1 \
+      env "${mpi_env[@]}" mpirun -np 4 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh dp=2,tp=2
+  fi
   [ $((8 % np)) = 0 ] && ceiling_run
   if [ -x "$build/bench_allreduce" ]; then  # the all-reduce of the gradients, alone
     echo "# bench_allreduce under mpirun -np $np" >&2
