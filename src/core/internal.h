@@ -597,6 +597,9 @@ void pdi_profiler_comm(const char *name, int64_t t0, int64_t t1, double bytes, i
 /* Remove the hook (fn, ctx) from t's list (a leaf's or a node output's);
  * status (PD_ERR_INVALID if absent). */
 int pdi_tensor_remove_hook(struct pd_tensor *t, pd_grad_hook_fn fn, void *ctx);
+/* Give a finished call's outputs its debug name (the dispatcher's stage 6;
+ * the distribute stage's outputs too). */
+void pdi_name_outputs(struct pdi_call *c);
 /* Record a node for a finished call (called by the dispatcher). */
 int pdi_autograd_record(struct pdi_call *c);
 /* "<scope>/<op>_<n>.grad": the forward call's name (built on first use:

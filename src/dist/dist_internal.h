@@ -45,6 +45,16 @@ int pdi_dist_check_placements(const char *fn, const struct pd_mesh *m, const str
 int pdi_dist_start(const char *fn);
 /* PD_DIST_TIMEOUT, when set, is a number of seconds >= 0. */
 int pdi_comm_check_env(const char *fn);
+/* Do placements a and b of n mesh axes say the same? */
+static inline int pdi_same_placements(const struct pd_placement *a, const struct pd_placement *b, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (a[k].kind != b[k].kind) return 0;
+        if (a[k].kind == PD_SHARD && (a[k].dim != b[k].dim || a[k].order != b[k].order)) return 0;
+        if (a[k].kind == PD_PARTIAL && a[k].op != b[k].op) return 0;
+    }
+    return 1;
+}
 /* A copy of a dist, the mesh retained (pdi_dist_hooks.copy). */
 void *pdi_dist_copy(const void *dist);
 /* Install the distribute stage (spmd.c): called with the first distributed

@@ -20,14 +20,6 @@
 
 #define FN "reshard"
 
-static int same_pl(const struct pd_placement *a, const struct pd_placement *b)
-{
-    if (a->kind != b->kind) return 0;
-    if (a->kind == PD_SHARD) return a->dim == b->dim && a->order == b->order;
-    if (a->kind == PD_PARTIAL) return a->op == b->op;
-    return 1;
-}
-
 /* The local piece's shape under pl. */
 static void local_shape(const struct pd_mesh *m, const struct pd_placement *pl, const int64_t *gshape, int ndim,
                         int64_t *out)
@@ -281,7 +273,7 @@ static struct pd_tensor *reshard_same(struct pd_tensor *x, struct pd_mesh *m, co
     memcpy(cur, from, sizeof *cur * (size_t)m->ndim);
     int diff = -1, n_diff = 0;
     for (int a = 0; a < m->ndim; a++)
-        if (!same_pl(&cur[a], &to[a])) diff = a, n_diff++;
+        if (!pdi_same_placements(&cur[a], &to[a], 1)) diff = a, n_diff++;
     if (!n_diff) return x;
     int ax[PD_MAX_MESH_DIMS];
     if (n_diff == 1) { /* the direct paths: one axis, dims no other axis shards */
@@ -294,7 +286,7 @@ static struct pd_tensor *reshard_same(struct pd_tensor *x, struct pd_mesh *m, co
     }
     /* 1. reduce the Partial axes the target does not keep */
     for (int a = 0; x && a < m->ndim; a++)
-        if (cur[a].kind == PD_PARTIAL && !same_pl(&cur[a], &to[a])) x = reduce_axis(x, m, a, cur[a].op), cur[a] = pd_replicate();
+        if (cur[a].kind == PD_PARTIAL && !pdi_same_placements(&cur[a], &to[a], 1)) x = reduce_axis(x, m, a, cur[a].op), cur[a] = pd_replicate();
     /* 2. gather every dim whose sharding changes */
     for (int d = 0; x && d < x->ndim; d++) {
         int na = pdi_dist_axes_of(m, cur, d, ax), tb[PD_MAX_MESH_DIMS], nb = pdi_dist_axes_of(m, to, d, tb);

@@ -33,16 +33,6 @@ static void replicate_all(struct pd_placement *pl, int mdim)
     for (int a = 0; a < mdim; a++) pl[a] = pd_replicate();
 }
 
-static int same_placements(const struct pd_placement *a, const struct pd_placement *b, int mdim)
-{
-    for (int k = 0; k < mdim; k++) {
-        if (a[k].kind != b[k].kind) return 0;
-        if (a[k].kind == PD_SHARD && (a[k].dim != b[k].dim || a[k].order != b[k].order)) return 0;
-        if (a[k].kind == PD_PARTIAL && a[k].op != b[k].op) return 0;
-    }
-    return 1;
-}
-
 /* A plain input in placements pl: its piece (no communication: every rank
  * holds the whole value). */
 static struct pd_tensor *plain_piece(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
@@ -76,14 +66,7 @@ static int finish(struct pdi_call *c, struct pdi_meta *gmeta)
         int rc = pdi_autograd_record(c);
         if (rc) return rc;
     }
-    for (int j = 0; j < c->n_out; j++) {
-        if (c->inplace && j == 0) continue;
-        struct pd_tensor *o = c->out[j];
-        o->dbg_scope = c->dbg_scope;
-        o->dbg_n = c->dbg_n;
-        o->dbg_op = (int16_t)c->op;
-        o->dbg_out = (uint8_t)j;
-    }
+    pdi_name_outputs(c);
     return PD_OK;
 }
 
@@ -264,10 +247,10 @@ static int dist_call(struct pdi_call *c)
     for (int i = 0; i < ni && rc == PD_OK; i++) {
         struct pd_tensor *x = c->in[i];
         const struct pdi_dist *di = x->dist;
-        copied |= !di || di->view_copy || !same_placements(di->pl, pl[i], m->ndim);
+        copied |= !di || di->view_copy || !pdi_same_placements(di->pl, pl[i], m->ndim);
         if (!di) {
             loc[i] = plain_piece(x, m, pl[i]);
-        } else if (same_placements(di->pl, pl[i], m->ndim)) {
+        } else if (pdi_same_placements(di->pl, pl[i], m->ndim)) {
             loc[i] = pd_dtensor_local(x);
         } else if (i < g.n_writes || (c->inplace && i == 0)) {
             rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is written in place, but the op needs it in other "
@@ -321,11 +304,7 @@ static struct pd_tensor *dist_zeros(const void *dist, const struct pdi_meta *m)
     const struct pdi_dist *d = dist;
     struct pd_placement rep[PD_MAX_MESH_DIMS];
     replicate_all(rep, d->mesh->ndim);
-    int tok = pd_scope_begin();
-    struct pd_tensor *z = pd_zeros(m->shape, m->ndim, m->dtype);
-    struct pd_tensor *t = z ? pd_keep(pd_shard_tensor(z, d->mesh, rep)) : NULL;
-    pd_scope_end(tok);
-    return t;
+    return pd_dtensor_zeros(m->shape, m->ndim, m->dtype, d->mesh, rep); /* each rank makes its piece */
 }
 
 static struct pd_tensor *leaf_grad(struct pd_tensor *leaf, struct pd_tensor *g)
@@ -338,7 +317,7 @@ static struct pd_tensor *leaf_grad(struct pd_tensor *leaf, struct pd_tensor *g)
     int da = dl->dp_axis - 1; /* pd_dp_attach reduces it there (dp.c) */
     if (da >= 0 && dg->mesh == dl->mesh && dg->pl[da].kind == PD_PARTIAL && dg->pl[da].op == PD_RED_SUM)
         want[da] = dg->pl[da];
-    if (dg->mesh == dl->mesh && same_placements(dg->pl, want, dl->mesh->ndim)) return g;
+    if (dg->mesh == dl->mesh && pdi_same_placements(dg->pl, want, dl->mesh->ndim)) return g;
     return pd_reshard(g, dl->mesh, want);
 }
 

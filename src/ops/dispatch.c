@@ -333,6 +333,18 @@ static int debug_after(struct pdi_call *c)
     return PD_OK;
 }
 
+void pdi_name_outputs(struct pdi_call *c)
+{
+    for (int j = 0; j < c->n_out; j++) {
+        if (c->inplace && j == 0) continue;
+        struct pd_tensor *o = c->out[j];
+        o->dbg_scope = c->dbg_scope;
+        o->dbg_n = c->dbg_n;
+        o->dbg_op = (int16_t)c->op;
+        o->dbg_out = (uint8_t)j;
+    }
+}
+
 /* Written inputs changed: graphs that saved them must notice. */
 static void bump_written(struct pdi_call *c)
 {
@@ -410,14 +422,7 @@ static int dispatch(struct pdi_call *c)
     }
 
     /* 6. observe: name the outputs, run the debug tools, feed observers */
-    for (int j = 0; j < c->n_out; j++) {
-        if (c->inplace && j == 0) continue;
-        struct pd_tensor *o = c->out[j];
-        o->dbg_scope = c->dbg_scope;
-        o->dbg_n = c->dbg_n;
-        o->dbg_op = (int16_t)c->op;
-        o->dbg_out = (uint8_t)j;
-    }
+    pdi_name_outputs(c);
     if (__builtin_expect(pdi_debug_flags != 0, 0)) {
         rc = debug_after(c);
         if (rc) {
