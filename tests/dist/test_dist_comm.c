@@ -13,18 +13,7 @@
 #include "dist/dist_internal.h"
 #include "pd/pd.h"
 
-static int fails, checks, rank, world;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            fails++;                                                                                                   \
-            printf("rank %d line %d: ", rank, __LINE__);                                                               \
-            printf(__VA_ARGS__);                                                                                       \
-            printf(" (last error: %s)\n", pd_last_error());                                                            \
-        }                                                                                                              \
-    } while (0)
+#include "dist_check.h"
 
 static void timeout_setting(void)
 {

@@ -15,19 +15,7 @@
 #include "pd/dist.h"
 #include "pd/pd.h"
 
-static int fails, checks, rank, world;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            if (fails++ < 30) {                                                                                        \
-                printf("rank %d line %d: ", rank, __LINE__);                                                           \
-                printf(__VA_ARGS__);                                                                                   \
-                printf(" (last error: %s)\n", pd_last_error());                                                        \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
+#include "dist_check.h"
 
 static struct pd_tensor *data(const int64_t *shape, int ndim, int salt)
 {
@@ -227,8 +215,7 @@ int main(void)
         pd_mesh_release(g);
     }
     pd_mesh_release(dpm);
-    int all = 0;
-    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int all = dist_check_total();
     if (rank == 0) printf("test_dist_dp: %d checks on rank 0, %d failures over %d ranks\n", checks, all, world);
     return all != 0;
 }

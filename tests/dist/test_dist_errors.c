@@ -14,19 +14,7 @@
 #include "pd/dist.h"
 #include "pd/pd.h"
 
-static int fails, checks, rank;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            if (fails++ < 30) {                                                                                        \
-                printf("rank %d line %d: ", rank, __LINE__);                                                           \
-                printf(__VA_ARGS__);                                                                                   \
-                printf(" (last error: %s)\n", pd_last_error());                                                        \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
+#include "dist_check.h"
 
 /* A refusal: no result, and one line naming fn. */
 static int refused(const void *result, const char *fn)
@@ -226,8 +214,7 @@ int main(void)
     batch_optimizer_gather(m);
     pd_scope_end(tok);
     pd_mesh_release(m);
-    int total = 0;
-    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int total = dist_check_total();
     if (rank == 0) printf("test_dist_errors: %d ranks, %d checks per rank, %d failed\n", world, checks, total);
     return total ? 1 : 0;
 }

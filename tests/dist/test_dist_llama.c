@@ -19,22 +19,11 @@
 #include "pd/optim.h"
 #include "pd/pd.h"
 
+#include "dist_check.h"
+
 #define STEPS 20
 #define B 4
 #define T 8
-
-static int fails, rank, world;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            if (fails++ < 20) {                                                                                        \
-                printf("rank %d line %d: ", rank, __LINE__);                                                           \
-                printf(__VA_ARGS__);                                                                                   \
-                printf(" (last error: %s)\n", pd_last_error());                                                        \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
 
 static struct pd_llama_config config(void)
 {
@@ -272,8 +261,7 @@ int main(void)
         printf("test_dist_llama: %d ranks; runs with 2 or 4\n", world);
     }
     pd_state_dict_destroy(ref.params);
-    int all = 0;
-    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int all = dist_check_total();
     if (rank == 0) printf("test_dist_llama: %d failures over %d ranks\n", all, world);
     return all != 0;
 }

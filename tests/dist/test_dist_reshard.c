@@ -12,19 +12,7 @@
 #include "pd/dist.h"
 #include "pd/pd.h"
 
-static int fails, checks, rank, world;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            if (fails++ < 20) {                                                                                        \
-                printf("rank %d line %d: ", rank, __LINE__);                                                           \
-                printf(__VA_ARGS__);                                                                                   \
-                printf(" (last error: %s)\n", pd_last_error());                                                        \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
+#include "dist_check.h"
 
 /* A global tensor of small integers (signed for signed dtypes), the same on every rank. */
 static struct pd_tensor *global(const int64_t *shape, int ndim, enum pd_dtype dt, int salt)
@@ -345,8 +333,7 @@ int main(void)
     cross_mesh();
     errors();
     pd_scope_end(tok);
-    int total = 0;
-    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int total = dist_check_total();
     if (rank == 0) printf("test_dist_reshard: %d ranks, %d checks per rank, %d failed\n", world, checks, total);
     return total ? 1 : 0;
 }

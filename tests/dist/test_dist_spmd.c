@@ -15,19 +15,7 @@
 #include "pd/dist.h"
 #include "pd/pd.h"
 
-static int fails, checks, rank, world;
-
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            if (fails++ < 30) {                                                                                        \
-                printf("rank %d line %d: ", rank, __LINE__);                                                           \
-                printf(__VA_ARGS__);                                                                                   \
-                printf(" (last error: %s)\n", pd_last_error());                                                        \
-            }                                                                                                          \
-        }                                                                                                              \
-    } while (0)
+#include "dist_check.h"
 
 static struct pd_tensor *randn(const int64_t *shape, int ndim, int salt)
 {
@@ -292,8 +280,7 @@ int main(void)
     if (grid) vocab_parallel(grid, 1);
     pd_mesh_release(line);
     pd_mesh_release(grid);
-    int all = 0;
-    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int all = dist_check_total();
     if (rank == 0) printf("test_dist_spmd: %d checks on rank 0, %d failures over %d ranks\n", checks, all, world);
     return all != 0;
 }
