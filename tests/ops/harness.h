@@ -108,4 +108,12 @@ int opt_check_table(const unsigned char *decomp_checked);
 #include "ops/rows.def"
 #undef OPT_FAMILY
 
+/* The row families of rows.def, in order (input.c). */
+struct opt_family {
+    const char *name;
+    int (*get)(const struct opt_row **);
+};
+extern const struct opt_family opt_families[];
+extern const int opt_n_families;
+
 #endif

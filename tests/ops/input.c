@@ -7,6 +7,13 @@
 
 #include "ops/harness.h"
 
+const struct opt_family opt_families[] = {
+#define OPT_FAMILY(name) {#name, opt_rows_##name},
+#include "ops/rows.def"
+#undef OPT_FAMILY
+};
+const int opt_n_families = (int)(sizeof opt_families / sizeof opt_families[0]);
+
 uint64_t opt_row_seed(const char *name)
 {
     uint64_t h = 1469598103934665603ull;

@@ -18,16 +18,6 @@
 #include "ops/rows.def"
 #undef OPT_FAMILY
 
-struct family {
-    const char *name;
-    int (*get)(const struct opt_row **);
-};
-static const struct family families[] = {
-#define OPT_FAMILY(name) {#name, opt_rows_##name},
-#include "ops/rows.def"
-#undef OPT_FAMILY
-};
-#define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 
 static int verbose, no_grad;
 static int n_pass, n_fail, n_skip;
@@ -244,17 +234,17 @@ int main(int argc, char **argv)
     }
     unsigned char covered[PD_OP_COUNT] = {0};
     int n_rows = 0;
-    for (int fi = 0; fi < N_FAMILIES; fi++) {
+    for (int fi = 0; fi < opt_n_families; fi++) {
         const struct opt_row *rows;
-        int n = families[fi].get(&rows);
+        int n = opt_families[fi].get(&rows);
         for (int i = 0; i < n; i++) {
             const struct opt_row *r = &rows[i];
             if ((unsigned)r->op < PD_OP_COUNT) covered[r->op] = 1;
-            if (only_family && strcmp(only_family, families[fi].name)) continue;
+            if (only_family && strcmp(only_family, opt_families[fi].name)) continue;
             if (only_row && !strstr(r->name, only_row)) continue;
             if (only_op && op_by_name(only_op) != r->op) continue;
             n_rows++;
-            if (list) { printf("%s/%s\n", families[fi].name, r->name); continue; }
+            if (list) { printf("%s/%s\n", opt_families[fi].name, r->name); continue; }
             run_row(r);
         }
     }

@@ -36,16 +36,6 @@
 #include "dist/dist_internal.h"
 #include "ops/harness.h"
 
-struct family {
-    const char *name;
-    int (*get)(const struct opt_row **);
-};
-static const struct family families[] = {
-#define OPT_FAMILY(name) {#name, opt_rows_##name},
-#include "ops/rows.def"
-#undef OPT_FAMILY
-};
-#define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 
 static int rank, world, verbose, draws = 1;
 static uint64_t seed0 = 1;
@@ -456,12 +446,12 @@ int main(int argc, char **argv)
     }
     pdi_spmd_stats_reset();
     int n_rows = 0;
-    for (int fi = 0; fi < N_FAMILIES; fi++) {
+    for (int fi = 0; fi < opt_n_families; fi++) {
         const struct opt_row *rows;
-        int n = families[fi].get(&rows);
+        int n = opt_families[fi].get(&rows);
         for (int i = 0; i < n; i++) {
             const struct opt_row *r = &rows[i];
-            if (only_family && strcmp(only_family, families[fi].name)) continue;
+            if (only_family && strcmp(only_family, opt_families[fi].name)) continue;
             if (only_row && !strstr(r->name, only_row)) continue;
             if (only_op && op_by_name(only_op) != r->op) continue;
             /* creation rows have no input to place (the constructors below);
