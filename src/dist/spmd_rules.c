@@ -846,9 +846,14 @@ static int flip_local(struct pdi_call *l, const struct pdi_spmd *s)
     void *out = pd_tensor_data(theirs);
     const void *in = pd_tensor_data(mine);
     enum { TAG = 7301 }; /* the lower rank sends first: no deadlock */
+    int64_t t0 = pdi_now_ns();
     for (int turn = 0; turn < 2 && rc == PD_OK; turn++)
         rc = (me < peer) == (turn == 0) ? pdi_comm_send("flip", in, (int)bytes, peer, TAG)
                                         : pdi_comm_recv("flip", out, (int)bytes, peer, TAG);
+    int64_t t1 = pdi_now_ns();
+    if (pd_profiler_enabled()) /* blocking: in flight and exposed alike, as a reshard */
+        for (int exposed = 0; exposed < 2; exposed++)
+            pdi_profiler_comm("flip send/recv", t0, t1, (double)bytes, exposed);
     l->out[0] = theirs;
     return rc;
 #else
