@@ -154,40 +154,39 @@ struct pd_tensor *pd_dtensor_randint(const int64_t *shape, int ndim, int64_t lo,
     return build("dtensor_randint", PD_OP_randint, &a, shape, ndim, dt, g, m, pl);
 }
 
-/* arange, linspace, eye: the whole output's shape by the op's own infer
- * (it checks the attributes as pd_arange does), then each rank's piece. */
-static struct pd_tensor *sequence(const char *fn, enum pd_op op, struct pdi_attrs *a, enum pd_dtype dt,
-                                  struct pd_mesh *m, const struct pd_placement *pl)
+/* arange (start, stop, step), linspace (start, stop, num) and eye (num
+ * rows, cols): the whole output's shape by the op's own infer (it checks
+ * the attributes as pd_arange does), then each rank's piece. */
+static struct pd_tensor *sequence(enum pd_op op, double start, double stop, double step, int64_t num, int64_t cols,
+                                  enum pd_dtype dt, struct pd_mesh *m, const struct pd_placement *pl)
 {
+    struct pdi_attrs a;
+    pdi_attrs_default(op, &a);
+    if (op == PD_OP_arange) a.arange.start = start, a.arange.stop = stop, a.arange.step = step, a.arange.dtype = dt;
+    if (op == PD_OP_linspace)
+        a.linspace.start = start, a.linspace.stop = stop, a.linspace.num = num, a.linspace.dtype = dt;
+    if (op == PD_OP_eye) a.eye.n = num, a.eye.m = cols < 0 ? num : cols, a.eye.dtype = dt;
+    const char *fn = op == PD_OP_arange ? "dtensor_arange" : op == PD_OP_linspace ? "dtensor_linspace" : "dtensor_eye";
     struct pdi_meta meta;
-    struct pdi_call c = {.op = op, .n_out = 1, .a = *a, .meta = &meta};
+    struct pdi_call c = {.op = op, .n_out = 1, .a = a, .meta = &meta};
     if (pdi_ops[op].infer(&c)) return NULL;
-    return build(fn, op, a, meta.shape, meta.ndim, dt, NULL, m, pl);
+    return build(fn, op, &a, meta.shape, meta.ndim, dt, NULL, m, pl);
 }
 
 struct pd_tensor *pd_dtensor_arange(double start, double stop, double step, enum pd_dtype dt, struct pd_mesh *m,
                                     const struct pd_placement *pl)
 {
-    struct pdi_attrs a;
-    pdi_attrs_default(PD_OP_arange, &a);
-    a.arange.start = start, a.arange.stop = stop, a.arange.step = step, a.arange.dtype = dt;
-    return sequence("dtensor_arange", PD_OP_arange, &a, dt, m, pl);
+    return sequence(PD_OP_arange, start, stop, step, 0, 0, dt, m, pl);
 }
 
 struct pd_tensor *pd_dtensor_linspace(double start, double stop, int64_t num, enum pd_dtype dt, struct pd_mesh *m,
                                       const struct pd_placement *pl)
 {
-    struct pdi_attrs a;
-    pdi_attrs_default(PD_OP_linspace, &a);
-    a.linspace.start = start, a.linspace.stop = stop, a.linspace.num = num, a.linspace.dtype = dt;
-    return sequence("dtensor_linspace", PD_OP_linspace, &a, dt, m, pl);
+    return sequence(PD_OP_linspace, start, stop, 0, num, 0, dt, m, pl);
 }
 
 struct pd_tensor *pd_dtensor_eye(int64_t n, int64_t cols, enum pd_dtype dt, struct pd_mesh *m,
                                  const struct pd_placement *pl)
 {
-    struct pdi_attrs a;
-    pdi_attrs_default(PD_OP_eye, &a);
-    a.eye.n = n, a.eye.m = cols < 0 ? n : cols, a.eye.dtype = dt;
-    return sequence("dtensor_eye", PD_OP_eye, &a, dt, m, pl);
+    return sequence(PD_OP_eye, 0, 0, 0, n, cols, dt, m, pl);
 }

@@ -87,37 +87,32 @@ static void check_creation(struct pd_mesh *m)
     int mdim = pd_mesh_ndim(m);
     struct pd_placement pls[64][PD_MAX_MESH_DIMS];
     char b[64];
-    /* 1-D: arange (even, uneven, negative step, integers) and linspace */
+    /* 1-D: arange (even, uneven, negative step, integers, empty) and
+     * linspace (odd, even, one, bf16, none) */
+    static const struct {
+        int lin; /* linspace (num), else arange (step) */
+        double start, stop, step;
+        int64_t num;
+        enum pd_dtype dt;
+    } seqs[] = {{0, 0, 8, 1, 0, PD_F32},      {0, -3.5, 4.1, 0.7, 0, PD_F32}, {0, 5, -5, -1.5, 0, PD_F64},
+                {0, -7, 6, 3, 0, PD_I32},     {0, 0, 0, 1, 0, PD_F32},        {1, -1, 1, 0, 9, PD_F32},
+                {1, 0.1, 7.3, 0, 13, PD_F64}, {1, 2, 2, 0, 1, PD_F32},        {1, -1, 1, 0, 8, PD_BF16},
+                {1, 0, 1, 0, 0, PD_F32}};
     int n1 = all_placements(1, mdim, pls);
     for (int i = 0; i < n1; i++) {
         const struct pd_placement *pl = pls[i];
         int tok = pd_scope_begin();
-        struct {
-            double start, stop, step;
-            enum pd_dtype dt;
-        } ar[] = {
-            {0, 8, 1, PD_F32}, {-3.5, 4.1, 0.7, PD_F32}, {5, -5, -1.5, PD_F64}, {-7, 6, 3, PD_I32}, {0, 0, 1, PD_F32}};
-        for (size_t j = 0; j < sizeof ar / sizeof ar[0]; j++) {
+        for (size_t j = 0; j < sizeof seqs / sizeof seqs[0]; j++) {
+            const char *what = seqs[j].lin ? "linspace" : "arange";
+            double a = seqs[j].start, z = seqs[j].stop;
             pd_comm_stats_reset();
-            struct pd_tensor *d = pd_dtensor_arange(ar[j].start, ar[j].stop, ar[j].step, ar[j].dt, m, pl);
-            CHECK(d && comm_calls() == 0, "arange %zu [%s]: made with %lld collectives", j, pl_str(pl, mdim, b),
+            struct pd_tensor *d = seqs[j].lin ? pd_dtensor_linspace(a, z, seqs[j].num, seqs[j].dt, m, pl)
+                                              : pd_dtensor_arange(a, z, seqs[j].step, seqs[j].dt, m, pl);
+            CHECK(d && comm_calls() == 0, "%s %zu [%s]: made with %lld collectives", what, j, pl_str(pl, mdim, b),
                   (long long)comm_calls());
-            CHECK(same(d, pd_arange(ar[j].start, ar[j].stop, ar[j].step, ar[j].dt)), "arange %zu [%s]: values", j,
-                  pl_str(pl, mdim, b));
-        }
-        struct {
-            double start, stop;
-            int64_t num;
-            enum pd_dtype dt;
-        } ls[] = {
-            {-1, 1, 9, PD_F32}, {0.1, 7.3, 13, PD_F64}, {2, 2, 1, PD_F32}, {-1, 1, 8, PD_BF16}, {0, 1, 0, PD_F32}};
-        for (size_t j = 0; j < sizeof ls / sizeof ls[0]; j++) {
-            pd_comm_stats_reset();
-            struct pd_tensor *d = pd_dtensor_linspace(ls[j].start, ls[j].stop, ls[j].num, ls[j].dt, m, pl);
-            CHECK(d && comm_calls() == 0, "linspace %zu [%s]: made with %lld collectives", j, pl_str(pl, mdim, b),
-                  (long long)comm_calls());
-            CHECK(same(d, pd_linspace(ls[j].start, ls[j].stop, ls[j].num, ls[j].dt)), "linspace %zu [%s]: values", j,
-                  pl_str(pl, mdim, b));
+            struct pd_tensor *one =
+                seqs[j].lin ? pd_linspace(a, z, seqs[j].num, seqs[j].dt) : pd_arange(a, z, seqs[j].step, seqs[j].dt);
+            CHECK(same(d, one), "%s %zu [%s]: values", what, j, pl_str(pl, mdim, b));
         }
         pd_scope_end(tok);
     }
