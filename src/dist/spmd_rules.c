@@ -616,12 +616,12 @@ int pdi_spmd_permute(const struct pdi_call *g, struct pdi_spmd *s)
 
 /* A slice [start, start + step * len) of a dim of extent n split into
  * `np` pieces keeps it split when each piece of the input holds exactly
- * the elements of the same piece of the output (the torch.chunk rule on
- * both sides): no element crosses ranks. That holds for a tail trimmed
- * within the last piece, or a step that divides an even piece from start 0
- * (PaddlePaddle's slice rule keeps this one), and fails for any other
- * start: the elements shift across piece boundaries, so the dim is
- * gathered, as PyTorch's and PaddlePaddle's rules do. */
+ * the elements of the same piece of the output (the uneven-split rule of
+ * include/pd/dist.h on both sides): no element crosses ranks. That holds
+ * for a tail trimmed within the last piece, or a step that divides an even
+ * piece, from 0; any other start shifts the elements across piece
+ * boundaries, and the dim is gathered (docs/distributed.md, "How ops are
+ * distributed", says why that is the common choice). */
 static int slice_fits(int64_t n, int np, int64_t start, int64_t step, int64_t len)
 {
     int64_t c = (n + np - 1) / np, co = (len + np - 1) / np;
@@ -821,9 +821,9 @@ int pdi_spmd_along_axis(const struct pdi_call *g, struct pdi_spmd *s)
  * splits evenly: piece b reversed is piece np - 1 - b of the output, so
  * each rank flips its piece and swaps it with the rank at the mirrored
  * coordinates on the axes that split reversed dims (one send and one
- * receive, flip_local). PyTorch's flip rule gathers the reversed dims. An
- * uneven reversed dim is gathered (its pieces differ in size). A Partial
- * input stays (a permutation commutes with the reduction). */
+ * receive, flip_local) instead of gathering the dim. An uneven reversed
+ * dim is gathered (its pieces differ in size). A Partial input stays (a
+ * permutation commutes with the reduction). */
 static int flip_local(struct pdi_call *l, const struct pdi_spmd *s)
 {
     int rc = pdi_dispatch(l);
