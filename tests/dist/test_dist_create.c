@@ -217,6 +217,18 @@ static void check_views(struct pd_mesh *line, struct pd_mesh *grid)
     check_view("flip even", flip, (int64_t[]){1, 0, 0}, (int64_t[]){2 * n, 3}, 2, line, s0, 0, 1);
     check_view("flip uneven", flip, (int64_t[]){1, 0, 0}, (int64_t[]){2 * n + 1, 3}, 2, line, s0, -1, 0);
     check_view("flip other dim", flip, (int64_t[]){1, 1, 0}, (int64_t[]){2 * n, 3}, 2, line, s0, 0, 0);
+    /* the exchange is on the profiler's communication track, with its bytes */
+    {
+        int tok = pd_scope_begin();
+        struct pd_tensor *x = pd_shard_tensor(matrix((int64_t[]){2 * n, 3}, 2), line, s0);
+        struct pd_profiler_totals t = {0};
+        CHECK(pd_profiler_begin() == 0, "profiler");
+        struct pd_tensor *y = pd_flip(x, (int[]){0}, 1);
+        CHECK(pd_profiler_end() == 0 && pd_profiler_totals(&t) == 0, "profiler totals");
+        CHECK(y && t.comm_bytes == 2 * 3 * 4 && t.comm_us >= 0, "flip on the profiler: %g bytes, want 24",
+              t.comm_bytes);
+        pd_scope_end(tok);
+    }
     if (grid) {
         struct pd_placement rc[2] = {pd_shard(0), pd_shard(1)}, rr[2] = {pd_shard(0), pd_shard(0)};
         struct pd_placement rr1[2] = {{PD_SHARD, 0, 1, PD_RED_SUM}, {PD_SHARD, 0, 0, PD_RED_SUM}};
