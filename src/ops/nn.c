@@ -342,8 +342,8 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
                                  : pd_clip(s, 1.0, INFINITY));
     }
     w = pd_neg(pd_mul(w, g[0]));
-    struct pd_tensor *in[3] = {logp, target, w};
     if (!w) return pdi_status_of(NULL, __func__);
+    struct pd_tensor *in[3] = {logp, target, w};
     struct pdi_attrs a = {.nll_loss_backward = {.ignore_index = ignore}};
     gin[0] = pdi_calln(PD_OP_nll_loss_backward, in, 3, &a);
     return pdi_status_of(gin[0], __func__);
