@@ -7,8 +7,12 @@
  * the placements are Shard(0) on dp and Replicate elsewhere, the generator
  * advances exactly as pd_dataset_batch's (it stays in step), and the rank
  * reads only its rows' tokens from the store (counted: the figure
- * docs/distributed.md quotes). Bad input is refused with one line naming
- * the function, and a refused call leaves the generator alone. */
+ * docs/distributed.md quotes). Packed documents: pd_llama_loss_packed takes
+ * document ids made from each rank's rows (split by rows, as the batch) on
+ * a tensor-parallel model, with the loss and gradients of the whole ids.
+ * Bad input is refused with one line naming the function, and a refused
+ * call leaves the generator alone. */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +123,59 @@ static void loader_on(struct pd_mesh *m, const char *what, struct pd_text_datase
     pd_dataset_iter_destroy(it);
 }
 
+/* Document ids of the rows of x (plain): a new document after each '\n'. */
+static struct pd_tensor *doc_ids(struct pd_tensor *x)
+{
+    int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1);
+    int64_t *v = calloc((size_t)(b * t + 1), sizeof *v);
+    if (!v || pd_to_buffer(x, v, PD_I64)) return NULL;
+    for (int64_t i = 0; i < b; i++)
+        for (int64_t j = 0, d = 0; j < t; j++) {
+            int nl = v[i * t + j] == '\n';
+            v[i * t + j] = d;
+            d += nl;
+        }
+    struct pd_tensor *out = pd_from_buffer(v, (int64_t[]){b, t}, 2, PD_I64);
+    free(v);
+    return out;
+}
+
+/* The packed loss on a dp x tp model: document ids made from each rank's
+ * rows (placed like the batch) against the whole ids. */
+static void packed(struct pd_mesh *m, struct pd_text_dataset *ds)
+{
+    struct pd_llama_config c;
+    pd_llama_config_default(&c);
+    c.vocab_size = 256, c.dim = 16, c.n_layers = 1, c.n_heads = 4, c.n_kv_heads = 2, c.hidden_dim = 24;
+    c.max_seq_len = 16;
+    struct pd_llama *model = pd_llama_create(&c, 3);
+    struct pd_shard_plan plan[16];
+    int np = pd_llama_shard_plan(0, plan, 16);
+    CHECK(model && np > 0 && !pd_shard_layer(pd_llama_state_dict(model), m, "tp", plan, np), "packed: the model");
+    struct pd_generator *g = pd_generator_create(11);
+    int tok = pd_scope_begin();
+    struct pd_tensor *x, *y;
+    CHECK(!pd_dataset_batch_dist(ds, PD_SPLIT_TRAIN, 5, 16, g, m, "dp", &x, &y), "packed: the batch");
+    struct pd_tensor *local = doc_ids(pd_dtensor_local(x));
+    struct pd_tensor *doc = local ? pd_dtensor_from_local(local, pd_dtensor_shape(x), m, pd_dtensor_placements(x)) : NULL;
+    struct pd_tensor *whole = doc ? pd_dtensor_full(doc) : NULL;
+    struct pd_tensor *l1 = whole ? pd_llama_loss_packed(model, x, y, doc) : NULL;
+    struct pd_tensor *l2 = whole ? pd_llama_loss_packed(model, x, y, whole) : NULL;
+    double a = l1 ? pd_item(l1) : -1, b = l2 ? pd_item(l2) : -2;
+    CHECK(l1 && l2 && fabs(a - b) <= 1e-6 * fabs(b), "packed: loss with the rows' doc ids %.9g, whole %.9g", a, b);
+    CHECK(l1 && !pd_backward(l1, NULL, 0), "packed: backward");
+    struct pd_placement bad[PD_MAX_MESH_DIMS];
+    for (int k = 0; k < pd_mesh_ndim(m); k++) bad[k] = pd_replicate();
+    bad[pd_mesh_axis(m, "tp")] = pd_shard(1);
+    struct pd_tensor *cols = whole ? pd_shard_tensor(whole, m, bad) : NULL;
+    CHECK(cols && !pd_llama_loss_packed(model, x, y, cols) && strstr(pd_last_error(), "split by rows"),
+          "packed: doc ids split by columns refused");
+    pd_scope_end(tok);
+    pd_shard_plans_clear();
+    pd_generator_destroy(g);
+    pd_llama_destroy(model);
+}
+
 /* Bad input: a refusal names the function in one line, outputs are NULL,
  * and the generator is where it was. */
 static int refused(int rc, struct pd_tensor *x, struct pd_tensor *y, const char *fn)
@@ -185,7 +242,7 @@ int main(void)
     /* dp x tp, the dp axis first and second */
     int half = world / 2, s1[2] = {half, 2}, s2[2] = {2, half};
     m = pd_mesh_create(s1, 2, (const char *[]){"dp", "tp"}, NULL);
-    if (ds && m) loader_on(m, "dp x tp", ds);
+    if (ds && m) loader_on(m, "dp x tp", ds), packed(m, ds);
     pd_mesh_release(m);
     m = pd_mesh_create(s2, 2, (const char *[]){"tp", "dp"}, NULL);
     if (ds && m) loader_on(m, "tp x dp", ds);
