@@ -218,7 +218,8 @@ int pd_llama_shard_plan(int sp, struct pd_shard_plan *out, int cap);
 int pd_shard_optimizer(struct pd_optimizer *o);
 /* A batch [B, ...] that every rank drew whole (the same generator stream as
  * one process): each rank keeps its rows, Shard(0) on `axis` (data
- * parallel; NULL: every rank keeps all), replicated on the other axes. */
+ * parallel; NULL: every rank keeps all), replicated on the other axes.
+ * For dataset batches, pd_dataset_batch_dist (below) reads only the rows. */
 struct pd_tensor *pd_shard_batch(struct pd_tensor *batch, struct pd_mesh *m, const char *axis);
 /* The distributed data loader (src/data/dataset.c; docs/distributed.md
  * "Data loading"): each rank reads only its rows of the global batch, the
