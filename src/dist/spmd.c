@@ -5,7 +5,9 @@
  *   1. every distributed input must live on one mesh (plain inputs count
  *      as replicated on it);
  *   2. attributes are checked and metas inferred on the global shapes (a
- *      distributed tensor's shape is its global shape);
+ *      distributed tensor's shape is its global shape); under autocast the
+ *      inputs are cast here (distributed casts: each rank its piece) and
+ *      the call comes back on the cast inputs;
  *   3. the op's SPMD rule (the op table's spmd column, spmd_rules.c) says
  *      which placements the inputs need and which the outputs get;
  *   4. inputs whose placements differ are resharded (collectives);
