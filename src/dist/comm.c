@@ -233,6 +233,8 @@ static void watchdog_stop(void)
 }
 
 /* ---- start and exit ------------------------------------------------------- */
+static void red16_free(void);
+
 static void at_exit(int status, void *arg)
 {
     (void)arg;
@@ -252,6 +254,7 @@ static void at_exit(int status, void *arg)
         MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
     }
     if (init && !fin && we_init) {
+        red16_free();
         guard_begin(K_FINALIZE, "exit", NULL, NULL, 0, -1);
         MPI_Finalize();
         guard_end();
@@ -384,6 +387,13 @@ static MPI_Op red16_op(enum pd_reduce_op op, enum pd_dtype dt)
         if (MPI_Op_create(fn[t][k], 1, &red16_ops[t][k]) != MPI_SUCCESS) red16_ops[t][k] = MPI_OP_NULL;
     }
     return red16_ops[t][k];
+}
+
+static void red16_free(void) /* before MPI_Finalize */
+{
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 3; k++)
+            if (red16_made[t][k] && red16_ops[t][k] != MPI_OP_NULL) MPI_Op_free(&red16_ops[t][k]);
 }
 
 static MPI_Datatype mpi_type(enum pd_dtype dt)
