@@ -9,6 +9,9 @@
 # table of bench/summarize.py:
 #   paddle.c  1 process x 2 threads   paddlec train, the bench model
 #   paddle.c  2 ranks x 1 thread      mpirun -np 2 paddlec train --mesh dp=2
+#             (then tp=2, tp=2 --sp, dp=2,tp=2; PD_DIST_TP=0 skips them)
+#   paddle.c  the same with --bf16 (bf16 autocast), one process x 2 threads,
+#             dp=2, tp=2, dp=2,tp=2 (PD_DIST_BF16=0 skips them)
 #   paddle.c  NP independent paddlec train processes x 1 thread, each on
 #             8 / NP sequences, side by side: the ceiling of data
 #             parallelism (its compute without any communication)
@@ -28,6 +31,7 @@
 #   PD_DIST_PEERS    peers to run (default "torch113 torch-pypi paddle"; "" none)
 #   PD_DIST_WARMUP   untimed steps (default 3)
 #   PD_DIST_NP       ranks of the data-parallel run (default 2)
+#   PD_DIST_TP, PD_DIST_BF16   0: skip the tensor-parallel, the bf16 runs
 #   PD_DIST_TORCH_PY, PD_DIST_PADDLE_PY   the interpreters of the PyPI peers
 #                    (default /work/venv/bin/python, /work/venv-paddle/bin/python)
 #   PD_DIST_MPIRUN   extra mpirun arguments (e.g. "--bind-to none")
@@ -101,7 +105,7 @@ if not n or dt[0] <= 0:
     print(json.dumps(dict(base, error="%s: too few timed steps in the metrics" % label)))
     sys.exit(0)
 med = dt[n // 2] if n % 2 else 0.5 * (dt[n // 2 - 1] + dt[n // 2])
-print(json.dumps(dict(base, dtype="f32", seq=256, tokens_per_step=tok, steps=n, warmup=warm,
+print(json.dumps(dict(base, dtype="bf16" if "--bf16" in label else "f32", seq=256, tokens_per_step=tok, steps=n, warmup=warm,
                       step_ms=round(1e3 * med, 1), step_ms_min=round(1e3 * dt[0], 1),
                       tokens_per_s=round(tok / med, 1), loss=round(runs[0][1], 4))))
 EOF
@@ -168,6 +172,22 @@ ceiling_run() {
     # shellcheck disable=SC2086  # 4 ranks on this machine's cores: oversubscribed where nproc < 4
     our_run "paddlec train --mesh dp=2,tp=2" 4 1 \
       env "${mpi_env[@]}" mpirun -np 4 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh dp=2,tp=2
+  fi
+  # The same under bf16 autocast (--bf16: f32 master weights, matmuls in
+  # bf16) against one process's --bf16 (PD_DIST_BF16=0: skip)
+  if [ "${PD_DIST_BF16:-1}" = 1 ] && "$pdc" train --help 2>&1 | grep -q -- '--mesh'; then
+    our_run "paddlec train --bf16" 1 2 "$pdc" train --bf16
+    # shellcheck disable=SC2086
+    our_run "paddlec train --mesh dp=$np --bf16" "$np" 1 \
+      env "${mpi_env[@]}" mpirun -np "$np" ${PD_DIST_MPIRUN:-} "$pdc" train --mesh "dp=$np" --bf16
+    if [ "${PD_DIST_TP:-1}" = 1 ]; then
+      # shellcheck disable=SC2086
+      our_run "paddlec train --mesh tp=2 --bf16" 2 1 \
+        env "${mpi_env[@]}" mpirun -np 2 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh tp=2 --bf16
+      # shellcheck disable=SC2086
+      our_run "paddlec train --mesh dp=2,tp=2 --bf16" 4 1 \
+        env "${mpi_env[@]}" mpirun -np 4 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh dp=2,tp=2 --bf16
+    fi
   fi
   [ $((8 % np)) = 0 ] && ceiling_run
   if [ -x "$build/bench_allreduce" ]; then  # the all-reduce of the gradients, alone
