@@ -488,6 +488,10 @@ const char *pdi_call_site(const struct pdi_call *c);
 /* The GradNode whose VJP this thread is running, NULL outside backward. */
 const char *pdi_backward_node_name(void);
 const struct pdi_node *pdi_backward_node(void);
+/* Steps the backward engine spent finding and flushing leaves, summed over
+ * every run since start (tests/test_backward_leaves.c: linear in the
+ * leaves and nodes). */
+int64_t pdi_backward_leaf_work(void);
 /* Resolve a raw return address (as stored in dbg_site) to "file:line (fn)";
  * NULL if unknown. Interned, cached by address. */
 const char *pdi_site_str(void *addr);
