@@ -31,7 +31,7 @@ struct run {
     int n_leaves, cap_leaves;
     int *slot_of;             /* open addressing by leaf address: index + 1, 0 empty */
     int hcap;                 /* a power of two, > 2 * cap_leaves */
-    int *ready, n_ready;      /* leaves waiting for nothing, not yet flushed */
+    int *ready, n_ready;      /* leaves waiting for nothing, not yet flushed (after leaves' block) */
     int any_ready;            /* one of them got its last contribution (flush_ready) */
     int64_t work;             /* hash probes and ready leaves visited (pdi_backward_leaf_work) */
     struct pdi_node **nodes;
@@ -125,41 +125,58 @@ static unsigned leaf_hash(const struct pd_tensor *leaf, int hcap)
 /* The hash slot holding leaf, or the empty one where it goes. */
 static int *leaf_probe(struct run *r, const struct pd_tensor *leaf)
 {
-    unsigned h = leaf_hash(leaf, r->hcap);
-    for (;; h = (h + 1) & (unsigned)(r->hcap - 1)) {
-        r->work++;
+    unsigned h = leaf_hash(leaf, r->hcap), n = 1;
+    for (;; h = (h + 1) & (unsigned)(r->hcap - 1), n++) {
         int k = r->slot_of[h];
-        if (!k || r->leaves[k - 1].leaf == leaf) return &r->slot_of[h];
+        if (!k || r->leaves[k - 1].leaf == leaf) {
+            r->work += n;
+            return &r->slot_of[h];
+        }
     }
 }
 
+/* Room for more leaves (and their ready list, in the same block); past 16
+ * (found by a scan), a hash table finds them. */
 static int leaves_grow(struct run *r)
 {
     int nc = r->cap_leaves ? r->cap_leaves * 2 : 16, hc = 4 * nc;
-    struct leaf_grad *nl = pdi_realloc(r->leaves, sizeof *nl * (size_t)nc);
-    if (nl) r->leaves = nl;
-    int *rd = nl ? pdi_realloc(r->ready, sizeof *rd * (size_t)nc) : NULL;
-    if (rd) r->ready = rd;
-    int *h = rd ? pdi_calloc((size_t)hc, sizeof *h) : NULL;
+    struct leaf_grad *nl = pdi_realloc(r->leaves, (sizeof *nl + sizeof *r->ready) * (size_t)nc);
+    if (!nl) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    int *rd = (int *)(nl + nc);
+    if (r->n_ready) memmove(rd, (int *)(nl + r->cap_leaves), sizeof *rd * (size_t)r->n_ready);
+    r->leaves = nl, r->ready = rd, r->cap_leaves = nc;
+    if (nc == 16) return PD_OK;
+    int *h = pdi_calloc((size_t)hc, sizeof *h);
     if (!h) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
     free(r->slot_of);
-    r->slot_of = h, r->hcap = hc, r->cap_leaves = nc;
+    r->slot_of = h, r->hcap = hc;
     for (int i = 0; i < r->n_leaves; i++) *leaf_probe(r, r->leaves[i].leaf) = i + 1;
     return PD_OK;
+}
+
+/* A new slot for leaf (k: its empty hash slot, NULL while scanning). */
+static __attribute__((noinline)) struct leaf_grad *leaf_new(struct run *r, struct pd_tensor *leaf, int *k)
+{
+    if (r->n_leaves == r->cap_leaves) {
+        if (leaves_grow(r)) return NULL;
+        k = r->hcap ? leaf_probe(r, leaf) : NULL;
+    }
+    if (k) *k = r->n_leaves + 1;
+    r->leaves[r->n_leaves] = (struct leaf_grad){leaf, NULL, 0, 0};
+    return &r->leaves[r->n_leaves++];
 }
 
 /* The run's slot for leaf, made on first sight (O(1) expected). */
 static struct leaf_grad *leaf_slot(struct run *r, struct pd_tensor *leaf)
 {
-    int *k = r->hcap ? leaf_probe(r, leaf) : NULL;
-    if (k && *k) return &r->leaves[*k - 1];
-    if (r->n_leaves == r->cap_leaves) {
-        if (leaves_grow(r)) return NULL;
-        k = leaf_probe(r, leaf);
+    if (r->hcap) {
+        int *k = leaf_probe(r, leaf);
+        return *k ? &r->leaves[*k - 1] : leaf_new(r, leaf, k);
     }
-    *k = r->n_leaves + 1;
-    r->leaves[r->n_leaves] = (struct leaf_grad){leaf, NULL, 0, 0};
-    return &r->leaves[r->n_leaves++];
+    int i = 0;
+    while (i < r->n_leaves && r->leaves[i].leaf != leaf) i++;
+    r->work += i + 1;
+    return i < r->n_leaves ? &r->leaves[i] : leaf_new(r, leaf, NULL);
 }
 
 /* Sum a leaf's incoming gradients over the run; hooks and .grad see the
@@ -395,9 +412,8 @@ static void run_free(struct run *r)
 {
     for (int i = 0; i < r->n_leaves; i++) pd_tensor_release(r->leaves[i].grad);
     __atomic_add_fetch(&leaf_work, r->work, __ATOMIC_RELAXED);
-    free(r->leaves);
+    free(r->leaves); /* and ready */
     free(r->slot_of);
-    free(r->ready);
     if (r->buf)
         for (int k = 0; k < r->n; k++) {
             if (!r->buf[k]) continue;
