@@ -106,6 +106,10 @@ struct pdi_dist {
      * so the stage refuses in-place writes into it (src/dist/spmd.c) */
     int view_copy;
     int dp_axis; /* a parameter under pd_dp_attach: its axis + 1 (its gradient stays Partial there) */
+    /* the distribute stage's handle on the piece (owned; NULL until the
+     * stage needs it; not copied): the local call reads it without making
+     * a new handle per op (src/dist/spmd.c) */
+    struct pd_tensor *local;
 };
 /* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
  * not call up into dist/): NULL until the first distributed tensor exists,
@@ -220,6 +224,10 @@ static inline const void *pdi_host_read(const struct pd_tensor *t, const char *w
  * through pdi_host_access: status, PD_ERR_INVALID for a meta tensor, where
  * pd_item's NaN could not be told from a NaN value. */
 int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out);
+/* Its first element (any number of them but none; pd_item): the one host
+ * read both make, a distributed tensor's whole value gathered first (a
+ * collective). */
+int pdi_host_first(const struct pd_tensor *t, const char *what, double *out);
 /* site: a raw return address (pdi_site_str resolves it) or NULL. Install
  * before running ops: the list is not guarded against concurrent reads. */
 typedef void (*pdi_host_observer_fn)(const struct pd_tensor *t, unsigned access, const char *what, void *site,

@@ -527,15 +527,8 @@ double pd_item(const struct pd_tensor *t)
 {
     if (!t) return NAN;
     if (pd_tensor_numel(t) == 0) return pdi_errorf(PD_ERR_INVALID, "item: the tensor has no elements"), NAN;
-    if (t->dist) { /* the whole value on every rank (collective) */
-        int tok = pd_scope_begin();
-        struct pd_tensor *f = pdi_dist_hooks->full((struct pd_tensor *)t);
-        double v = f ? pd_item(f) : NAN;
-        pd_scope_end(tok);
-        return v;
-    }
-    const void *p = pdi_host_read(t, "item");
-    return p ? pdi_load(p, t->dtype) : NAN;
+    double v;
+    return pdi_host_first(t, "item", &v) ? NAN : v;
 }
 
 double pd_get(const struct pd_tensor *t, const int64_t *index)
