@@ -279,6 +279,7 @@ static void dist_free(void *p)
 {
     struct pdi_dist *d = p;
     pd_mesh_release(d->mesh);
+    pd_tensor_release(d->local);
     free(d);
 }
 
@@ -314,6 +315,7 @@ void *pdi_dist_copy(const void *p)
     struct pdi_dist *d = pdi_malloc(sizeof *d);
     if (!d) return pdi_error(PD_ERR_NOMEM, "dist: out of memory");
     memcpy(d, p, sizeof *d);
+    d->local = NULL; /* the stage's handle stays with the original */
     pd_mesh_retain(d->mesh);
     return d;
 }
