@@ -213,17 +213,24 @@ static int dist_call(struct pdi_call *c)
     /* 1. attributes and metas on the global shapes */
     struct pdi_meta gmeta[PDI_SPMD_MAX_OUT];
     memset(gmeta, 0, sizeof gmeta);
-    struct pdi_call g = *c;
-    g.meta = gmeta;
-    g.n_writes = 0;
-    int rc = d->attrs != PDI_AS_none ? pdi_attrs_check(&g) : PD_OK;
+    /* on the call itself, as on a plain call: autograd records the
+     * attributes infer leaves (axes normalised); an op with attributes
+     * gets them back if infer fails (a data-dependent shape, below) */
+    struct pdi_attrs a0;
+    int has_attrs = d->attrs != PDI_AS_none;
+    if (has_attrs) a0 = c->a;
+    c->meta = gmeta;
+    c->n_writes = 0;
+    int rc = has_attrs ? pdi_attrs_check(c) : PD_OK;
     if (rc) return rc;
-    int have_meta = d->infer(&g) == PD_OK;
-    if (!have_meta) pd_clear_error();
-    else c->a = g.a; /* as infer leaves them on a plain call (axes normalised): autograd records these */
+    int have_meta = d->infer(c) == PD_OK;
+    if (!have_meta) {
+        pd_clear_error();
+        if (has_attrs) c->a = a0;
+    }
     for (int i = 0; i < ni; i++) {
         const struct pdi_dist *di = c->in[i]->dist;
-        if ((i < g.n_writes || (c->inplace && i == 0)) && di && di->view_copy)
+        if ((i < c->n_writes || (c->inplace && i == 0)) && di && di->view_copy)
             return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is a view of a distributed tensor that had to be "
                               "resharded (a copy): the write would not reach its base", d->name, i);
     }
@@ -246,7 +253,7 @@ static int dist_call(struct pdi_call *c)
     }
     struct pdi_spmd s = {.mesh = m, .mdim = m->ndim, .n_in = ni, .n_out = no, .in = pl, .a = c->a};
     if (have_meta) {
-        rc = d->spmd(&g, &s);
+        rc = d->spmd(c, &s);
     } else { /* a data-dependent shape: replicated */
         for (int i = 0; i < ni; i++) replicate_all(pl[i], m->ndim);
         for (int j = 0; j < no; j++) replicate_all(s.out[j], m->ndim);
@@ -268,7 +275,7 @@ static int dist_call(struct pdi_call *c)
             loc[i] = plain_piece(x, m, pl[i]);
         } else if (pdi_same_placements(di->pl, pl[i], m->ndim)) {
             loc[i] = local_of(x);
-        } else if (i < g.n_writes || (c->inplace && i == 0)) {
+        } else if (i < c->n_writes || (c->inplace && i == 0)) {
             rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is written in place, but the op needs it in other "
                             "placements (reshard it first)", d->name, i);
         } else {
