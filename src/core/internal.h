@@ -111,6 +111,10 @@ struct pdi_dist {
      * a new handle per op (src/dist/spmd.c) */
     struct pd_tensor *local;
 };
+/* A zeroed struct pdi_dist and its release, from per-thread free lists
+ * like tensor handles' (core/tensor.c). */
+struct pdi_dist *pdi_dist_new(void);
+void pdi_dist_delete(struct pdi_dist *d);
 /* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
  * not call up into dist/): NULL until the first distributed tensor exists,
  * so a program without one pays one predictable branch per op. */
