@@ -21,7 +21,8 @@
  *   - a split the kernel cannot take as is may run a local function
  *     instead of the op (s->local): the vocabulary-parallel embedding and
  *     nll_loss shift and mask the indices into the local piece, which
- *     makes the output Partial(sum).
+ *     makes the output Partial(sum); nll_loss_backward does the same and
+ *     its output stays split by classes.
  * Random ops run on the placements of their input with the draw of the
  * whole tensor (bernoulli's slice attribute): each rank draws its slice of
  * the single-process stream.
@@ -320,14 +321,44 @@ int pdi_spmd_concat(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_dims(g, s, all & ~(1u << ax));
 }
 
+/* log_softmax over a split axis: (x - max) - log(sum(exp(x - max))), as
+ * its decomposition (src/ops/nn.c), but with the row sums made whole by a
+ * recorded reshard before the log. The all-reduce is the one the log's
+ * call would make anyway; recorded, it puts the replicated sums in the
+ * log's node, so backward divides by them instead of all-reducing the
+ * saved Partial sums again, and its own backward is the one all-reduce
+ * the split gradient's row sums need (nll_loss_backward leaves the
+ * gradient split by classes). */
+static int log_softmax_split(const struct pdi_call *c, struct pd_tensor **out)
+{
+    int ax = (int)c->a.softmax.axis;
+    struct pd_tensor *x = c->in[0];
+    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    struct pd_tensor *xc = dt == ct ? x : pd_cast(x, ct);
+    if (!xc) return pd_last_status();
+    struct pd_tensor *z = pd_tensor_numel(xc) ? pd_sub(xc, pd_detach(pd_amax(xc, &ax, 1, 1))) : xc;
+    struct pd_tensor *sum = pd_sum(pd_exp(z), &ax, 1, 1);
+    if (sum && sum->dist) {
+        const struct pdi_dist *d = sum->dist;
+        struct pd_placement pl[PD_MAX_MESH_DIMS];
+        for (int k = 0; k < d->mesh->ndim; k++) pl[k] = is_partial(&d->pl[k]) ? R : d->pl[k];
+        sum = pd_reshard(sum, d->mesh, pl);
+    }
+    struct pd_tensor *y = pd_sub(z, pd_log(sum));
+    out[0] = y && dt != ct ? pd_cast(y, dt) : y;
+    return out[0] ? PD_OK : pd_last_status();
+}
+
 /* softmax, log_softmax: off the axis as pointwise; a sharded axis runs the
- * decomposition (its max and sum become Partial, then all-reduced). */
+ * decomposition (its max and sum become Partial, then all-reduced;
+ * log_softmax's is log_softmax_split). */
 int pdi_spmd_softmax(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.softmax.axis;
     for (int k = 0; k < s->mdim; k++)
         if (is_shard(&s->in[0][k]) && s->in[0][k].dim == ax) {
             s->decompose = 1;
+            if (g->op == PD_OP_log_softmax) s->decomp = log_softmax_split;
             return PD_OK;
         }
     unsigned all = g->in[0]->ndim ? (1u << g->in[0]->ndim) - 1 : 0;
@@ -417,6 +448,67 @@ int pdi_spmd_nll_loss(const struct pdi_call *g, struct pdi_spmd *s)
         int64_t c0, c1;
         pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
         s->local = nll_local;
+        s->local_arg[0] = c0;
+    }
+    return PD_OK;
+}
+
+/* nll_loss_backward on this rank's classes [c0, c0 + C_local): a target
+ * outside them (or ignored) becomes -1, which the local call ignores, so
+ * each rank writes its own columns of d logp and nothing else. */
+static int nllb_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pd_tensor *lp = l->in[0], *t = pd_cast(l->in[1], PD_I64);
+    int64_t cl = lp->shape[lp->ndim == 1 ? 0 : 1];
+    struct pd_tensor *sh = pd_sub(t, pd_scalar((double)s->local_arg[0], PD_I64));
+    struct pd_tensor *valid =
+        pd_logical_and(pd_ne(t, pd_scalar((double)l->a.nll_loss_backward.ignore_index, PD_I64)),
+                       pd_logical_and(pd_ge(sh, pd_scalar(0, PD_I64)), pd_lt(sh, pd_scalar((double)cl, PD_I64))));
+    struct pd_tensor *in[3] = {lp, pd_where(valid, sh, pd_scalar(-1, PD_I64)), l->in[2]};
+    if (!in[1]) return pd_last_status();
+    struct pdi_call c = *l;
+    c.in = in;
+    c.a.nll_loss_backward.ignore_index = -1;
+    return pdi_dispatch(&c);
+}
+
+/* nll_loss_backward: logp [N, C, d...] (or [C]), target and w [N, d...];
+ * out takes logp's layout. Classes split (vocabulary-parallel logits):
+ * target and w replicated, out split like logp, each rank writing its
+ * class range (nllb_local): no collective and no replicated [N, C]. Rows
+ * split (in logp, target or w): all three split alike. Otherwise a
+ * Partial(sum|avg) w stays Partial in out (the op is linear in w). logp's
+ * values are never read, so a Partial logp is left as it is. */
+int pdi_spmd_nll_loss_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim, cax = nd == 1 ? 0 : 1, classes = 0;
+    for (int k = 0; k < s->mdim; k++) {
+        struct pd_placement *p = &s->in[0][k], *t = &s->in[1][k], *w = &s->in[2][k];
+        if (is_shard(p) && p->dim == cax) { /* vocabulary-parallel */
+            classes = 1;
+            *t = R, *w = R;
+            s->out[0][k] = *p;
+            continue;
+        }
+        int d = -1, order = 0; /* a row dim of logp */
+        if (is_shard(p) && nd > 1) d = p->dim, order = p->order;
+        else if (is_shard(t) && nd > 1) d = t->dim ? t->dim + 1 : 0, order = t->order;
+        else if (is_shard(w) && nd > 1) d = w->dim ? w->dim + 1 : 0, order = w->order;
+        if (d >= 0) {
+            *p = (struct pd_placement){PD_SHARD, d, order, 0};
+            *t = *w = (struct pd_placement){PD_SHARD, d ? d - 1 : 0, order, 0};
+            s->out[0][k] = *p;
+            continue;
+        }
+        *t = R;
+        if (!is_partial(p)) *p = R;
+        if (is_linear_partial(w)) s->out[0][k] = *w;
+        else *w = R, s->out[0][k] = R;
+    }
+    if (classes) {
+        int64_t c0, c1;
+        pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
+        s->local = nllb_local;
         s->local_arg[0] = c0;
     }
     return PD_OK;
