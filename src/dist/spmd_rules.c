@@ -282,6 +282,24 @@ static int spmd_dims(const struct pdi_call *g, struct pdi_spmd *s, unsigned allo
     return PD_OK;
 }
 
+/* How many pieces spmd_dims(g, s, allowed) splits dim 1 (the heads) into:
+ * on each axis, the first input it follows. */
+static int head_pieces(const struct pdi_call *g, const struct pdi_spmd *s, unsigned allowed)
+{
+    const struct pd_tensor *x0 = g->in[0];
+    int n = 1;
+    for (int k = 0; k < s->mdim; k++)
+        for (int i = 0; i < s->n_in; i++) {
+            const struct pd_placement *p = &s->in[i][k];
+            if (is_shard(p) && (allowed >> p->dim & 1) && g->in[i]->ndim == x0->ndim &&
+                g->in[i]->shape[p->dim] == x0->shape[p->dim]) {
+                if (p->dim == 1) n *= pd_mesh_size(s->mesh, k);
+                break;
+            }
+        }
+    return n;
+}
+
 /* sdpa and its backward: batch and heads (dims 0, 1 of [B, H, T, D]); heads only when the key heads split evenly too (grouped
  * queries map onto whole key heads); dropout draws by global (b, h): then
  * replicated. */
@@ -295,6 +313,8 @@ int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
             heads_ok &= hk % pieces(s, s->in[0], 1) == 0 && hq % pieces(s, s->in[0], 1) == 0;
     if (heads_ok && hq == hk) allowed |= 2u;
     else if (heads_ok) { /* grouped: k and v keep their own head extent */
+        int np = head_pieces(g, s, allowed | 2u); /* the input followed may not be q (dout in backward) */
+        if (hq % np || hk % np) return spmd_dims(g, s, allowed);
         allowed |= 2u;
         int rc = spmd_dims(g, s, allowed);
         for (int k = 0; k < s->mdim && rc == PD_OK; k++)
