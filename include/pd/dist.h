@@ -116,6 +116,15 @@ struct pd_tensor *pd_dtensor_normal(const int64_t *shape, int ndim, double mean,
                                     struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
 struct pd_tensor *pd_dtensor_randint(const int64_t *shape, int ndim, int64_t lo, int64_t hi, enum pd_dtype dt,
                                      struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
+/* pd_arange, pd_linspace and pd_eye (cols < 0: n) built in place: each
+ * element is computed by the single-process formula at its global index,
+ * so the values equal the single-process tensor's, bit for bit. */
+struct pd_tensor *pd_dtensor_arange(double start, double stop, double step, enum pd_dtype dt, struct pd_mesh *m,
+                                    const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_linspace(double start, double stop, int64_t num, enum pd_dtype dt, struct pd_mesh *m,
+                                      const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_eye(int64_t n, int64_t cols, enum pd_dtype dt, struct pd_mesh *m,
+                                 const struct pd_placement *pl);
 
 int pd_dtensor_is_dist(const struct pd_tensor *t);
 const int64_t *pd_dtensor_shape(const struct pd_tensor *t); /* global; NULL if not distributed */
