@@ -246,6 +246,15 @@ void pdi_dist_range(const struct pd_mesh *m, const struct pd_placement *pl, cons
     pd_dist_piece(gshape[d], pieces, index, start, stop);
 }
 
+static int reduce_linear(enum pd_reduce_op op) { return op == PD_RED_SUM || op == PD_RED_AVG; }
+
+static const char *reduce_name(enum pd_reduce_op op)
+{
+    static const char *const names[PD_RED_COUNT] = {[PD_RED_SUM] = "sum", [PD_RED_AVG] = "avg", [PD_RED_MAX] = "max",
+                                                    [PD_RED_MIN] = "min"};
+    return names[op];
+}
+
 int pdi_dist_check_placements(const char *fn, const struct pd_mesh *m, const struct pd_placement *pl, int ndim,
                               enum pd_dtype dt)
 {
@@ -253,18 +262,21 @@ int pdi_dist_check_placements(const char *fn, const struct pd_mesh *m, const str
     int partial = -1;
     for (int a = 0; a < m->ndim; a++) {
         const struct pd_placement *p = &pl[a];
-        /* a tensor is the reduction over its Partial axes: one reduction, or
-         * the order of the axes would matter */
-        if (p->kind == PD_PARTIAL && partial >= 0 && pl[partial].op != p->op)
-            return pdi_errorf(PD_ERR_INVALID, "%s: mesh axes %s and %s are Partial with different reductions", fn,
-                              m->names[partial], m->names[a]);
+        if (p->kind == PD_PARTIAL && ((unsigned)p->op >= PD_RED_COUNT))
+            return pdi_errorf(PD_ERR_INVALID, "%s: mesh axis %s: reduction %d is not sum, avg, max or min", fn,
+                              m->names[a], (int)p->op);
+        /* a tensor is the reduction over its Partial axes, in any order:
+         * their reductions must commute (one op, or sum and avg, which are
+         * both linear); sum then max is not max then sum */
+        if (p->kind == PD_PARTIAL && partial >= 0 && pl[partial].op != p->op &&
+            !(reduce_linear(pl[partial].op) && reduce_linear(p->op)))
+            return pdi_errorf(PD_ERR_INVALID, "%s: mesh axes %s and %s are Partial with reductions that do not "
+                              "commute (%s and %s)", fn, m->names[partial], m->names[a],
+                              reduce_name(pl[partial].op), reduce_name(p->op));
         if (p->kind == PD_PARTIAL) partial = a;
         if (p->kind == PD_SHARD && (p->dim < 0 || p->dim >= ndim))
             return pdi_errorf(PD_ERR_INVALID, "%s: mesh axis %s shards dim %d of a %d-d tensor", fn, m->names[a], p->dim,
                               ndim);
-        if (p->kind == PD_PARTIAL && ((unsigned)p->op >= PD_RED_COUNT))
-            return pdi_errorf(PD_ERR_INVALID, "%s: mesh axis %s: reduction %d is not sum, avg, max or min", fn,
-                              m->names[a], (int)p->op);
         if (p->kind == PD_PARTIAL && p->op == PD_RED_AVG && !pd_dtype_is_float(dt))
             return pdi_errorf(PD_ERR_INVALID, "%s: mesh axis %s: Partial(avg) needs a floating dtype, not %s", fn,
                               m->names[a], pd_dtype_name(dt));

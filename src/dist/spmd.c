@@ -81,6 +81,38 @@ static int finish(struct pdi_call *c, struct pdi_meta *gmeta)
     return PD_OK;
 }
 
+/* An input whose Partial axes the rule reduces, for an op that saves its
+ * inputs and needs its gradient: resharded by the recorded reshard op (so
+ * that differentiating the VJP again reaches the input), and that value,
+ * the one the local call read, is what autograd saves for the VJP
+ * (save_resharded). A backward that needs it whole then reads it instead
+ * of reducing the Partial input again (docs/distributed.md "Communication
+ * per step"). */
+static int reshard_saved(const struct pdi_call *c, int i, const struct pd_placement *to, int written)
+{
+    const struct pd_tensor *x = c->in[i];
+    const struct pdi_dist *di = x->dist;
+    if (!di || written || !x->requires_grad || !pdi_grad_enabled() ||
+        (pdi_ops[c->op].flags & (PDI_F_NO_SAVE_IN | PDI_F_NONDIFF)))
+        return 0;
+    for (int a = 0; a < di->mesh->ndim; a++)
+        if (di->pl[a].kind == PD_PARTIAL && !pdi_same_placements(&di->pl[a], &to[a], 1)) return 1;
+    return 0;
+}
+
+static void save_resharded(struct pdi_call *c, struct pd_tensor *const *rs)
+{
+    struct pdi_node *n = NULL;
+    for (int j = 0; j < c->n_out && !n; j++) n = c->out[j]->grad_fn;
+    for (int i = 0; n && n->op == c->op && i < c->n_in; i++) {
+        if (!rs[i] || !n->saved_in[i]) continue;
+        pd_tensor_release(n->saved_in[i]);
+        n->saved_in[i] = rs[i];
+        pd_tensor_retain(rs[i]);
+        n->saved_ver[i] = rs[i]->st->version;
+    }
+}
+
 /* pdi_reshard, shown to the profiler: blocking, so in flight and exposed
  * alike, named by the collectives it ran. */
 struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl)
@@ -252,15 +284,16 @@ static int dist_call(struct pdi_call *c)
 
     /* 2. the rule */
     struct pd_placement pl_small[4][PD_MAX_MESH_DIMS], (*pl)[PD_MAX_MESH_DIMS] = pl_small;
-    struct pd_tensor *loc_small[4] = {0}, **loc = loc_small;
+    struct pd_tensor *loc_small[8] = {0}, **loc = loc_small;
     if (ni > 4) { /* variadic ops (concat, stack, ...) */
         pl = pdi_malloc(sizeof *pl * (size_t)ni);
-        loc = pdi_calloc((size_t)ni, sizeof *loc);
+        loc = pdi_calloc((size_t)2 * (size_t)ni, sizeof *loc);
         if (!pl || !loc) {
             rc = pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", d->name);
             goto out;
         }
     }
+    struct pd_tensor **rs = loc + ni; /* the inputs resharded by a recorded reshard, saved for the VJP */
     for (int i = 0; i < ni; i++) {
         const struct pdi_dist *di = c->in[i]->dist;
         if (di) memcpy(pl[i], di->pl, sizeof pl[i]);
@@ -280,13 +313,20 @@ static int dist_call(struct pdi_call *c)
     }
 
     /* 3. the inputs in the placements the rule asks for; 4. the local call */
-    int tok = pd_scope_begin(), gtok = pd_no_grad_begin();
+    int tok = pd_scope_begin();
+    for (int i = 0; i < ni && rc == PD_OK; i++)
+        if (reshard_saved(c, i, pl[i], i < c->n_writes || (c->inplace && i == 0)) &&
+            !(rs[i] = pd_reshard(c->in[i], m, pl[i])))
+            rc = pd_last_status();
+    int gtok = pd_no_grad_begin();
     int copied = 0; /* a view of a copy: see struct pdi_dist's view_copy */
     for (int i = 0; i < ni && rc == PD_OK; i++) {
         struct pd_tensor *x = c->in[i];
         const struct pdi_dist *di = x->dist;
         copied |= !di || di->view_copy || !pdi_same_placements(di->pl, pl[i], m->ndim);
-        if (!di) {
+        if (rs[i]) {
+            loc[i] = local_of(rs[i]);
+        } else if (!di) {
             loc[i] = plain_piece(x, m, pl[i]);
         } else if (pdi_same_placements(di->pl, pl[i], m->ndim)) {
             loc[i] = local_of(x);
@@ -333,6 +373,7 @@ static int dist_call(struct pdi_call *c)
         if (!user) pd_tensor_retain(dj->local = lout[j]);
     }
     if (rc == PD_OK) rc = finish(c, gmeta);
+    if (rc == PD_OK) save_resharded(c, rs);
     for (int j = 0; j < no; j++) {
         if (c->inplace && j == 0) continue;
         c->out[j] = rc ? NULL : pd_keep(c->out[j]);

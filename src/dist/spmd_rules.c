@@ -98,6 +98,20 @@ static enum lin linearity(const struct pdi_call *g)
     }
 }
 
+/* Some input is Partial on axis k, and each is smaller than output 0 (a
+ * broadcast grows it). */
+static int only_small_partials(const struct pdi_call *g, const struct pdi_spmd *s, int k)
+{
+    int64_t out = pdi_numel(g->meta[0].shape, g->meta[0].ndim);
+    int any = 0;
+    for (int i = 0; i < s->n_in; i++) {
+        if (!is_partial(&s->in[i][k])) continue;
+        if (pdi_numel(g->in[i]->shape, g->in[i]->ndim) >= out) return 0;
+        any = 1;
+    }
+    return any;
+}
+
 static int spmd_pointwise_axis(const struct pdi_call *g, struct pdi_spmd *s, int k, int target)
 {
     const struct pdi_meta *o = &g->meta[0];
@@ -120,7 +134,13 @@ static int spmd_pointwise_axis(const struct pdi_call *g, struct pdi_spmd *s, int
                                ? (struct pd_placement){PD_SHARD, od, order, 0} : R;
         return PD_OK;
     }
-    /* no shard on k: Partial survives a linear op */
+    /* no shard on k: Partial survives a linear op, unless every Partial
+     * input is broadcast up: reducing them moves fewer bytes than reducing
+     * the grown output later */
+    if (only_small_partials(g, s, k)) {
+        replicate_axis(s, k);
+        return PD_OK;
+    }
     enum lin lin = linearity(g);
     int first_p = -1, n_p = 0;
     enum pd_reduce_op op = PD_RED_SUM;
@@ -678,14 +698,18 @@ int pdi_spmd_view(const struct pdi_call *g, struct pdi_spmd *s)
     return PD_OK;
 }
 
-/* expand: dims aligned right; an expanded dim was of size 1 (replicated). */
+/* expand: dims aligned right; an expanded dim was of size 1 (replicated).
+ * A Partial input stays Partial when the expand does not grow it; one that
+ * grows is reduced first (its N values, not the N C of the output). */
 int pdi_spmd_expand(const struct pdi_call *g, struct pdi_spmd *s)
 {
     const struct pd_tensor *x = g->in[0];
     const struct pdi_meta *o = &g->meta[0];
     int sh = o->ndim - x->ndim;
+    int grows = pdi_numel(o->shape, o->ndim) > pdi_numel(x->shape, x->ndim);
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k];
+        if (is_partial(p) && grows) { replicate_axis(s, k); continue; }
         if (is_partial(p)) { s->out[0][k] = *p; continue; }
         if (is_shard(p) && x->shape[p->dim] == o->shape[p->dim + sh])
             s->out[0][k] = (struct pd_placement){PD_SHARD, p->dim + sh, p->order, 0};

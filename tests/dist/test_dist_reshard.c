@@ -246,6 +246,26 @@ static void two_d(void)
             }
             round_trip(g, m, c0, c1);
         }
+    /* Partial(sum) and Partial(avg) on different axes commute (both linear):
+     * accepted, and reduced axis by axis (a group_norm backward made them) */
+    struct pd_placement lin[] = {pd_replicate(), pd_shard(0), pd_partial(PD_RED_SUM), pd_partial(PD_RED_AVG)};
+    struct pd_placement sa[2] = {pd_partial(PD_RED_SUM), pd_partial(PD_RED_AVG)}, as[2] = {sa[1], sa[0]};
+    for (int sh = 0; sh < 2; sh++) {
+        struct pd_tensor *g = global(shapes[sh], 2, PD_F32, sh + 2);
+        for (int i = 0; i < 16; i++) {
+            struct pd_placement b[2] = {lin[i / 4], lin[i % 4]};
+            round_trip(g, m, sa, b), round_trip(g, m, b, sa), round_trip(g, m, as, b), round_trip(g, m, b, as);
+        }
+    }
+    int tok = pd_scope_begin(); /* values that differ per rank: sum over dp of the avg over tp of g (rank + 1) = 5 g */
+    struct pd_tensor *g = global((const int64_t[]){4, 6}, 2, PD_F32, 1);
+    struct pd_tensor *d = pd_dtensor_from_local(pd_scale(g, rank + 1), pd_tensor_shape(g), m, sa);
+    struct pd_placement rs[2] = {pd_replicate(), pd_shard(1)}, ps[2] = {pd_partial(PD_RED_SUM), pd_replicate()};
+    CHECK(d && equal(pd_dtensor_full(d), pd_scale(g, 5)), "P(sum),P(avg) with per-rank values -> R");
+    CHECK(d && equal(pd_dtensor_local(pd_reshard(d, m, rs)), expected(pd_scale(g, 5), m, rs)),
+          "P(sum),P(avg) with per-rank values -> R,S1");
+    CHECK(d && equal(pd_dtensor_full(pd_reshard(d, m, ps)), pd_scale(g, 5)), "P(sum),P(avg) -> P(sum),R -> R");
+    pd_scope_end(tok);
     pd_mesh_release(m);
 }
 
@@ -286,8 +306,11 @@ static void errors(void)
     struct pd_mesh *m2 = pd_mesh_create((const int[]){1, 1}, 2, NULL, NULL);
     struct pd_placement mix[2] = {pd_partial(PD_RED_SUM), pd_partial(PD_RED_MAX)};
     CHECK(!pd_shard_tensor(global((const int64_t[]){2, 2}, 2, PD_F32, 0), m2, mix) &&
-              strstr(pd_last_error(), "Partial with different reductions"),
-          "Partial axes with different reductions");
+              strstr(pd_last_error(), "Partial with reductions that do not commute (sum and max)"),
+          "Partial axes with reductions that do not commute");
+    struct pd_placement mix2[2] = {pd_partial(PD_RED_MIN), pd_partial(PD_RED_MAX)};
+    CHECK(!pd_shard_tensor(global((const int64_t[]){2, 2}, 2, PD_F32, 0), m2, mix2) &&
+              strstr(pd_last_error(), "(min and max)"), "Partial(min) and Partial(max) refused");
     pd_mesh_release(m2);
     /* the rest of the API with NULLs and values out of range (the bad-input sweep
      * runs single-process and does not start MPI: these are its rows) */

@@ -1,0 +1,146 @@
+/* paddle.c — what a Partial input costs (docs/distributed.md "Communication
+ * per step"), counted with pd_comm_stats under mpirun (2 and 4 ranks):
+ *   - an op that reduces a Partial input for its local call saves the
+ *     reduced value for its VJP: log(x) with x Partial(sum) all-reduces x
+ *     once in forward and never again in backward;
+ *   - a Partial input that a broadcast grows is reduced before it grows:
+ *     expand([N, 1] -> [N, C]) against class-split [N, C] logits, and
+ *     add([N, 1], [N, C]), all-reduce N floats, not N C.
+ * Values and gradients equal the single-process ones. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pd/dist.h"
+#include "pd/pd.h"
+
+#include "dist_check.h"
+
+static struct pd_tensor *values(const int64_t *shape, int ndim, int salt)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = 1.0f + 0.5f * (float)sin(0.37 * (double)i + 1.3 * salt);
+    struct pd_tensor *t = pd_from_buffer(v, shape, ndim, PD_F32);
+    free(v);
+    return t;
+}
+
+/* max |a - b| / (1 + max |b|) */
+static double diff(struct pd_tensor *a, struct pd_tensor *b)
+{
+    if (!a || !b || pd_tensor_numel(a) != pd_tensor_numel(b)) return INFINITY;
+    int64_t n = pd_tensor_numel(a);
+    double *x = malloc(sizeof *x * (size_t)(n + 1)), *y = malloc(sizeof *y * (size_t)(n + 1));
+    pd_to_buffer(a, x, PD_F64);
+    pd_to_buffer(b, y, PD_F64);
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(x[i] - y[i])), m = fmax(m, fabs(y[i]));
+    free(x), free(y);
+    return d / (1 + m);
+}
+
+static int64_t moved(const struct pd_comm_stats *st)
+{
+    int64_t b = 0;
+    for (int k = 0; k < PD_COMM_COUNT; k++) b += st->bytes[k];
+    return b;
+}
+
+static struct pd_placement *with(struct pd_placement *pl, int mdim, int axis, struct pd_placement p, int other_dim)
+{
+    for (int a = 0; a < mdim; a++) pl[a] = a == axis ? p : other_dim >= 0 ? pd_shard(other_dim) : pd_replicate();
+    return pl;
+}
+
+/* log(x), x Partial(sum) on `axis` (rows split on the other axis of a 2-d
+ * mesh): one all-reduce of this rank's rows in forward, none in backward. */
+static void saved_reshard(struct pd_mesh *m, int axis)
+{
+    int tok = pd_scope_begin(), mdim = pd_mesh_ndim(m);
+    const int64_t N = 8, C = 6;
+    struct pd_tensor *x = values((int64_t[]){N, C}, 2, 1), *w = values((int64_t[]){N, C}, 2, 2);
+    struct pd_placement pl[PD_MAX_MESH_DIMS];
+    struct pd_tensor *xd = pd_requires_grad_(pd_shard_tensor(x, m, with(pl, mdim, axis, pd_partial(PD_RED_SUM), 0)), 1);
+    struct pd_tensor *xp = pd_requires_grad_(pd_detach(x), 1);
+    pd_comm_stats_reset();
+    struct pd_tensor *y = pd_log(xd);
+    struct pd_comm_stats st;
+    pd_comm_stats(&st);
+    int64_t rows = mdim == 2 ? N / 2 : N;
+    CHECK(y && st.calls[PD_COMM_ALLREDUCE] == 1 && st.bytes[PD_COMM_ALLREDUCE] == rows * C * 4 && moved(&st) == rows * C * 4,
+          "log(Partial x) forward: %lld all-reduces, %lld bytes moved (want 1 of %lld)",
+          (long long)st.calls[PD_COMM_ALLREDUCE], (long long)moved(&st), (long long)(rows * C * 4));
+    struct pd_tensor *l2 = pd_sum(pd_mul(y, w), NULL, 0, 0), *l1 = pd_sum(pd_mul(pd_log(xp), w), NULL, 0, 0);
+    pd_comm_stats_reset();
+    int rc = l2 ? pd_backward(l2, NULL, 0) : -1;
+    pd_comm_stats(&st);
+    CHECK(rc == 0 && st.calls[PD_COMM_ALLREDUCE] == 0 && st.calls[PD_COMM_REDUCE_SCATTER] == 0,
+          "log(Partial x) backward: %lld all-reduces, %lld reduce-scatters (the forward reduced x already)",
+          (long long)st.calls[PD_COMM_ALLREDUCE], (long long)st.calls[PD_COMM_REDUCE_SCATTER]);
+    CHECK(pd_backward(l1, NULL, 0) == 0 && diff(pd_dtensor_full(l2), l1) <= 1e-6 &&
+              diff(pd_dtensor_full(pd_tensor_grad(xd)), pd_tensor_grad(xp)) <= 1e-6,
+          "log(Partial x): loss or gradient differs from one process");
+    /* differentiable again: the saved value is a recorded reshard of x */
+    struct pd_tensor *x2 = pd_requires_grad_(pd_shard_tensor(x, m, pl), 1), *x1 = pd_requires_grad_(pd_detach(x), 1);
+    struct pd_tensor *g2 = NULL, *g1 = NULL, *h2 = NULL, *h1 = NULL;
+    struct pd_tensor *s2 = pd_sum(pd_log(x2), NULL, 0, 0), *s1 = pd_sum(pd_log(x1), NULL, 0, 0);
+    const struct pd_grad_options cg = {.create_graph = 1};
+    int ok = pd_grad(&s2, 1, &x2, 1, &g2, &cg) == 0 && pd_grad(&s1, 1, &x1, 1, &g1, &cg) == 0;
+    struct pd_tensor *t2 = ok ? pd_sum(g2, NULL, 0, 0) : NULL, *t1 = ok ? pd_sum(g1, NULL, 0, 0) : NULL;
+    ok = ok && pd_grad(&t2, 1, &x2, 1, &h2, NULL) == 0 && pd_grad(&t1, 1, &x1, 1, &h1, NULL) == 0;
+    CHECK(ok && diff(pd_dtensor_full(h2), h1) <= 1e-6, "log(Partial x): second derivative differs from one process");
+    pd_scope_end(tok);
+}
+
+/* A Partial(sum) [N, 1] against logits [N, C] split by classes on `axis`. */
+static void growing(struct pd_mesh *m, int axis)
+{
+    int tok = pd_scope_begin(), mdim = pd_mesh_ndim(m);
+    const int64_t N = 8, C = 37;
+    struct pd_tensor *r = values((int64_t[]){N, 1}, 2, 3), *z = values((int64_t[]){N, C}, 2, 4);
+    struct pd_placement pp[PD_MAX_MESH_DIMS], cs[PD_MAX_MESH_DIMS], rep[PD_MAX_MESH_DIMS];
+    with(pp, mdim, axis, pd_partial(PD_RED_SUM), -1);
+    with(cs, mdim, axis, pd_shard(1), -1);
+    with(rep, mdim, axis, pd_replicate(), -1);
+    struct pd_tensor *rd = pd_shard_tensor(r, m, pp), *zd = pd_shard_tensor(z, m, cs), *zr = pd_shard_tensor(z, m, rep);
+    struct pd_comm_stats st;
+    /* expand, then a pointwise op with the split logits */
+    pd_comm_stats_reset();
+    struct pd_tensor *y = pd_sub(zd, pd_expand(rd, (int64_t[]){N, C}, 2));
+    pd_comm_stats(&st);
+    CHECK(y && st.calls[PD_COMM_REDUCE_SCATTER] == 0 && moved(&st) == N * 4,
+          "expand of a Partial [N, 1] to [N, C]: %lld bytes moved (%lld reduce-scatters), want %lld", (long long)moved(&st),
+          (long long)st.calls[PD_COMM_REDUCE_SCATTER], (long long)(N * 4));
+    CHECK(diff(pd_dtensor_full(y), pd_sub(z, pd_expand(r, (int64_t[]){N, C}, 2))) == 0, "expand: values differ");
+    /* a broadcasting add with a replicated [N, C], then the whole value */
+    pd_comm_stats_reset();
+    struct pd_tensor *a = pd_add(rd, zr), *af = a ? pd_dtensor_full(a) : NULL;
+    pd_comm_stats(&st);
+    CHECK(af && moved(&st) == N * 4, "add of a Partial [N, 1] to a replicated [N, C], made whole: %lld bytes moved, want %lld",
+          (long long)moved(&st), (long long)(N * 4));
+    CHECK(diff(af, pd_add(r, z)) == 0, "add: values differ");
+    pd_scope_end(tok);
+}
+
+int main(void)
+{
+    rank = pd_dist_world_rank();
+    world = pd_dist_world_size();
+    struct pd_mesh *line = pd_mesh_create((int[]){world}, 1, (const char *const[]){"x"}, NULL);
+    struct pd_mesh *grid = world == 4 ? pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL) : NULL;
+    CHECK(line != NULL, "mesh");
+    saved_reshard(line, 0);
+    growing(line, 0);
+    if (grid) {
+        saved_reshard(grid, 1);
+        growing(grid, 1);
+    }
+    pd_mesh_release(line);
+    pd_mesh_release(grid);
+    int all = dist_check_total();
+    if (rank == 0) printf("test_dist_partial: %d checks on rank 0, %d failures over %d ranks\n", checks, all, world);
+    return all != 0;
+}
