@@ -4,8 +4,10 @@
 #ifndef PD_TESTS_DIST_CHECK_H
 #define PD_TESTS_DIST_CHECK_H
 
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "pd/pd.h"
 
@@ -29,6 +31,22 @@ static inline int dist_check_total(void)
     int all = 0;
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     return all;
+}
+
+/* max |a - b| / (1 + max |b|) over the whole values (plain tensors, or
+ * distributed ones gathered by the caller); INFINITY when a is missing or
+ * the sizes differ. */
+static inline double dist_diff(struct pd_tensor *a, struct pd_tensor *b)
+{
+    if (!a || !b || pd_tensor_numel(a) != pd_tensor_numel(b)) return INFINITY;
+    int64_t n = pd_tensor_numel(a);
+    double *x = malloc(sizeof *x * (size_t)(n + 1)), *y = malloc(sizeof *y * (size_t)(n + 1));
+    pd_to_buffer(a, x, PD_F64);
+    pd_to_buffer(b, y, PD_F64);
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(x[i] - y[i])), m = fmax(m, fabs(y[i]));
+    free(x), free(y);
+    return d / (1 + m);
 }
 
 #endif

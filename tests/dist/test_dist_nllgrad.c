@@ -62,22 +62,6 @@ static struct pd_tensor *values(const int64_t *shape, int ndim, int salt, int cl
     return classes ? pd_cast(t, PD_I64) : t;
 }
 
-static double diff(struct pd_tensor *a, struct pd_tensor *b)
-{
-    if (!a || !b || pd_tensor_numel(a) != pd_tensor_numel(b)) return INFINITY;
-    int64_t n = pd_tensor_numel(a);
-    double *x = malloc(sizeof *x * (size_t)(n + 1)), *y = malloc(sizeof *y * (size_t)(n + 1));
-    pd_to_buffer(a, x, PD_F64);
-    pd_to_buffer(b, y, PD_F64);
-    double d = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        d = fmax(d, fabs(x[i] - y[i]));
-        m = fmax(m, fabs(y[i]));
-    }
-    free(x), free(y);
-    return d / (1 + m);
-}
-
 /* One forward + backward of cross_entropy on logits placed by lpl and
  * targets by tpl; tp and dp: how many pieces the classes and rows have. */
 static void run(struct pd_mesh *m, const struct pd_placement *lpl, const struct pd_placement *tpl, int tp, int dp,
@@ -122,9 +106,9 @@ static void run(struct pd_mesh *m, const struct pd_placement *lpl, const struct 
     int same = gp != NULL;
     for (int a = 0; same && a < pd_mesh_ndim(m); a++) same = gp[a].kind == lpl[a].kind && gp[a].dim == lpl[a].dim;
     CHECK(same, "%s: the gradient is not in the logits' placements", what);
-    CHECK(diff(pd_dtensor_full(l2), l1) <= 2e-6, "%s: loss differs", what);
-    CHECK(diff(pd_dtensor_full(g2), pd_tensor_grad(x1)) <= 2e-6, "%s: gradient differs by %.3g", what,
-          diff(pd_dtensor_full(g2), pd_tensor_grad(x1)));
+    CHECK(dist_diff(pd_dtensor_full(l2), l1) <= 2e-6, "%s: loss differs", what);
+    CHECK(dist_diff(pd_dtensor_full(g2), pd_tensor_grad(x1)) <= 2e-6, "%s: gradient differs by %.3g", what,
+          dist_diff(pd_dtensor_full(g2), pd_tensor_grad(x1)));
     if (rank == 0)
         printf("%s: largest block forward %lld, backward %lld bytes (this rank's logits %lld, all %lld); backward "
                "all-reduce %lld bytes\n", what, (long long)fwd, (long long)bwd, (long long)piece, (long long)whole,

@@ -28,20 +28,6 @@ static struct pd_tensor *values(const int64_t *shape, int ndim, int salt)
     return t;
 }
 
-/* max |a - b| / (1 + max |b|) */
-static double diff(struct pd_tensor *a, struct pd_tensor *b)
-{
-    if (!a || !b || pd_tensor_numel(a) != pd_tensor_numel(b)) return INFINITY;
-    int64_t n = pd_tensor_numel(a);
-    double *x = malloc(sizeof *x * (size_t)(n + 1)), *y = malloc(sizeof *y * (size_t)(n + 1));
-    pd_to_buffer(a, x, PD_F64);
-    pd_to_buffer(b, y, PD_F64);
-    double d = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs(x[i] - y[i])), m = fmax(m, fabs(y[i]));
-    free(x), free(y);
-    return d / (1 + m);
-}
-
 static int64_t moved(const struct pd_comm_stats *st)
 {
     int64_t b = 0;
@@ -80,8 +66,8 @@ static void saved_reshard(struct pd_mesh *m, int axis)
     CHECK(rc == 0 && st.calls[PD_COMM_ALLREDUCE] == 0 && st.calls[PD_COMM_REDUCE_SCATTER] == 0,
           "log(Partial x) backward: %lld all-reduces, %lld reduce-scatters (the forward reduced x already)",
           (long long)st.calls[PD_COMM_ALLREDUCE], (long long)st.calls[PD_COMM_REDUCE_SCATTER]);
-    CHECK(pd_backward(l1, NULL, 0) == 0 && diff(pd_dtensor_full(l2), l1) <= 1e-6 &&
-              diff(pd_dtensor_full(pd_tensor_grad(xd)), pd_tensor_grad(xp)) <= 1e-6,
+    CHECK(pd_backward(l1, NULL, 0) == 0 && dist_diff(pd_dtensor_full(l2), l1) <= 1e-6 &&
+              dist_diff(pd_dtensor_full(pd_tensor_grad(xd)), pd_tensor_grad(xp)) <= 1e-6,
           "log(Partial x): loss or gradient differs from one process");
     /* differentiable again: the saved value is a recorded reshard of x */
     struct pd_tensor *x2 = pd_requires_grad_(pd_shard_tensor(x, m, pl), 1), *x1 = pd_requires_grad_(pd_detach(x), 1);
@@ -91,7 +77,7 @@ static void saved_reshard(struct pd_mesh *m, int axis)
     int ok = pd_grad(&s2, 1, &x2, 1, &g2, &cg) == 0 && pd_grad(&s1, 1, &x1, 1, &g1, &cg) == 0;
     struct pd_tensor *t2 = ok ? pd_sum(g2, NULL, 0, 0) : NULL, *t1 = ok ? pd_sum(g1, NULL, 0, 0) : NULL;
     ok = ok && pd_grad(&t2, 1, &x2, 1, &h2, NULL) == 0 && pd_grad(&t1, 1, &x1, 1, &h1, NULL) == 0;
-    CHECK(ok && diff(pd_dtensor_full(h2), h1) <= 1e-6, "log(Partial x): second derivative differs from one process");
+    CHECK(ok && dist_diff(pd_dtensor_full(h2), h1) <= 1e-6, "log(Partial x): second derivative differs from one process");
     pd_scope_end(tok);
 }
 
@@ -114,14 +100,14 @@ static void growing(struct pd_mesh *m, int axis)
     CHECK(y && st.calls[PD_COMM_REDUCE_SCATTER] == 0 && moved(&st) == N * 4,
           "expand of a Partial [N, 1] to [N, C]: %lld bytes moved (%lld reduce-scatters), want %lld", (long long)moved(&st),
           (long long)st.calls[PD_COMM_REDUCE_SCATTER], (long long)(N * 4));
-    CHECK(diff(pd_dtensor_full(y), pd_sub(z, pd_expand(r, (int64_t[]){N, C}, 2))) == 0, "expand: values differ");
+    CHECK(dist_diff(pd_dtensor_full(y), pd_sub(z, pd_expand(r, (int64_t[]){N, C}, 2))) == 0, "expand: values differ");
     /* a broadcasting add with a replicated [N, C], then the whole value */
     pd_comm_stats_reset();
     struct pd_tensor *a = pd_add(rd, zr), *af = a ? pd_dtensor_full(a) : NULL;
     pd_comm_stats(&st);
     CHECK(af && moved(&st) == N * 4, "add of a Partial [N, 1] to a replicated [N, C], made whole: %lld bytes moved, want %lld",
           (long long)moved(&st), (long long)(N * 4));
-    CHECK(diff(af, pd_add(r, z)) == 0, "add: values differ");
+    CHECK(dist_diff(af, pd_add(r, z)) == 0, "add: values differ");
     pd_scope_end(tok);
 }
 

@@ -28,23 +28,6 @@ static struct pd_tensor *randn(const int64_t *shape, int ndim, int salt)
     return t;
 }
 
-/* max |a - b| / (1 + max |b|) */
-static double diff(struct pd_tensor *a, struct pd_tensor *b)
-{
-    if (!a || !b || pd_tensor_numel(a) != pd_tensor_numel(b)) return INFINITY;
-    int64_t n = pd_tensor_numel(a);
-    double *x = malloc(sizeof *x * (size_t)(n + 1)), *y = malloc(sizeof *y * (size_t)(n + 1));
-    pd_to_buffer(a, x, PD_F64);
-    pd_to_buffer(b, y, PD_F64);
-    double d = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        d = fmax(d, fabs(x[i] - y[i]));
-        m = fmax(m, fabs(y[i]));
-    }
-    free(x), free(y);
-    return d / (1 + m);
-}
-
 #define MAX_IN 6
 /* bf16 autocast: one process and the mesh round the same f32 sums to bf16
  * at different points (a Partial product is rounded to bf16 on each rank,
@@ -117,7 +100,7 @@ static void run_case(const struct dcase *c, struct pd_mesh *m, struct pd_placeme
             CHECK(gp[a].kind == (pl[i][a].kind == PD_PARTIAL ? PD_REPLICATE : pl[i][a].kind) && /* a Partial leaf's: R */
                       (gp[a].kind != PD_SHARD || gp[a].dim == pl[i][a].dim),
                   "%s %s: input %d's gradient is not in the input's placements (axis %d)", c->name, label, i, a);
-        double d = diff(pd_dtensor_full(g2), g1);
+        double d = dist_diff(pd_dtensor_full(g2), g1);
         if (autocast_bf16) worst_bf16 = fmax(worst_bf16, d);
         CHECK(d <= tol, "%s %s: gradient of input %d differs by %.3g", c->name, label, i, d);
         CHECK(pd_tensor_dtype(g2) == pd_tensor_dtype(plain[i]), "%s %s: gradient %d is %s", c->name, label, i,
@@ -318,7 +301,7 @@ static void vocab_parallel(struct pd_mesh *m, int axis)
     CHECK(e && pd_dtensor_placements(e)[axis].kind == PD_PARTIAL, "vocab-parallel embedding: not Partial");
     CHECK(st.bytes[PD_COMM_ALLGATHER] == 0 && st.bytes[PD_COMM_ALLREDUCE] == 0,
           "vocab-parallel embedding moved %lld bytes", (long long)(st.bytes[PD_COMM_ALLGATHER] + st.bytes[PD_COMM_ALLREDUCE]));
-    CHECK(diff(pd_dtensor_full(e), pd_embedding(ids, table)) == 0, "vocab-parallel embedding: values differ");
+    CHECK(dist_diff(pd_dtensor_full(e), pd_embedding(ids, table)) == 0, "vocab-parallel embedding: values differ");
     /* cross entropy on class-split logits, every reduction */
     struct pd_placement cs[PD_MAX_MESH_DIMS];
     memcpy(cs, vs, sizeof cs);
@@ -335,7 +318,7 @@ static void vocab_parallel(struct pd_mesh *m, int axis)
         struct pd_tensor *f2 = l2 ? pd_dtensor_full(l2) : NULL;
         pd_comm_stats(&st);
         struct pd_tensor *l1 = pd_cross_entropy(lp, ids, 3, 0.0, (enum pd_reduction)red);
-        CHECK(f2 && diff(f2, l1) <= 2e-6, "vocab-parallel cross entropy (reduction %d) differs by %.3g", red, diff(f2, l1));
+        CHECK(f2 && dist_diff(f2, l1) <= 2e-6, "vocab-parallel cross entropy (reduction %d) differs by %.3g", red, dist_diff(f2, l1));
         /* per row: the max, the sum, the picked logit (and the loss gathered) */
         CHECK(st.bytes[PD_COMM_ALLGATHER] + st.bytes[PD_COMM_ALLREDUCE] <= 8 * N * (int64_t)sizeof(float),
               "vocab-parallel cross entropy (reduction %d) moved %lld bytes (the logits are %lld)", red,
@@ -343,7 +326,7 @@ static void vocab_parallel(struct pd_mesh *m, int axis)
         struct pd_tensor *w = pd_cast(randn(pd_tensor_shape(l1), pd_tensor_ndim(l1), 7), PD_F32);
         struct pd_tensor *s1 = pd_sum(pd_mul(l1, w), NULL, 0, 0), *s2 = pd_sum(pd_mul(l2, w), NULL, 0, 0);
         CHECK(pd_backward(s1, NULL, 0) == 0 && pd_backward(s2, NULL, 0) == 0, "vocab-parallel backward");
-        CHECK(diff(pd_dtensor_full(pd_tensor_grad(ld)), pd_tensor_grad(lp)) <= 2e-6,
+        CHECK(dist_diff(pd_dtensor_full(pd_tensor_grad(ld)), pd_tensor_grad(lp)) <= 2e-6,
               "vocab-parallel cross entropy (reduction %d): gradients differ", red);
     }
     pd_scope_end(tok);
