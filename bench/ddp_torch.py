@@ -14,7 +14,7 @@ bench/ddp_paddle.py). Two configurations, the same 8 x 256 tokens per step:
   ddp_torch.py [--what ddp,single] [--world 2] [--threads 1]
                [--single-threads 2] [--steps 10] [--warmup 3]
                [--attn matmul|baddbmm|sdpa|best] [--foreach 0|1|best]
-               [--coretype auto|SkylakeX|best]
+               [--coretype auto|SkylakeX|both]
 
 Run it with any interpreter that has torch: Debian's /usr/bin/python3
 (python3-torch 1.13) and /work/venv/bin/python (PyPI's torch). Prints one
@@ -27,7 +27,7 @@ The peer gets its best settings, as in llama_torch.py:
   OPENBLAS_NUM_THREADS set before torch is imported (torch.set_num_threads
   does not reach OpenBLAS's pool), OMP_NUM_THREADS unset, glibc's malloc
   thresholds raised (bench/torch_peer.py), OPENBLAS_CORETYPE per --coretype
-  ("best": SkylakeX and unset, each in its own processes, the faster kept);
+  ("both": SkylakeX and unset, each in its own processes, the faster kept);
 - attention form (matmul, baddbmm, and torch >= 2's fused sdpa) and AdamW
   foreach on/off are probed (1 warm-up + 3 timed steps each, in the same
   configuration) and the fastest is kept; in DDP every rank takes the same
@@ -56,7 +56,7 @@ VARIANTS = {"attn": ("matmul", "baddbmm", "sdpa"), "foreach": ("0", "1")}  # sdp
 
 def parse():
     p = dc.parser(__doc__, WHATS, "ddp,single", VARIANTS)
-    p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE; 'auto' = unset, 'best' = try both")
+    p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE; 'auto' = unset, 'both' = try both")
     return dc.parse(p, WHATS)
 
 
@@ -101,7 +101,7 @@ def run_config(args, what, core):
 
 
 def driver(args):
-    cores = ["SkylakeX", "auto"] if args.coretype == "best" else [args.coretype]
+    cores = ["SkylakeX", "auto"] if args.coretype == "both" else [args.coretype]
     ok = True
     for what in args.what.split(","):
         best = None
