@@ -24,11 +24,12 @@
 
 #define BATCH 16
 #define SEQ 48
+static struct pd_mesh *mesh; /* parallel: dp x tp */
 
 /* Mean loss over a few validation windows, in eval mode without autograd. */
 static double val_loss(struct pd_llama *m, struct pd_text_dataset *ds)
 {
-    struct pd_dataset_iter *it = pd_dataset_iter_create(ds, PD_SPLIT_VAL, BATCH, SEQ);
+    struct pd_dataset_iter *it = pd_dataset_iter_create_dist(ds, PD_SPLIT_VAL, BATCH, SEQ, mesh, "dp"); /* parallel */
     int ng = pd_no_grad_begin(), n = 0;
     double sum = 0;
     pd_llama_train(m, 0);
@@ -96,7 +97,7 @@ int main(int argc, char **argv)
     cfg.dim = 64, cfg.n_layers = 2, cfg.n_heads = 4, cfg.n_kv_heads = 2, cfg.hidden_dim = 176, cfg.max_seq_len = SEQ;
     struct pd_llama *m = pd_llama_create(&cfg, 1);
     int n = pd_dist_world_size(), tp = n % 2 ? 1 : 2; /* parallel: the mesh, dp x tp */
-    struct pd_mesh *mesh = pd_mesh_create((int[]){n / tp, tp}, 2, (const char *const[]){"dp", "tp"}, NULL);
+    mesh = pd_mesh_create((int[]){n / tp, tp}, 2, (const char *const[]){"dp", "tp"}, NULL);
     struct pd_shard_plan plan[16]; /* parallel: the Llama plan on tp, sequence-parallel */
     if (pd_shard_layer(pd_llama_state_dict(m), mesh, "tp", plan, pd_llama_shard_plan(1, plan, 16))) return 1;
     if (pd_dist_world_rank() && !freopen("/dev/null", "w", stdout)) return 1; /* parallel: rank 0 prints */
@@ -117,8 +118,7 @@ int main(int argc, char **argv)
     for (int step = 0; step < steps; step++) {
         int scope_tok = pd_scope_begin();
         struct pd_tensor *x, *y;
-        pd_dataset_batch(ds, PD_SPLIT_TRAIN, BATCH, SEQ, gen, &x, &y);
-        x = pd_shard_batch(x, mesh, "dp"), y = pd_shard_batch(y, mesh, "dp"); /* parallel: this rank's rows */
+        pd_dataset_batch_dist(ds, PD_SPLIT_TRAIN, BATCH, SEQ, gen, mesh, "dp", &x, &y); /* parallel: this rank's rows */
         struct pd_tensor *l = pd_llama_loss(m, x, y);
         if (!l || pd_backward(l, NULL, 0)) {
             fprintf(stderr, "step %d: %s\n", step, pd_last_error());

@@ -31,6 +31,7 @@
 #ifndef PD_DIST_H
 #define PD_DIST_H
 
+#include "pd/data.h"
 #include "pd/tensor.h"
 
 #ifdef __cplusplus
@@ -116,6 +117,15 @@ struct pd_tensor *pd_dtensor_normal(const int64_t *shape, int ndim, double mean,
                                     struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
 struct pd_tensor *pd_dtensor_randint(const int64_t *shape, int ndim, int64_t lo, int64_t hi, enum pd_dtype dt,
                                      struct pd_generator *g, struct pd_mesh *m, const struct pd_placement *pl);
+/* pd_arange, pd_linspace and pd_eye (cols < 0: n) built in place: each
+ * element is computed by the single-process formula at its global index,
+ * so the values equal the single-process tensor's, bit for bit. */
+struct pd_tensor *pd_dtensor_arange(double start, double stop, double step, enum pd_dtype dt, struct pd_mesh *m,
+                                    const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_linspace(double start, double stop, int64_t num, enum pd_dtype dt, struct pd_mesh *m,
+                                      const struct pd_placement *pl);
+struct pd_tensor *pd_dtensor_eye(int64_t n, int64_t cols, enum pd_dtype dt, struct pd_mesh *m,
+                                 const struct pd_placement *pl);
 
 int pd_dtensor_is_dist(const struct pd_tensor *t);
 const int64_t *pd_dtensor_shape(const struct pd_tensor *t); /* global; NULL if not distributed */
@@ -217,8 +227,29 @@ int pd_llama_shard_plan(int sp, struct pd_shard_plan *out, int cap);
 int pd_shard_optimizer(struct pd_optimizer *o);
 /* A batch [B, ...] that every rank drew whole (the same generator stream as
  * one process): each rank keeps its rows, Shard(0) on `axis` (data
- * parallel; NULL: every rank keeps all), replicated on the other axes. */
+ * parallel; NULL: every rank keeps all), replicated on the other axes.
+ * For dataset batches, pd_dataset_batch_dist (below) reads only the rows. */
 struct pd_tensor *pd_shard_batch(struct pd_tensor *batch, struct pd_mesh *m, const char *axis);
+/* The distributed data loader (src/data/dataset.c; docs/distributed.md
+ * "Data loading"): each rank reads only its rows of the global batch, the
+ * rows the split rule above gives its coordinate on the mesh axis named
+ * `axis` (NULL: every rank reads every row), and gets [B, T] distributed
+ * tensors, Shard(0) on that axis and Replicate on the others, with no
+ * communication. The global batch is pd_dataset_batch's from the same
+ * generator state, and the generator advances as for the whole batch, so
+ * every rank stays in step and the losses are one process's. A rank outside
+ * the mesh reads nothing. Errors as pd_dataset_batch's, and a NULL mesh or
+ * an axis the mesh does not have. */
+int pd_dataset_batch_dist(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len,
+                          struct pd_generator *gen, struct pd_mesh *m, const char *axis, struct pd_tensor **ids,
+                          struct pd_tensor **targets);
+/* Sequential evaluation over the mesh: pd_dataset_iter_create's windows
+ * and batches, each batch of B' windows split over `axis` as above.
+ * pd_dataset_iter_next returns B' (the global rows) and this rank's rows
+ * as distributed tensors; reset, num_windows and destroy as for the plain
+ * iterator (it holds a reference to the mesh). */
+struct pd_dataset_iter *pd_dataset_iter_create_dist(const struct pd_text_dataset *ds, enum pd_split split, int batch,
+                                                    int seq_len, struct pd_mesh *m, const char *axis);
 /* A new state dict with every distributed tensor gathered whole
  * (pd_dtensor_full) under the same names: the single-process layout, for
  * checkpoints, with sd's metadata. Collective. */

@@ -265,7 +265,10 @@ struct pd_tensor *pd_llama_loss(struct pd_llama *m, struct pd_tensor *ids, struc
  * each document, so a document's logits are those of running it alone
  * (up to rounding). No KV cache, no pad mask. Training path: the
  * attention is pd_flashmask_attention (PD_ATTN=sdpa: sdpa with the same
- * mask made dense, for comparisons). */
+ * mask made dense, for comparisons). On a mesh, doc_ids may be plain
+ * (whole on every rank) or distributed and split by rows like the batch
+ * (Shard(0) or Replicate on each axis; include/pd/dist.h's loader): each
+ * rank then builds the positions and the mask of its rows alone. */
 struct pd_tensor *pd_llama_forward_packed(struct pd_llama *m, struct pd_tensor *ids, struct pd_tensor *doc_ids);
 /* pd_llama_loss over pd_llama_forward_packed: the loss counts every target
  * that is not -1 or -100, across all documents. */

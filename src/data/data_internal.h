@@ -11,6 +11,11 @@
 
 struct cJSON;
 
+/* Tokens this process's batches and evaluation windows read from dataset
+ * token stores so far (T + 1 per window; src/data/dataset.c): what the
+ * distributed loader's test counts per rank. */
+int64_t pdi_dataset_tokens_read(void);
+
 /* Pieces never exceed this many bytes (bounds per-piece merge work), so no
  * token encode produces is longer. */
 #define PDI_PIECE_MAX PD_TOKENIZER_MAX_TOKEN_LEN

@@ -27,6 +27,7 @@
 
 #include "data/data_internal.h"
 #include "io/file.h"
+#include "pd/dist.h"
 
 #define CHUNK (1 << 20)
 
@@ -231,17 +232,25 @@ int pd_text_dataset_ids(const struct pd_text_dataset *ds, enum pd_split split, i
 
 static const char *split_name(enum pd_split s) { return s == PD_SPLIT_TRAIN ? "train" : "validation"; }
 
-/* [B, T] inputs and targets from window starts (absolute ids positions). */
+/* Tokens the windows of this process read from the store (each window:
+ * T + 1 ids), for pdi_dataset_tokens_read. */
+static int64_t tokens_read;
+int64_t pdi_dataset_tokens_read(void) { return __atomic_load_n(&tokens_read, __ATOMIC_RELAXED); }
+
+/* [B, T] inputs and targets from window starts (absolute ids positions);
+ * B may be 0 (a rank with no rows). */
 static int fill_windows(const struct pd_text_dataset *ds, const int64_t *starts, int batch, int seq_len,
                         struct pd_tensor **ids, struct pd_tensor **targets)
 {
     int64_t shape[2] = {batch, seq_len}, n = (int64_t)batch * seq_len;
-    int64_t *xd = pdi_malloc(sizeof *xd * (size_t)n), *yd = pdi_malloc(sizeof *yd * (size_t)n);
+    size_t bytes = sizeof(int64_t) * (size_t)(n ? n : 1);
+    int64_t *xd = pdi_malloc(bytes), *yd = pdi_malloc(bytes);
     if (!xd || !yd) {
         free(xd);
         free(yd);
         return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory for [%d, %d]", batch, seq_len);
     }
+    __atomic_fetch_add(&tokens_read, (int64_t)batch * ((int64_t)seq_len + 1), __ATOMIC_RELAXED);
     for (int b = 0; b < batch; b++) {
         int64_t s = starts[b];
         for (int t = 0; t < seq_len; t++) {
@@ -263,15 +272,43 @@ static int fill_windows(const struct pd_text_dataset *ds, const int64_t *starts,
     return PD_OK;
 }
 
-static int check_shape(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len,
+/* fn names the caller in the messages. */
+static int check_shape(const char *fn, const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len,
                        int64_t *s0, int64_t *n)
 {
-    if (split_range(ds, split, s0, n)) return pd_last_status();
+    *s0 = *n = 0;
+    if (!ds) return pdi_errorf(PD_ERR_NULL, "%s: dataset is NULL", fn);
+    if (split_range(ds, split, s0, n)) return pdi_errorf(PD_ERR_INVALID, "%s: unknown split %d", fn, (int)split);
     if (batch <= 0 || seq_len <= 0)
-        return pdi_errorf(PD_ERR_INVALID, "dataset batch: batch (%d) and seq_len (%d) must be positive", batch, seq_len);
+        return pdi_errorf(PD_ERR_INVALID, "%s: batch (%d) and seq_len (%d) must be positive", fn, batch, seq_len);
     if (*n < (int64_t)seq_len + 1)
-        return pdi_errorf(PD_ERR_INVALID, "dataset batch: the %s split has %lld tokens, fewer than seq_len + 1 = %lld",
+        return pdi_errorf(PD_ERR_INVALID, "%s: the %s split has %lld tokens, fewer than seq_len + 1 = %lld", fn,
                           split_name(split), (long long)*n, (long long)seq_len + 1); /* in 64 bits: seq_len may be INT_MAX */
+    return PD_OK;
+}
+
+/* The window starts of rows [r0, r1) of a random batch of `batch` rows
+ * (absolute positions), drawn from gen's words 2 r0 .. 2 r1 of the batch's
+ * block; gen advances for the whole batch whatever the rows. */
+static int draw_starts(struct pd_generator *gen, int64_t s0, int64_t n, int batch, int seq_len, int r0, int r1,
+                       int64_t *starts)
+{
+    if (!gen) gen = pd_default_generator();
+    uint64_t seed, off;
+    pd_generator_get_state(gen, &seed, &off);
+    /* two 32-bit words per start: a 64-bit uniform, mapped to [0, range)
+     * by a multiply-high (bias below 2^-40 for any dataset that fits) */
+    uint32_t *w = pdi_malloc((size_t)(r1 > r0 ? r1 - r0 : 1) * 2 * sizeof *w);
+    if (!w) return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory");
+    pd_philox_fill(seed, off + (uint64_t)2 * (uint64_t)r0, w, 2 * (int64_t)(r1 - r0));
+    /* same counter reservation as the core's random ops: 4-word blocks */
+    pd_generator_set_state(gen, seed, off + (((uint64_t)2 * batch + 3) & ~(uint64_t)3));
+    uint64_t range = (uint64_t)(n - seq_len); /* starts 0 .. n - T - 1 */
+    for (int b = 0; b < r1 - r0; b++) {
+        uint64_t u = ((uint64_t)w[2 * b] << 32) | w[2 * b + 1];
+        starts[b] = s0 + (int64_t)(((unsigned __int128)u * range) >> 64);
+    }
+    free(w);
     return PD_OK;
 }
 
@@ -281,46 +318,34 @@ int pd_dataset_batch(const struct pd_text_dataset *ds, enum pd_split split, int 
     if (!ids || !targets) return pdi_errorf(PD_ERR_INVALID, "dataset batch: output pointers are NULL");
     *ids = *targets = NULL;
     int64_t s0, n;
-    int rc = check_shape(ds, split, batch, seq_len, &s0, &n);
+    int rc = check_shape("dataset batch", ds, split, batch, seq_len, &s0, &n);
     if (rc) return rc;
-    if (!gen) gen = pd_default_generator();
-    uint64_t seed, off;
-    pd_generator_get_state(gen, &seed, &off);
-    /* two 32-bit words per start: a 64-bit uniform, mapped to [0, range)
-     * by a multiply-high (bias below 2^-40 for any dataset that fits) */
-    uint32_t *w = pdi_malloc((size_t)batch * 2 * sizeof *w);
     int64_t *starts = pdi_malloc((size_t)batch * sizeof *starts);
-    if (!w || !starts) {
-        free(w);
-        free(starts);
-        return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory");
-    }
-    pd_philox_fill(seed, off, w, 2 * (int64_t)batch);
-    /* same counter reservation as the core's random ops: 4-word blocks */
-    pd_generator_set_state(gen, seed, off + (((uint64_t)2 * batch + 3) & ~(uint64_t)3));
-    uint64_t range = (uint64_t)(n - seq_len); /* starts 0 .. n - T - 1 */
-    for (int b = 0; b < batch; b++) {
-        uint64_t u = ((uint64_t)w[2 * b] << 32) | w[2 * b + 1];
-        starts[b] = s0 + (int64_t)(((unsigned __int128)u * range) >> 64);
-    }
-    rc = fill_windows(ds, starts, batch, seq_len, ids, targets);
-    free(w);
+    if (!starts) return pdi_errorf(PD_ERR_NOMEM, "dataset batch: out of memory");
+    rc = draw_starts(gen, s0, n, batch, seq_len, 0, batch, starts);
+    if (!rc) rc = fill_windows(ds, starts, batch, seq_len, ids, targets);
     free(starts);
     return rc;
 }
+
+static void rows_of(struct pd_mesh *m, int axis, int b, int *r0, int *r1);
+static int dist_windows(const struct pd_text_dataset *ds, const int64_t *starts, int b, int r0, int r1, int seq_len,
+                        struct pd_mesh *m, int axis, struct pd_tensor **ids, struct pd_tensor **targets);
 
 /* ---- sequential evaluation -------------------------------------------- */
 struct pd_dataset_iter {
     const struct pd_text_dataset *ds;
     int64_t s0, n_windows, next;
     int batch, seq_len;
+    struct pd_mesh *mesh; /* pd_dataset_iter_create_dist: held */
+    int axis;             /* the data-parallel axis, -1: every rank reads every row */
 };
 
 struct pd_dataset_iter *pd_dataset_iter_create(const struct pd_text_dataset *ds, enum pd_split split, int batch,
                                                int seq_len)
 {
     int64_t s0, n;
-    if (check_shape(ds, split, batch, seq_len, &s0, &n)) return NULL;
+    if (check_shape("dataset batch", ds, split, batch, seq_len, &s0, &n)) return NULL;
     struct pd_dataset_iter *it = pdi_calloc(1, sizeof *it);
     if (!it) return pdi_error(PD_ERR_NOMEM, "dataset iter: out of memory");
     it->ds = ds;
@@ -331,7 +356,12 @@ struct pd_dataset_iter *pd_dataset_iter_create(const struct pd_text_dataset *ds,
     return it;
 }
 
-void pd_dataset_iter_destroy(struct pd_dataset_iter *it) { free(it); }
+void pd_dataset_iter_destroy(struct pd_dataset_iter *it)
+{
+    if (!it) return;
+    pd_mesh_release(it->mesh);
+    free(it);
+}
 int64_t pd_dataset_iter_num_windows(const struct pd_dataset_iter *it) { return it ? it->n_windows : 0; }
 void pd_dataset_iter_reset(struct pd_dataset_iter *it)
 {
@@ -346,12 +376,102 @@ int pd_dataset_iter_next(struct pd_dataset_iter *it, struct pd_tensor **ids, str
     int64_t left = it->n_windows - it->next;
     if (left <= 0) return 0;
     int b = left < it->batch ? (int)left : it->batch;
-    int64_t *starts = pdi_malloc((size_t)b * sizeof *starts);
+    int r0 = 0, r1 = b;
+    if (it->mesh) rows_of(it->mesh, it->axis, b, &r0, &r1);
+    int64_t *starts = pdi_malloc((size_t)(b ? b : 1) * sizeof *starts);
     if (!starts) return pdi_errorf(PD_ERR_NOMEM, "dataset iter: out of memory");
-    for (int i = 0; i < b; i++) starts[i] = it->s0 + (it->next + i) * it->seq_len;
-    int rc = fill_windows(it->ds, starts, b, it->seq_len, ids, targets);
+    for (int i = r0; i < r1; i++) starts[i - r0] = it->s0 + (it->next + i) * it->seq_len;
+    int rc = it->mesh ? dist_windows(it->ds, starts, b, r0, r1, it->seq_len, it->mesh, it->axis, ids, targets)
+                      : fill_windows(it->ds, starts, b, it->seq_len, ids, targets);
     free(starts);
     if (rc) return rc;
     it->next += b;
     return b;
+}
+
+/* ---- distributed loading (include/pd/dist.h) ------------------------------
+ * Each rank reads the rows of the global batch that the split rule of
+ * include/pd/dist.h gives its coordinate on the data-parallel axis, and
+ * wraps them as its piece (Shard(0) on that axis, Replicate elsewhere): no
+ * communication, and the global batch is the single-process one. */
+
+/* Rows [r0, r1) of a batch of b rows for this rank (none outside the mesh). */
+static void rows_of(struct pd_mesh *m, int axis, int b, int *r0, int *r1)
+{
+    *r0 = 0, *r1 = b;
+    if (!pd_mesh_contains(m)) {
+        *r1 = 0;
+    } else if (axis >= 0) {
+        int64_t s, e;
+        pd_dist_piece(b, pd_mesh_size(m, axis), pd_mesh_coord(m, axis), &s, &e);
+        *r0 = (int)s, *r1 = (int)e;
+    }
+}
+
+/* Rows [r0, r1) of a [b, T] batch from their starts, as distributed tensors. */
+static int dist_windows(const struct pd_text_dataset *ds, const int64_t *starts, int b, int r0, int r1, int seq_len,
+                        struct pd_mesh *m, int axis, struct pd_tensor **ids, struct pd_tensor **targets)
+{
+    struct pd_placement pl[PD_MAX_MESH_DIMS];
+    for (int a = 0; a < pd_mesh_ndim(m); a++) pl[a] = a == axis ? pd_shard(0) : pd_replicate();
+    int64_t shape[2] = {b, seq_len};
+    int tok = pd_scope_begin();
+    struct pd_tensor *x = NULL, *y = NULL;
+    int rc = fill_windows(ds, starts, r1 - r0, seq_len, &x, &y);
+    if (!rc) {
+        x = pd_dtensor_from_local(x, shape, m, pl);
+        y = x ? pd_dtensor_from_local(y, shape, m, pl) : NULL;
+        rc = x && y ? PD_OK : pd_last_status();
+    }
+    if (!rc) *ids = pd_keep(x), *targets = pd_keep(y);
+    pd_scope_end(tok);
+    return rc;
+}
+
+/* The mesh and axis arguments: the axis index (-1 for NULL) or a status. */
+static int dist_axis(const char *fn, struct pd_mesh *m, const char *axis, int *k)
+{
+    *k = -1;
+    if (!m) return pdi_errorf(PD_ERR_NULL, "%s: mesh is NULL", fn);
+    *k = axis ? pd_mesh_axis(m, axis) : -1;
+    if (axis && *k < 0) {
+        char qb[PDI_QUOTE_BUF];
+        return pdi_errorf(PD_ERR_INVALID, "%s: the mesh has no axis %s", fn, pdi_quote(axis, qb, sizeof qb));
+    }
+    return PD_OK;
+}
+
+int pd_dataset_batch_dist(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len,
+                          struct pd_generator *gen, struct pd_mesh *m, const char *axis, struct pd_tensor **ids,
+                          struct pd_tensor **targets)
+{
+    const char *fn = "dataset_batch_dist";
+    if (!ids || !targets) return pdi_errorf(PD_ERR_INVALID, "%s: output pointers are NULL", fn);
+    *ids = *targets = NULL;
+    int64_t s0, n;
+    int k, r0, r1, rc = dist_axis(fn, m, axis, &k);
+    if (!rc) rc = check_shape(fn, ds, split, batch, seq_len, &s0, &n);
+    if (rc) return rc;
+    rows_of(m, k, batch, &r0, &r1);
+    int64_t *starts = pdi_malloc((size_t)(r1 > r0 ? r1 - r0 : 1) * sizeof *starts);
+    if (!starts) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", fn);
+    rc = draw_starts(gen, s0, n, batch, seq_len, r0, r1, starts);
+    if (!rc) rc = dist_windows(ds, starts, batch, r0, r1, seq_len, m, k, ids, targets);
+    free(starts);
+    return rc;
+}
+
+struct pd_dataset_iter *pd_dataset_iter_create_dist(const struct pd_text_dataset *ds, enum pd_split split, int batch,
+                                                    int seq_len, struct pd_mesh *m, const char *axis)
+{
+    const char *fn = "dataset_iter_create_dist";
+    int k;
+    int64_t s0, n;
+    if (dist_axis(fn, m, axis, &k) || check_shape(fn, ds, split, batch, seq_len, &s0, &n)) return NULL;
+    struct pd_dataset_iter *it = pd_dataset_iter_create(ds, split, batch, seq_len);
+    if (!it) return NULL;
+    pd_mesh_retain(m);
+    it->mesh = m;
+    it->axis = k;
+    return it;
 }

@@ -21,7 +21,8 @@
  *   - a split the kernel cannot take as is may run a local function
  *     instead of the op (s->local): the vocabulary-parallel embedding and
  *     nll_loss shift and mask the indices into the local piece, which
- *     makes the output Partial(sum).
+ *     makes the output Partial(sum); nll_loss_backward does the same and
+ *     its output stays split by classes.
  * Random ops run on the placements of their input with the draw of the
  * whole tensor (bernoulli's slice attribute): each rank draws its slice of
  * the single-process stream.
@@ -320,14 +321,44 @@ int pdi_spmd_concat(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_dims(g, s, all & ~(1u << ax));
 }
 
+/* log_softmax over a split axis: (x - max) - log(sum(exp(x - max))), as
+ * its decomposition (src/ops/nn.c), but with the row sums made whole by a
+ * recorded reshard before the log. The all-reduce is the one the log's
+ * call would make anyway; recorded, it puts the replicated sums in the
+ * log's node, so backward divides by them instead of all-reducing the
+ * saved Partial sums again, and its own backward is the one all-reduce
+ * the split gradient's row sums need (nll_loss_backward leaves the
+ * gradient split by classes). */
+static int log_softmax_split(const struct pdi_call *c, struct pd_tensor **out)
+{
+    int ax = (int)c->a.softmax.axis;
+    struct pd_tensor *x = c->in[0];
+    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
+    struct pd_tensor *xc = dt == ct ? x : pd_cast(x, ct);
+    if (!xc) return pd_last_status();
+    struct pd_tensor *z = pd_tensor_numel(xc) ? pd_sub(xc, pd_detach(pd_amax(xc, &ax, 1, 1))) : xc;
+    struct pd_tensor *sum = pd_sum(pd_exp(z), &ax, 1, 1);
+    if (sum && sum->dist) {
+        const struct pdi_dist *d = sum->dist;
+        struct pd_placement pl[PD_MAX_MESH_DIMS];
+        for (int k = 0; k < d->mesh->ndim; k++) pl[k] = is_partial(&d->pl[k]) ? R : d->pl[k];
+        sum = pd_reshard(sum, d->mesh, pl);
+    }
+    struct pd_tensor *y = pd_sub(z, pd_log(sum));
+    out[0] = y && dt != ct ? pd_cast(y, dt) : y;
+    return out[0] ? PD_OK : pd_last_status();
+}
+
 /* softmax, log_softmax: off the axis as pointwise; a sharded axis runs the
- * decomposition (its max and sum become Partial, then all-reduced). */
+ * decomposition (its max and sum become Partial, then all-reduced;
+ * log_softmax's is log_softmax_split). */
 int pdi_spmd_softmax(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.softmax.axis;
     for (int k = 0; k < s->mdim; k++)
         if (is_shard(&s->in[0][k]) && s->in[0][k].dim == ax) {
             s->decompose = 1;
+            if (g->op == PD_OP_log_softmax) s->decomp = log_softmax_split;
             return PD_OK;
         }
     unsigned all = g->in[0]->ndim ? (1u << g->in[0]->ndim) - 1 : 0;
@@ -417,6 +448,67 @@ int pdi_spmd_nll_loss(const struct pdi_call *g, struct pdi_spmd *s)
         int64_t c0, c1;
         pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
         s->local = nll_local;
+        s->local_arg[0] = c0;
+    }
+    return PD_OK;
+}
+
+/* nll_loss_backward on this rank's classes [c0, c0 + C_local): a target
+ * outside them (or ignored) becomes -1, which the local call ignores, so
+ * each rank writes its own columns of d logp and nothing else. */
+static int nllb_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    struct pd_tensor *lp = l->in[0], *t = pd_cast(l->in[1], PD_I64);
+    int64_t cl = lp->shape[lp->ndim == 1 ? 0 : 1];
+    struct pd_tensor *sh = pd_sub(t, pd_scalar((double)s->local_arg[0], PD_I64));
+    struct pd_tensor *valid =
+        pd_logical_and(pd_ne(t, pd_scalar((double)l->a.nll_loss_backward.ignore_index, PD_I64)),
+                       pd_logical_and(pd_ge(sh, pd_scalar(0, PD_I64)), pd_lt(sh, pd_scalar((double)cl, PD_I64))));
+    struct pd_tensor *in[3] = {lp, pd_where(valid, sh, pd_scalar(-1, PD_I64)), l->in[2]};
+    if (!in[1]) return pd_last_status();
+    struct pdi_call c = *l;
+    c.in = in;
+    c.a.nll_loss_backward.ignore_index = -1;
+    return pdi_dispatch(&c);
+}
+
+/* nll_loss_backward: logp [N, C, d...] (or [C]), target and w [N, d...];
+ * out takes logp's layout. Classes split (vocabulary-parallel logits):
+ * target and w replicated, out split like logp, each rank writing its
+ * class range (nllb_local): no collective and no replicated [N, C]. Rows
+ * split (in logp, target or w): all three split alike. Otherwise a
+ * Partial(sum|avg) w stays Partial in out (the op is linear in w). logp's
+ * values are never read, so a Partial logp is left as it is. */
+int pdi_spmd_nll_loss_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    int nd = g->in[0]->ndim, cax = nd == 1 ? 0 : 1, classes = 0;
+    for (int k = 0; k < s->mdim; k++) {
+        struct pd_placement *p = &s->in[0][k], *t = &s->in[1][k], *w = &s->in[2][k];
+        if (is_shard(p) && p->dim == cax) { /* vocabulary-parallel */
+            classes = 1;
+            *t = R, *w = R;
+            s->out[0][k] = *p;
+            continue;
+        }
+        int d = -1, order = 0; /* a row dim of logp */
+        if (is_shard(p) && nd > 1) d = p->dim, order = p->order;
+        else if (is_shard(t) && nd > 1) d = t->dim ? t->dim + 1 : 0, order = t->order;
+        else if (is_shard(w) && nd > 1) d = w->dim ? w->dim + 1 : 0, order = w->order;
+        if (d >= 0) {
+            *p = (struct pd_placement){PD_SHARD, d, order, 0};
+            *t = *w = (struct pd_placement){PD_SHARD, d ? d - 1 : 0, order, 0};
+            s->out[0][k] = *p;
+            continue;
+        }
+        *t = R;
+        if (!is_partial(p)) *p = R;
+        if (is_linear_partial(w)) s->out[0][k] = *w;
+        else *w = R, s->out[0][k] = R;
+    }
+    if (classes) {
+        int64_t c0, c1;
+        pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
+        s->local = nllb_local;
         s->local_arg[0] = c0;
     }
     return PD_OK;
@@ -614,14 +706,52 @@ int pdi_spmd_permute(const struct pdi_call *g, struct pdi_spmd *s)
     return PD_OK;
 }
 
-/* slice: the sliced axis replicated, the others carried. */
+/* A slice [start, start + step * len) of a dim of extent n split into
+ * `np` pieces keeps it split when each piece of the input holds exactly
+ * the elements of the same piece of the output (the uneven-split rule of
+ * include/pd/dist.h on both sides): no element crosses ranks. That holds
+ * for a tail trimmed within the last piece, or a step that divides an even
+ * piece, from 0; any other start shifts the elements across piece
+ * boundaries, and the dim is gathered (docs/distributed.md, "How ops are
+ * distributed", says why that is the common choice). */
+static int slice_fits(int64_t n, int np, int64_t start, int64_t step, int64_t len)
+{
+    int64_t c = (n + np - 1) / np, co = (len + np - 1) / np;
+    for (int b = 0; b <= np; b++) {
+        int64_t in0 = b * c < n ? b * c : n; /* the first output index at or past in0 */
+        int64_t lo = in0 <= start ? 0 : (in0 - start + step - 1) / step;
+        if (lo > len) lo = len;
+        if (lo != (b * co < len ? b * co : len)) return 0;
+    }
+    return 1;
+}
+
+/* The local slice of a piece that fits: this rank's output piece [o0, o1)
+ * of the slice, from its input piece starting at i0. */
+static void local_slice(int64_t i0, int64_t o0, int64_t o1, int64_t *start, int64_t *stop, const int64_t *step)
+{
+    *start = o1 > o0 ? *start + *step * o0 - i0 : 0;
+    *stop = o1 > o0 ? *start + *step * (o1 - o0 - 1) + 1 : 0;
+}
+
+/* slice: the other dims carried; the sliced dim stays split when the
+ * pieces fit (slice_fits), else it is gathered. */
 int pdi_spmd_slice(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.slice.axis;
+    const struct pd_tensor *x = g->in[0];
+    int np = pieces(s, s->in[0], ax);
+    int fits = np > 1 && slice_fits(x->shape[ax], np, g->a.slice.start, g->a.slice.step, g->meta[0].shape[ax]);
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k];
-        if (is_shard(p) && p->dim == ax) replicate_axis(s, k);
+        if (is_shard(p) && p->dim == ax && !fits) replicate_axis(s, k);
         else s->out[0][k] = *p; /* a slice is linear: Partial stays */
+    }
+    if (fits) {
+        int64_t i0, i1, o0, o1;
+        pdi_dist_range(s->mesh, s->in[0], x->shape, ax, &i0, &i1);
+        pdi_dist_range(s->mesh, s->out[0], g->meta[0].shape, ax, &o0, &o1);
+        local_slice(i0, o0, o1, &s->a.slice.start, &s->a.slice.stop, &s->a.slice.step);
     }
     return PD_OK;
 }
@@ -779,10 +909,68 @@ int pdi_spmd_along_axis(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
 }
 
-/* flip: the dims not reversed (infer set the mask). */
+/* flip: the dims not reversed stay split; a reversed dim too when it
+ * splits evenly: piece b reversed is piece np - 1 - b of the output, so
+ * each rank flips its piece and swaps it with the rank at the mirrored
+ * coordinates on the axes that split reversed dims (one send and one
+ * receive, flip_local) instead of gathering the dim. An uneven reversed
+ * dim is gathered (its pieces differ in size). A Partial input stays (a
+ * permutation commutes with the reduction). */
+static int flip_local(struct pdi_call *l, const struct pdi_spmd *s)
+{
+    int rc = pdi_dispatch(l);
+    if (rc) return rc;
+#ifdef PD_HAVE_MPI
+    const struct pd_mesh *m = s->mesh;
+    int idx = 0;
+    for (int k = 0; k < m->ndim; k++) {
+        const struct pd_placement *p = &s->in[0][k];
+        int c = m->coord[k], mirror = is_shard(p) && (s->a.flip.mask >> p->dim & 1);
+        idx = idx * m->shape[k] + (mirror ? m->shape[k] - 1 - c : c);
+    }
+    int peer = m->ranks[idx], me = m->ranks[m->index];
+    if (peer == me) return PD_OK;
+    struct pd_tensor *mine = pd_contiguous(l->out[0]), *theirs = pd_empty_like(mine);
+    if (!mine || !theirs) return pd_last_status();
+    int64_t bytes = pd_tensor_numel(mine) * (int64_t)pd_dtype_size(mine->dtype);
+    if (bytes > 0x7fffffff) return pdi_errorf(PD_ERR_UNSUPPORTED, "flip: a piece of %lld bytes (at most 2^31 - 1 "
+                                              "in one message)", (long long)bytes);
+    void *out = pd_tensor_data(theirs);
+    const void *in = pd_tensor_data(mine);
+    enum { TAG = 7301 }; /* the lower rank sends first: no deadlock */
+    int64_t t0 = pdi_now_ns();
+    for (int turn = 0; turn < 2 && rc == PD_OK; turn++)
+        rc = (me < peer) == (turn == 0) ? pdi_comm_send("flip", in, (int)bytes, peer, TAG)
+                                        : pdi_comm_recv("flip", out, (int)bytes, peer, TAG);
+    int64_t t1 = pdi_now_ns();
+    if (pd_profiler_enabled()) /* blocking: in flight and exposed alike, as a reshard */
+        for (int exposed = 0; exposed < 2; exposed++)
+            pdi_profiler_comm("flip send/recv", t0, t1, (double)bytes, exposed);
+    l->out[0] = theirs;
+    return rc;
+#else
+    PDI_UNUSED(s);
+    return PD_OK;
+#endif
+}
+
 int pdi_spmd_flip(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(unsigned)g->a.flip.mask);
+    const struct pd_tensor *x = g->in[0];
+    unsigned mask = (unsigned)g->a.flip.mask;
+    int swap = 0, even[PD_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) even[d] = x->shape[d] % pieces(s, s->in[0], d) == 0;
+    for (int k = 0; k < s->mdim; k++) {
+        struct pd_placement *p = &s->in[0][k];
+        if (is_shard(p) && (mask >> p->dim & 1) && !even[p->dim]) {
+            replicate_axis(s, k);
+            continue;
+        }
+        s->out[0][k] = *p;
+        swap |= is_shard(p) && (mask >> p->dim & 1) && s->mesh->shape[k] > 1;
+    }
+    if (swap) s->local = flip_local;
+    return PD_OK;
 }
 
 /* pad, pad_backward: the dims without padding. */
@@ -865,22 +1053,121 @@ int pdi_spmd_norm_backward(const struct pdi_call *g, struct pdi_spmd *s)
     return rc;
 }
 
-/* slice_backward: every dim but the sliced one (the output is the sliced
- * tensor's shape: its local piece). */
+/* diagonal of the planes (axis1, axis2): the other (batch) dims carried.
+ * A plane dim split by rows stays split when every row holds a diagonal
+ * element and the diagonal has one per row (offset >= 0 and rows + offset
+ * <= columns: the diagonal's pieces are then the rows' pieces, and a piece
+ * from row r0 holds the local diagonal offset + r0); columns alike. Any
+ * other split plane dim is gathered. */
+struct diag_geom {
+    int a1, a2, nb;       /* the plane dims; the diagonal's dim in the output (the batch dims before it) */
+    int64_t off;          /* clamped by infer */
+    int rows_ok, cols_ok; /* a split of rows (columns) maps onto the diagonal's pieces */
+};
+
+static struct diag_geom diag_geom(const int64_t *shape, int nd, int64_t off, int64_t ax1, int64_t ax2)
+{
+    struct diag_geom d = {pdi_norm_axis64(ax1, nd), pdi_norm_axis64(ax2, nd), nd - 2, off, 0, 0};
+    int64_t r = shape[d.a1], c = shape[d.a2];
+    d.rows_ok = off >= 0 && r <= c - off;
+    d.cols_ok = off <= 0 && c <= r + off;
+    return d;
+}
+
+/* The output dim of batch dim d of the diagonal's input. */
+static int diag_batch_dim(const struct diag_geom *dg, int d) { return d - (d > dg->a1) - (d > dg->a2); }
+
+/* The plane dim whose split the diagonal keeps (-1: none) under pl. */
+static int diag_plane(const struct pdi_spmd *s, const struct pd_placement *pl, const struct diag_geom *dg)
+{
+    for (int k = 0; k < s->mdim; k++)
+        if (is_shard(&pl[k]) && pl[k].dim == dg->a1 && dg->rows_ok) return dg->a1;
+    for (int k = 0; k < s->mdim; k++)
+        if (is_shard(&pl[k]) && pl[k].dim == dg->a2 && dg->cols_ok) return dg->a2;
+    return -1;
+}
+
+int pdi_spmd_diagonal(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    const struct pd_tensor *x = g->in[0];
+    const struct pdi_attrs_diagonal *a = &g->a.diagonal;
+    struct diag_geom dg = diag_geom(x->shape, x->ndim, a->offset, a->axis1, a->axis2);
+    int keep = diag_plane(s, s->in[0], &dg);
+    for (int k = 0; k < s->mdim; k++) {
+        struct pd_placement *p = &s->in[0][k];
+        if (!is_shard(p)) s->out[0][k] = *p; /* a selection: Partial stays */
+        else if (p->dim == keep) s->out[0][k] = (struct pd_placement){PD_SHARD, dg.nb, p->order, 0};
+        else if (p->dim == dg.a1 || p->dim == dg.a2) replicate_axis(s, k);
+        else s->out[0][k] = (struct pd_placement){PD_SHARD, diag_batch_dim(&dg, p->dim), p->order, 0};
+    }
+    int64_t r0, r1, c0, c1;
+    pdi_dist_range(s->mesh, s->in[0], x->shape, dg.a1, &r0, &r1);
+    pdi_dist_range(s->mesh, s->in[0], x->shape, dg.a2, &c0, &c1);
+    s->a.diagonal.offset = a->offset + r0 - c0;
+    return PD_OK;
+}
+
+/* diagonal_backward (the diagonal's gradient → zeros of the input's shape
+ * with it on the diagonal): the same maps backwards. A linear Partial
+ * stays (zeros off the diagonal); max and min are reduced first. */
+int pdi_spmd_diagonal_backward(const struct pdi_call *g, struct pdi_spmd *s)
+{
+    const struct pdi_attrs_diagonal_backward *a = &g->a.diagonal_backward;
+    const struct pdi_meta *o = &g->meta[0];
+    struct diag_geom dg = diag_geom(o->shape, o->ndim, a->offset, a->axis1, a->axis2);
+    int plane = dg.rows_ok ? dg.a1 : dg.cols_ok ? dg.a2 : -1;
+    int bdim[PD_MAX_DIMS]; /* the output dim of each batch dim of the gradient */
+    for (int d = 0, b = 0; d < o->ndim; d++)
+        if (d != dg.a1 && d != dg.a2) bdim[b++] = d;
+    for (int k = 0; k < s->mdim; k++) {
+        struct pd_placement *p = &s->in[0][k];
+        if (is_partial(p) && !is_linear_partial(p)) replicate_axis(s, k);
+        else if (!is_shard(p)) s->out[0][k] = *p;
+        else if (p->dim < dg.nb) s->out[0][k] = (struct pd_placement){PD_SHARD, bdim[p->dim], p->order, 0};
+        else if (plane >= 0) s->out[0][k] = (struct pd_placement){PD_SHARD, plane, p->order, 0};
+        else replicate_axis(s, k);
+    }
+    int64_t r0, r1, c0, c1;
+    pdi_dist_range(s->mesh, s->out[0], o->shape, dg.a1, &r0, &r1);
+    pdi_dist_range(s->mesh, s->out[0], o->shape, dg.a2, &c0, &c1);
+    s->a.diagonal_backward.offset = a->offset + r0 - c0;
+    local_out_shape(s, o, &s->a.diagonal_backward.input_shape);
+    return PD_OK;
+}
+
+/* slice_backward: every dim but the sliced one, which stays split when
+ * the pieces fit as for slice (the output is the sliced tensor's shape:
+ * its local piece). */
 int pdi_spmd_slice_backward(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    int ax = (int)g->a.slice_backward.axis;
-    if (ax < 0) ax += g->in[0]->ndim;
-    int rc = spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
-    if (rc == PD_OK) local_out_shape(s, &g->meta[0], &s->a.slice_backward.input_shape);
-    return rc;
+    const struct pdi_attrs_slice_backward *a = &g->a.slice_backward;
+    int nd = g->in[0]->ndim, ax = (int)a->axis;
+    if (ax < 0) ax += nd;
+    const int64_t *os = g->meta[0].shape;
+    int np = ax >= 0 && ax < nd ? pieces(s, s->in[0], ax) : 1;
+    int fits = np > 1 && slice_fits(os[ax], np, a->start, a->step, g->in[0]->shape[ax]);
+    struct pd_placement in0[PD_MAX_MESH_DIMS];
+    memcpy(in0, s->in[0], sizeof in0);
+    int rc = spmd_aligned(g, s, all_dims(nd) & ~(1u << ax)); /* the extents differ on ax: kept below */
+    if (rc) return rc;
+    for (int k = 0; k < s->mdim && fits; k++)
+        if (is_shard(&in0[k]) && in0[k].dim == ax) s->in[0][k] = s->out[0][k] = in0[k];
+    local_out_shape(s, &g->meta[0], &s->a.slice_backward.input_shape);
+    if (fits) {
+        int64_t i0, i1, o0, o1; /* the slice's input is this op's output */
+        pdi_dist_range(s->mesh, s->out[0], os, ax, &i0, &i1);
+        pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, ax, &o0, &o1);
+        s->a.slice_backward.axis = ax;
+        local_slice(i0, o0, o1, &s->a.slice_backward.start, &s->a.slice_backward.stop, &s->a.slice_backward.step);
+    }
+    return PD_OK;
 }
 
 /* Creation ops have no input, so the stage never runs them: the
  * pd_dtensor_* constructors (src/dist/create.c) build sharded tensors
  * directly. Data-dependent results (nonzero, unique, masked_select,
  * masked_scatter: an element's place depends on the elements before it)
- * and diagonal and its backward run replicated. */
+ * run replicated. */
 int pdi_spmd_creation(const struct pdi_call *g, struct pdi_spmd *s) { return pdi_spmd_replicate(g, s); }
 
 /* flashmask and its backward, laid out [B, S, H, D] (idx [B, Hm, Sk, C],

@@ -23,6 +23,7 @@
 #include "io/file.h"
 #include "nn/nn_internal.h"
 #include "pd/autograd.h"
+#include "pd/dist.h"
 #include "pd/nn.h"
 #include "pd/ops.h"
 
@@ -434,8 +435,25 @@ static int packed_positions_and_mask(struct pd_tensor *doc_ids, int64_t b, int64
     if (t > INT32_MAX)
         return pdi_errorf(PD_ERR_INVALID, "llama forward_packed: %lld positions overflow int32 row indices",
                           (long long)t);
-    int64_t n = b * t, *doc = pdi_malloc(sizeof *doc * (size_t)n), *p = pdi_malloc(sizeof *p * (size_t)n);
-    int32_t *lts = pdi_malloc(sizeof *lts * (size_t)n);
+    if (pd_dtensor_is_dist(doc_ids)) {
+        /* split by rows (the distributed loader's batches, include/pd/dist.h):
+         * each rank computes its rows' positions and mask and places them
+         * as doc_ids, with no communication */
+        struct pd_mesh *mesh = pd_dtensor_mesh(doc_ids);
+        const struct pd_placement *pl = pd_dtensor_placements(doc_ids);
+        for (int a = 0; a < pd_mesh_ndim(mesh); a++)
+            if (pl[a].kind == PD_PARTIAL || (pl[a].kind == PD_SHARD && pl[a].dim != 0))
+                return pdi_errorf(PD_ERR_INVALID, "llama forward_packed: a distributed doc_ids must be split by rows "
+                                                  "(Shard(0)) or replicated");
+        struct pd_tensor *loc = pd_dtensor_local(doc_ids);
+        if (!loc || packed_positions_and_mask(loc, loc->shape[0], t, pos, idx)) return pd_last_status();
+        *pos = pd_dtensor_from_local(*pos, (int64_t[]){b, t}, mesh, pl);
+        *idx = *pos ? pd_dtensor_from_local(*idx, (int64_t[]){b, 1, t, 1}, mesh, pl) : NULL;
+        return *pos && *idx ? PD_OK : pd_last_status();
+    }
+    int64_t n = b * t, n1 = n ? n : 1; /* b is 0 on a rank with no rows */
+    int64_t *doc = pdi_malloc(sizeof *doc * (size_t)n1), *p = pdi_malloc(sizeof *p * (size_t)n1);
+    int32_t *lts = pdi_malloc(sizeof *lts * (size_t)n1);
     int st = !doc || !p || !lts ? pdi_errorf(PD_ERR_NOMEM, "llama forward_packed: out of memory") : PD_OK;
     if (!st) st = pd_to_buffer(doc_ids, doc, PD_I64);
     for (int64_t r = 0; !st && r < b; r++) {

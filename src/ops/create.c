@@ -65,13 +65,35 @@ int pdi_infer_empty(struct pdi_call *c)
     return set_meta(c, a->shape.v, a->shape.n, a->dtype);
 }
 
+/* The meta of a piece of a whole creation output (attribute `piece`,
+ * src/ops/ops_create.def): empty, the whole. */
+static int piece_meta(struct pdi_call *c, const struct pdi_ints *piece, const int64_t *whole, int nd, int64_t dt)
+{
+    if (piece->n == 0) return set_meta(c, whole, nd, dt);
+    const char *name = pdi_ops[c->op].name;
+    if (piece->n != 2 * nd)
+        return pdi_errorf(PD_ERR_INVALID, "%s: piece has %lld values (want %d: the starts, then the extents)", name,
+                          (long long)piece->n, 2 * nd);
+    int rc = pdi_check_shape(name, whole, nd);
+    if (rc) return rc;
+    int64_t ext[2];
+    for (int d = 0; d < nd; d++) {
+        int64_t s = piece->v[d], e = piece->v[nd + d];
+        if (s < 0 || e < 0 || s > whole[d] || e > whole[d] - s)
+            return pdi_errorf(PD_ERR_INVALID, "%s: piece [%lld, %lld + %lld) lies outside dim %d of extent %lld", name,
+                              (long long)s, (long long)s, (long long)e, d, (long long)whole[d]);
+        ext[d] = e;
+    }
+    return set_meta(c, ext, nd, dt);
+}
+
 int pdi_infer_arange(struct pdi_call *c)
 {
     const struct pdi_attrs_arange *a = &c->a.arange;
     int rc = arange_check(a->start, a->stop, a->step);
     if (rc) return rc;
     int64_t n = arange_len(a->start, a->stop, a->step);
-    return set_meta(c, &n, 1, a->dtype);
+    return piece_meta(c, &a->piece, &n, 1, a->dtype);
 }
 
 int pdi_infer_linspace(struct pdi_call *c)
@@ -79,14 +101,14 @@ int pdi_infer_linspace(struct pdi_call *c)
     const struct pdi_attrs_linspace *a = &c->a.linspace;
     int rc = linspace_check(a->num);
     if (rc) return rc;
-    return set_meta(c, &a->num, 1, a->dtype);
+    return piece_meta(c, &a->piece, &a->num, 1, a->dtype);
 }
 
 int pdi_infer_eye(struct pdi_call *c)
 {
     const struct pdi_attrs_eye *a = &c->a.eye;
     int64_t shape[2] = {a->n, a->m};
-    return set_meta(c, shape, 2, a->dtype);
+    return piece_meta(c, &a->piece, shape, 2, a->dtype);
 }
 
 /* copy_ and fill_ write into input 0: a call must say so. */

@@ -1,7 +1,7 @@
 /* paddle.c — the neural-network family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, group_norm, norm_backward, embedding, one_hot (rows
- * in ops_nn.def), and the
- * composite public functions built from public ops: cross_entropy,
+ * nll_loss_backward, layer_norm, rms_norm, group_norm, norm_backward,
+ * embedding, one_hot (rows in ops_nn.def), and the composite public
+ * functions built from public ops: cross_entropy,
  * mse_loss, dropout.
  *
  * Invariants:
@@ -93,6 +93,35 @@ int pdi_infer_nll_loss(struct pdi_call *c)
     m->dtype = lp->dtype;
     m->ndim = red == PD_REDUCTION_NONE ? t->ndim : 0;
     memcpy(m->shape, t->shape, sizeof m->shape);
+    return PD_OK;
+}
+
+/* nll_loss_backward: logp [N, C, d...] (or [C]) floating, target integer
+ * [N, d...] (or []), w of logp's dtype and the target's shape; out logp's
+ * dtype and shape. */
+int pdi_infer_nll_loss_backward(struct pdi_call *c)
+{
+    const struct pd_tensor *lp = c->in[0], *t = c->in[1], *w = c->in[2];
+    char b0[PDI_SHAPE_BUF], b1[PDI_SHAPE_BUF];
+    if (!pd_dtype_is_float(lp->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss_backward: input must be floating point, got %s",
+                          pd_dtype_name(lp->dtype));
+    if (!is_int_dtype(t->dtype))
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss_backward: target must hold integer class indices, got %s",
+                          pd_dtype_name(t->dtype));
+    int rc = check_class_target("nll_loss_backward", lp, t);
+    if (rc) return rc;
+    if (w->dtype != lp->dtype)
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss_backward: w dtype %s differs from input dtype %s",
+                          pd_dtype_name(w->dtype), pd_dtype_name(lp->dtype));
+    if (w->ndim != t->ndim || memcmp(w->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim))
+        return pdi_errorf(PD_ERR_INVALID, "nll_loss_backward: w shape %s differs from target shape %s",
+                          pdi_shape_str(w->shape, w->ndim, b0, sizeof b0),
+                          pdi_shape_str(t->shape, t->ndim, b1, sizeof b1));
+    struct pdi_meta *m = &c->meta[0];
+    m->dtype = lp->dtype;
+    m->ndim = lp->ndim;
+    memcpy(m->shape, lp->shape, sizeof m->shape);
     return PD_OK;
 }
 
@@ -285,12 +314,12 @@ static struct pd_tensor *target_weights(struct pd_tensor *target, struct pd_tens
     return pd_where(valid, wt, pd_scalar(0, dt));
 }
 
-/* nll_loss: d logp = scatter of -g (over the count, or the summed class
- * weights, of kept targets for mean) at the target classes:
- * one_hot(target) * (-g * w_t / count), with w_t = weight[target] (1
- * without class weights) at kept targets and 0 at ignored ones, moved from
- * [N, d..., C] to the [N, C, d...] layout. Class weights get no gradient,
- * as in PyTorch. */
+/* nll_loss: d logp = -g (over the count, or the summed class weights, of
+ * kept targets for mean) times w_t = weight[target] (1 without class
+ * weights; 0 at ignored targets), written at the target classes of an
+ * otherwise zero d logp by nll_loss_backward: no one-hot [N, d..., C]
+ * tensor, and under a mesh each rank writes only its own classes
+ * (docs/distributed.md). Class weights get no gradient, as in PyTorch. */
 int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
 {
     int has_weight = n->a.nll_loss.has_weight != 0;
@@ -298,12 +327,11 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
         return pdi_errorf(PD_ERR_INVALID, "nll_loss: the class weights have no gradient (they are constants, as in "
                           "PyTorch); detach them or clear their requires_grad");
     if (!pdi_node_needs(n, 0)) return PD_OK;
-    struct pd_tensor *target = pdi_node_in(n, 1), *weight = NULL;
-    if (!target || (has_weight && !(weight = pdi_node_in(n, 2)))) return pd_last_status();
-    const struct pdi_meta *lm = &n->in_meta[0];
-    enum pd_dtype dt = lm->dtype;
-    int64_t C = lm->ndim == 1 ? lm->shape[0] : lm->shape[1];
-    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)n->a.nll_loss.ignore_index, PD_I64));
+    struct pd_tensor *logp = pdi_node_in(n, 0), *target = pdi_node_in(n, 1), *weight = NULL;
+    if (!logp || !target || (has_weight && !(weight = pdi_node_in(n, 2)))) return pd_last_status();
+    enum pd_dtype dt = n->in_meta[0].dtype;
+    int64_t ignore = n->a.nll_loss.ignore_index;
+    struct pd_tensor *valid = pd_ne(target, pd_scalar((double)ignore, PD_I64));
     /* ignored targets may hold any value (e.g. -100): point them at class 0, their weight is 0 */
     struct pd_tensor *safe = pd_where(valid, target, pd_scalar(0, target->dtype));
     struct pd_tensor *w = target_weights(target, valid, safe, weight, dt);
@@ -314,16 +342,24 @@ int pdi_vjp_nll_loss(struct pdi_node *n, struct pd_tensor *const *g, struct pd_t
                                  : pd_clip(s, 1.0, INFINITY));
     }
     w = pd_neg(pd_mul(w, g[0]));
-    struct pd_tensor *grad = pd_mul(pd_cast(pd_one_hot(safe, C), dt), pd_unsqueeze(w, -1));
-    if (grad && lm->ndim >= 2) {
-        int perm[PD_MAX_DIMS], nd = lm->ndim;
-        perm[0] = 0;
-        perm[1] = nd - 1;
-        for (int i = 2; i < nd; i++) perm[i] = i - 1;
-        grad = pd_permute(grad, perm, nd);
-    }
-    gin[0] = grad;
+    if (!w) return pdi_status_of(NULL, __func__);
+    struct pd_tensor *in[3] = {logp, target, w};
+    struct pdi_attrs a = {.nll_loss_backward = {.ignore_index = ignore}};
+    gin[0] = pdi_calln(PD_OP_nll_loss_backward, in, 3, &a);
     return pdi_status_of(gin[0], __func__);
+}
+
+/* nll_loss_backward is linear in w: dw[n, d...] = g[n, target, d...] at
+ * kept targets, 0 at ignored ones, which is -nll_loss(g, target) without
+ * reduction. logp is read for its meta only: no gradient (zero); the
+ * target is an index. */
+int pdi_vjp_nll_loss_backward(struct pdi_node *n, struct pd_tensor *const *g, struct pd_tensor **gin)
+{
+    if (!pdi_node_needs(n, 2)) return PD_OK;
+    struct pd_tensor *target = pdi_node_in(n, 1);
+    if (!target) return pd_last_status();
+    gin[2] = pd_neg(pd_nll_loss(g[0], target, n->a.nll_loss_backward.ignore_index, PD_REDUCTION_NONE));
+    return pdi_status_of(gin[2], __func__);
 }
 
 /* The dtype half-precision work is computed in: f32 for f16 and bf16. */
@@ -558,6 +594,33 @@ int pdi_decomp_nll_loss(const struct pdi_call *c, struct pd_tensor **out)
     if (red == PD_REDUCTION_SUM) l = pd_sum(l, NULL, 0, 0);
     if (red == PD_REDUCTION_MEAN) l = pd_div(pd_sum(l, NULL, 0, 0), pd_sum(wt, NULL, 0, 0));
     out[0] = cast_to(l, lp->dtype);
+    return pdi_status_of(out[0], __func__);
+}
+
+/* nll_loss_backward, as nll_loss's VJP wrote it before the op existed:
+ * one_hot(target) [N, d..., C] cast to w's dtype times w (zero at ignored
+ * targets), moved to the [N, C, d...] layout. The op harness checks the
+ * op against it on every row (values and the gradient in w). */
+int pdi_decomp_nll_loss_backward(const struct pdi_call *c, struct pd_tensor **out)
+{
+    struct pd_tensor *lp = c->in[0], *t = c->in[1], *w = c->in[2];
+    int64_t C = lp->ndim == 1 ? lp->shape[0] : lp->shape[1];
+    if (C == 0) { /* no class: nothing to point the ignored targets at */
+        out[0] = pd_zeros_like(lp);
+        return pdi_status_of(out[0], __func__);
+    }
+    struct pd_tensor *valid = pd_ne(t, pd_scalar((double)c->a.nll_loss_backward.ignore_index, PD_I64));
+    struct pd_tensor *safe = pd_where(valid, t, pd_scalar(0, t->dtype));
+    struct pd_tensor *wk = pd_where(valid, w, pd_scalar(0, w->dtype));
+    struct pd_tensor *grad = pd_mul(pd_cast(pd_one_hot(safe, C), w->dtype), pd_unsqueeze(wk, -1));
+    if (grad && lp->ndim >= 2) {
+        int perm[PD_MAX_DIMS], nd = lp->ndim;
+        perm[0] = 0;
+        perm[1] = nd - 1;
+        for (int i = 2; i < nd; i++) perm[i] = i - 1;
+        grad = pd_permute(grad, perm, nd);
+    }
+    out[0] = grad;
     return pdi_status_of(out[0], __func__);
 }
 

@@ -5,7 +5,8 @@
  * message names the function, and loses nothing: a refused call leaves
  * its tensors, parameters and generator as they were (docs/reliability.md,
  * "Coverage"). The rest of include/pd/dist.h is refused in
- * tests/dist/test_dist_reshard.c and test_dist_dp.c. */
+ * tests/dist/test_dist_reshard.c, test_dist_dp.c and (the data loader)
+ * test_dist_data.c. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>

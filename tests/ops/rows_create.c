@@ -105,6 +105,20 @@ static struct pd_tensor *sliced(enum pd_op op, struct pd_tensor *p)
     if (op == PD_OP_bernoulli) a.bernoulli = (struct pdi_attrs_bernoulli){.slice = sl, .seed = 7, .offset = 4};
     return p ? pdi_call1(op, p, &a) : pdi_calln(op, NULL, 0, &a);
 }
+/* a piece of arange, linspace (across its halves) and eye, through the
+ * piece attribute (a sharded tensor's, src/dist/create.c) */
+static struct pd_tensor *piece(enum pd_op op)
+{
+    struct pdi_attrs a = {0};
+    if (op == PD_OP_arange)
+        a.arange = (struct pdi_attrs_arange){-3.1, 70000.2, 0.77, PD_F32, {2, {40000, 30000}}};
+    if (op == PD_OP_linspace) a.linspace = (struct pdi_attrs_linspace){-1.3, 1e4, 100001, PD_F64, {2, {30000, 50000}}};
+    if (op == PD_OP_eye) a.eye = (struct pdi_attrs_eye){7, 9, PD_F32, {4, {2, 3, 4, 5}}};
+    return pdi_calln(op, NULL, 0, &a);
+}
+RF(arange_piece, piece(PD_OP_arange))
+RF(linspace_piece, piece(PD_OP_linspace))
+RF(eye_piece, piece(PD_OP_eye))
 RF(uniform_slice, sliced(PD_OP_uniform, NULL))
 RF(normal_slice, sliced(PD_OP_normal, NULL))
 RF(randint_slice, sliced(PD_OP_randint, NULL))
@@ -162,6 +176,9 @@ static const struct opt_row rows[] = {
     {"eye/wide_i64", PD_OP_eye, 0, {{0}}, f_eye_wide, ONE, .no_gradcheck = 1},
     {"eye/tall_bool", PD_OP_eye, 0, {{0}}, f_eye_tall, ONE, .no_gradcheck = 1},
     {"eye/zero_rows", PD_OP_eye, 0, {{0}}, f_eye_zero, ONE, .no_gradcheck = 1},
+    {"arange/piece", PD_OP_arange, 0, {{0}}, f_arange_piece, ONE, .no_gradcheck = 1},
+    {"linspace/piece", PD_OP_linspace, 0, {{0}}, f_linspace_piece, ONE, .no_gradcheck = 1},
+    {"eye/piece", PD_OP_eye, 0, {{0}}, f_eye_piece, ONE, .no_gradcheck = 1},
     {"uniform/f32", PD_OP_uniform, 0, {{0}}, f_uniform_f32, ONE, .no_gradcheck = 1},
     {"uniform/bf16_large", PD_OP_uniform, 0, {{0}}, f_uniform_bf16_big, ONE, .no_gradcheck = 1},
     {"uniform/slice", PD_OP_uniform, 0, {{0}}, f_uniform_slice, ONE, .no_gradcheck = 1},

@@ -1,6 +1,6 @@
 /* paddle.c — op test rows: the nn family (softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, norm_backward, embedding, one_hot) and the composite
- * functions built on them (cross_entropy, mse_loss, dropout: op PD_OP_COUNT).
+ * nll_loss_backward, layer_norm, rms_norm, norm_backward, embedding,
+ * one_hot) and the composite functions built on them (cross_entropy, mse_loss, dropout: op PD_OP_COUNT).
  *
  * Softmax over axis 0/1/-1, 0-d, length-1 rows, zero-size batches,
  * transposed and strided inputs; large rows (forward only) reach the
@@ -26,6 +26,9 @@
 /* class weights [C] in [0.2, 2): constants, never differentiated */
 #define WGT(c) {OPT_SHAPE(c), .kind = OPT_FLOAT, .lo = 0.2, .hi = 2, .no_grad = 1}
 #define WGT_S(c) {OPT_SHAPE(c), .kind = OPT_FLOAT, .lo = 0.2, .hi = 2, .layout = OPT_STRIDED, .no_grad = 1}
+/* logp for nll_loss_backward: read for its shape, never differentiated */
+#define LP(...) {OPT_SHAPE(__VA_ARGS__), .kind = OPT_FLOAT, .lo = -2, .hi = 2, .no_grad = 1}
+#define LP_S(...) {OPT_SHAPE(__VA_ARGS__), .kind = OPT_FLOAT, .lo = -2, .hi = 2, .layout = OPT_STRIDED, .no_grad = 1}
 /* a 0-d int64 class index */
 #define IDX0(lo_, hi_) {.ndim = 0, .kind = OPT_INDEX, .lo = lo_, .hi = hi_, .no_grad = 1}
 
@@ -48,6 +51,16 @@ RF(nll_ign_none, pd_nll_loss(in[0], in[1], -1, PD_REDUCTION_NONE))
 RF(nll_ign2_sum, pd_nll_loss(in[0], in[1], 2, PD_REDUCTION_SUM))
 /* every target ignored: mean is NaN (0/0), the gradient is 0 */
 RF(nll_all_ign_sum, pd_nll_loss(in[0], in[1], 0, PD_REDUCTION_SUM))
+
+/* nll_loss_backward called directly: logp (meta only), target, w */
+static struct pd_tensor *nll_bwd(struct pd_tensor **in, int64_t ignore)
+{
+    struct pdi_attrs a = {.nll_loss_backward = {.ignore_index = ignore}};
+    return pdi_calln(PD_OP_nll_loss_backward, in, 3, &a);
+}
+RF(nllb, nll_bwd(in, -100))
+RF(nllb_ign, nll_bwd(in, -1))
+RF(nllb_ign2, nll_bwd(in, 2))
 
 /* nll_loss with class weights in[2] */
 RF(nllw_none, pd_nll_loss_weighted(in[0], in[1], in[2], -100, PD_REDUCE_NONE))
@@ -208,6 +221,24 @@ static const struct opt_row rows[] = {
     {"nll_loss/zero_batch", PD_OP_nll_loss, 2, {OPT_F(0, 4), OPT_IDX(0, 4, 0)}, f_nll_sum, FL},
     {"nll_loss/large", PD_OP_nll_loss, 2, {OPT_F(3000, 10), OPT_IDX(-1, 10, 3000)}, f_nll_ign_mean, FL,
      .no_gradcheck = BIG},
+    /* nll_loss_backward: logp is read for its shape only (no gradient);
+     * the gradient in w is checked by finite differences, and every row
+     * against the one-hot decomposition */
+    {"nll_loss_backward/plain", PD_OP_nll_loss_backward, 3, {LP(5, 4), OPT_IDX(0, 4, 5), OPT_F(5)}, f_nllb, FL},
+    {"nll_loss_backward/ignore", PD_OP_nll_loss_backward, 3, {LP(8, 4), OPT_IDX(-1, 4, 8), OPT_F(8)}, f_nllb_ign,
+     FL},
+    {"nll_loss_backward/ignore_class", PD_OP_nll_loss_backward, 3, {LP(8, 4), OPT_IDX(0, 4, 8), OPT_F(8)},
+     f_nllb_ign2, FL},
+    {"nll_loss_backward/spatial", PD_OP_nll_loss_backward, 3,
+     {LP(2, 4, 3, 2), OPT_IDX(-1, 4, 2, 3, 2), OPT_F(2, 3, 2)}, f_nllb_ign, FL},
+    {"nll_loss_backward/1d", PD_OP_nll_loss_backward, 3, {LP(5), IDX0(0, 5), OPT_F0}, f_nllb, FL},
+    {"nll_loss_backward/strided", PD_OP_nll_loss_backward, 3,
+     {LP_S(3, 5, 4), IDS(PD_I32, -1, 5, 3, 4), OPT_FT(3, 4)}, f_nllb_ign, FL},
+    {"nll_loss_backward/zero_batch", PD_OP_nll_loss_backward, 3, {LP(0, 4), OPT_IDX(0, 4, 0), OPT_F(0)}, f_nllb, FL},
+    {"nll_loss_backward/no_class", PD_OP_nll_loss_backward, 3, {LP(3, 0), OPT_IDX(-1, 0, 3), OPT_F(3)}, f_nllb_ign,
+     FL},
+    {"nll_loss_backward/large", PD_OP_nll_loss_backward, 3, {LP(300, 97), OPT_IDX(-1, 97, 300), OPT_F(300)},
+     f_nllb_ign, FL, .no_gradcheck = BIG},
     /* nll_loss with class weights */
     {"nll_loss/weight_none", PD_OP_nll_loss, 3, {OPT_F(5, 4), OPT_IDX(0, 4, 5), WGT(4)}, f_nllw_none, FL},
     {"nll_loss/weight_ignore_mean", PD_OP_nll_loss, 3, {OPT_F(8, 4), OPT_IDX(-1, 4, 8), WGT(4)}, f_nllw_ign_mean, FL},

@@ -276,7 +276,19 @@ void cli_dist_setup(const char *spec, int sp, int bf16, struct pd_state_dict *pa
 int cli_dist_active(void);
 int cli_dist_rank(void); /* 0 without --mesh */
 void cli_dist_quiet(const char *out);
-struct pd_tensor *cli_dist_batch(struct pd_tensor *x);
+/* A training batch (pd_dataset_batch; --mesh: this dp rank's rows,
+ * pd_dataset_batch_dist) and a validation iterator (--mesh: split over dp). */
+int cli_dist_draw(const struct pd_text_dataset *ds, int batch, int seq_len, struct pd_generator *gen, struct pd_tensor **x,
+                  struct pd_tensor **y);
+struct pd_dataset_iter *cli_dist_iter(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len);
+/* x's piece (x when plain); a piece made row by row from like's, placed as
+ * like (plain like: local itself). */
+struct pd_tensor *cli_local(struct pd_tensor *x);
+struct pd_tensor *cli_placed_like(struct pd_tensor *local, struct pd_tensor *like);
+/* v summed over the dp ranks (all: every rank); nothing without --mesh. Collective. */
+void cli_dist_sum(double *v, int n, int all);
+/* Is the k-th generation batch this rank's (every one without --mesh)? */
+int cli_dist_mine(int k);
 void cli_dist_backward_done(void);
 struct pd_llama *cli_dist_eval_model(struct pd_llama *m);
 struct pd_state_dict *cli_dist_gather(struct pd_state_dict *sd);

@@ -6,11 +6,15 @@
  * (train.c), then made distributed in place: pd_shard_layer with the Llama
  * plan on the tp axis (every parameter replicated on dp), the optimizer
  * state in its parameters' placements, each batch split over dp, the
- * gradients all-reduced over dp in buckets during backward (pd_dp_attach). Every rank
- * draws the same global batch, so the losses are one process's.
- * What does not train runs on a plain copy of the model, gathered from the
- * pieces before each use (validation, held-out accuracy, sample): every
- * rank computes it, rank 0 reports it. Checkpoints gather every tensor
+ * gradients all-reduced over dp in buckets during backward (pd_dp_attach). Each
+ * dp rank reads only its rows of the global batch (pd_dataset_batch_dist),
+ * which is one process's, so the losses are one process's. The validation
+ * loss runs on the distributed model too, each dp rank on its rows of each
+ * validation batch (pd_dataset_iter_create_dist), the counts summed over
+ * dp. Generation runs on a plain copy of the model, gathered from the
+ * pieces before each use: the held-out problems' generation batches are
+ * dealt to the ranks in turn and the correct answers summed; the sample
+ * is computed by every rank. Rank 0 reports. Checkpoints gather every tensor
  * (the single-process layout, so `paddlec generate` reads them unchanged)
  * and rank 0 writes them. Ranks other than 0 print nothing: stdout goes to
  * /dev/null and stderr to <out>/rank<N>.log.
@@ -122,13 +126,50 @@ void cli_dist_quiet(const char *out)
         cli_fail(CLI_EXIT_FAIL, "rank %d: cannot redirect its output to %s", r, cli_q(path));
 }
 
-struct pd_tensor *cli_dist_batch(struct pd_tensor *x)
+/* ---- data: each dp rank reads its rows (docs/distributed.md "Data loading") */
+static const char *dp_axis(void) { return D.dp >= 0 ? "dp" : NULL; }
+
+int cli_dist_draw(const struct pd_text_dataset *ds, int batch, int seq_len, struct pd_generator *gen, struct pd_tensor **x,
+                  struct pd_tensor **y)
 {
-    if (!D.mesh || !x) return x;
-    struct pd_tensor *d = pd_shard_batch(x, D.mesh, D.dp >= 0 ? "dp" : NULL);
-    if (!d) cli_fail_pd("cannot split the batch over the mesh");
+    return D.mesh ? pd_dataset_batch_dist(ds, PD_SPLIT_TRAIN, batch, seq_len, gen, D.mesh, dp_axis(), x, y)
+                  : pd_dataset_batch(ds, PD_SPLIT_TRAIN, batch, seq_len, gen, x, y);
+}
+
+struct pd_dataset_iter *cli_dist_iter(const struct pd_text_dataset *ds, enum pd_split split, int batch, int seq_len)
+{
+    return D.mesh ? pd_dataset_iter_create_dist(ds, split, batch, seq_len, D.mesh, dp_axis())
+                  : pd_dataset_iter_create(ds, split, batch, seq_len);
+}
+
+struct pd_tensor *cli_local(struct pd_tensor *x) { return x && pd_dtensor_is_dist(x) ? pd_dtensor_local(x) : x; }
+
+struct pd_tensor *cli_placed_like(struct pd_tensor *local, struct pd_tensor *like)
+{
+    if (!local || !pd_dtensor_is_dist(like)) return local;
+    struct pd_tensor *d = pd_dtensor_from_local(local, pd_dtensor_shape(like), pd_dtensor_mesh(like),
+                                                pd_dtensor_placements(like));
+    if (!d) cli_fail_pd("cannot place this rank's rows");
     return d;
 }
+
+/* v[0..n) summed over the mesh: over the dp axis (each dp rank counted its
+ * rows; the tp ranks beside it hold the same values), or over every rank
+ * (all). Sums of whole numbers below 2^53 are exact. */
+void cli_dist_sum(double *v, int n, int all)
+{
+    if (!D.mesh) return;
+    int tok = cli_scope_begin();
+    struct pd_placement pl[PD_MAX_MESH_DIMS];
+    for (int a = 0; a < pd_mesh_ndim(D.mesh); a++) pl[a] = all || a == D.dp ? pd_partial(PD_RED_SUM) : pd_replicate();
+    int64_t shape[1] = {n};
+    struct pd_tensor *loc = pd_from_buffer(v, shape, 1, PD_F64);
+    struct pd_tensor *s = loc ? pd_dtensor_full(pd_dtensor_from_local(loc, shape, D.mesh, pl)) : NULL;
+    if (!s || pd_to_buffer(s, v, PD_F64)) cli_fail_pd("cannot sum the evaluation over the mesh");
+    cli_scope_end(tok);
+}
+
+int cli_dist_mine(int k) { return !D.mesh || k % pd_dist_world_size() == pd_dist_world_rank(); }
 
 /* The model to evaluate: m itself in one process, else the plain copy,
  * refreshed from m's pieces (collective). */

@@ -24,6 +24,8 @@ static struct pd_tensor *val_loss_of(struct pd_llama *m, struct pd_tensor *x, st
  * tensors in the current scope). Rows that start with BOS already stay. */
 static void with_bos(const struct pd_tokenizer *tok, struct pd_tensor **x, struct pd_tensor **y)
 {
+    struct pd_tensor *like = *x;   /* --mesh: this rank's rows, placed back */
+    *x = cli_local(*x), *y = cli_local(*y);
     int64_t b = pd_tensor_dim(*x, 0), T = pd_tensor_dim(*x, 1);
     int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)(b * T)), free);
     int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(b * T)), free);
@@ -42,8 +44,8 @@ static void with_bos(const struct pd_tokenizer *tok, struct pd_tensor **x, struc
         free(row);
     }
     int64_t shape[2] = {b, T};
-    *x = pd_from_buffer(xs, shape, 2, PD_I64);
-    *y = pd_from_buffer(ys, shape, 2, PD_I64);
+    *x = cli_placed_like(pd_from_buffer(xs, shape, 2, PD_I64), like);
+    *y = cli_placed_like(pd_from_buffer(ys, shape, 2, PD_I64), like);
     if (!*x || !*y) cli_fail_pd("cannot make a validation window");
     cli_free(ys);
     cli_free(xs);
@@ -68,7 +70,8 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
 {
     out->loss = out->bpb = NAN;
     out->tokens = out->bytes = 0;
-    struct pd_dataset_iter *it = cli_hold(pd_dataset_iter_create(ds, PD_SPLIT_VAL, batch, seq_len), cli_dtor_dataset_iter);
+    /* --mesh: each dp rank reads and scores its rows of each batch */
+    struct pd_dataset_iter *it = cli_hold(cli_dist_iter(ds, PD_SPLIT_VAL, batch, seq_len), cli_dtor_dataset_iter);
     if (!it) return pd_last_status();
     int nv = 0, bos = tok && pd_tokenizer_bos_id(tok) >= 0;
     int64_t *tb = tok ? token_bytes(tok, &nv) : NULL;
@@ -87,13 +90,16 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
         if (b > 0 && bos && !pack) with_bos(tok, &x, &y);
         struct pd_tensor *l = b <= 0 ? NULL : val_loss_of(m, x, y, pack);
         double lv = l ? pd_item(l) : NAN;
-        int64_t counted = 0, bytes = 0;
-        if (b > 0 && tb && !pd_to_buffer(y, ys, PD_I64))
-            for (int64_t i = 0; i < (int64_t)b * seq_len; i++)
+        double cb[2] = {0, 0};   /* scored targets and their bytes (this rank's rows) */
+        struct pd_tensor *yl = b > 0 ? cli_local(y) : NULL;
+        if (yl && tb && !pd_to_buffer(yl, ys, PD_I64))
+            for (int64_t i = 0; i < pd_tensor_numel(yl); i++)
                 if (ys[i] >= 0 && ys[i] < nv) {
-                    counted++;
-                    bytes += tb[ys[i]];
+                    cb[0]++;
+                    cb[1] += (double)tb[ys[i]];
                 }
+        if (b > 0 && tb) cli_dist_sum(cb, 2, 0);   /* --mesh: over the dp ranks */
+        int64_t counted = (int64_t)cb[0], bytes = (int64_t)cb[1];
         cli_scope_end(scope_tok);
         if (b <= 0) {
             if (b < 0) rc = b;

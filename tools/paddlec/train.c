@@ -456,6 +456,8 @@ void cli_model_free(struct cli_model *cm)
  * inside a line ignores it up to its first '='. Returns a new y. */
 struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y)
 {
+    struct pd_tensor *like = y;   /* --mesh: this rank's rows, placed back as y */
+    x = cli_local(x), y = cli_local(y);
     int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1), n = b * t;
     int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)n), free), *ys = cli_hold(malloc(sizeof *ys * (size_t)n), free);
     if (!xs || !ys || pd_to_buffer(x, xs, PD_I64) || pd_to_buffer(y, ys, PD_I64)) cli_fail_pd("answer targets");
@@ -469,7 +471,7 @@ struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y)
             if (target == '\n') in_answer = 0;
         }
     }
-    struct pd_tensor *out = pd_from_buffer(ys, (int64_t[]){b, t}, 2, PD_I64);
+    struct pd_tensor *out = cli_placed_like(pd_from_buffer(ys, (int64_t[]){b, t}, 2, PD_I64), like);
     cli_free(ys);
     cli_free(xs);
     return out;
@@ -519,6 +521,8 @@ void cli_packer_free(struct cli_packer *p)
 
 struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tensor *x)
 {
+    struct pd_tensor *like = x;   /* --mesh: this rank's rows, placed back as x */
+    x = cli_local(x);
     int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1), n = b * t;
     int64_t *ids = cli_hold(malloc(sizeof *ids * (size_t)n), free), *doc = cli_hold(malloc(sizeof *doc * (size_t)n), free);
     if (!ids || !doc || pd_to_buffer(x, ids, PD_I64)) cli_fail_pd("--pack-documents");
@@ -537,7 +541,7 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
             doc[i * t + j] = d;
         }
     }
-    struct pd_tensor *out = pd_from_buffer(doc, (int64_t[]){b, t}, 2, PD_I64);
+    struct pd_tensor *out = cli_placed_like(pd_from_buffer(doc, (int64_t[]){b, t}, 2, PD_I64), like);
     if (!out) cli_fail_pd("--pack-documents");
     cli_free(doc);
     cli_free(ids);
@@ -549,10 +553,8 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
 static struct pd_tensor *cli_loss(struct pd_llama *m, struct pd_tensor *x, struct pd_tensor *y,
                                   const struct cli_packer *pack)
 {
-    /* --mesh: x, y split over dp; the document ids stay whole (the model
-     * reads them on every rank) */
+    /* --mesh: x, y and the document ids are this dp rank's rows */
     struct pd_tensor *doc = pack ? cli_packer_doc_ids(pack, x) : NULL;
-    x = cli_dist_batch(x), y = cli_dist_batch(y);
     return pack ? pd_llama_loss_packed(m, x, y, doc) : pd_llama_loss(m, x, y);
 }
 
@@ -578,8 +580,9 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
     gc.max_new_tokens = ac->max_digits + 3;   /* answer digits + newline, with a margin */
     if (nl_n == 1) gc.stop_tokens[gc.n_stop_tokens++] = nl[0];
     free(nl);
-    int correct = 0;
+    double correct = 0;
     for (int s = 0; s < n; s += batch) {
+        if (!cli_dist_mine(s / batch)) continue;   /* --mesh: the batches are dealt to the ranks in turn */
         int rows = n - s < batch ? n - s : batch;
         int64_t **pr = cli_hold(calloc((size_t)rows + 1, sizeof *pr), free_prompts);   /* NULL-terminated */
         int *lens = cli_hold(calloc((size_t)rows, sizeof *lens), free);
@@ -610,7 +613,8 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
         cli_free(pr);
     }
     cli_free(task);
-    return n ? (double)correct / n : NAN;
+    cli_dist_sum(&correct, 1, 1);
+    return n ? correct / n : NAN;
 }
 
 /* Sampled continuation of a prompt for text data (temperature 0.8, top-k 40);
@@ -933,7 +937,7 @@ int cmd_train(int argc, char **argv)
         int scope_tok = cli_scope_begin();
         for (int k = 0; k < r->accum; k++) {
             struct pd_tensor *x, *y;
-            if (pd_dataset_batch(R.ds, PD_SPLIT_TRAIN, r->batch, r->seq_len, R.data_gen, &x, &y))
+            if (cli_dist_draw(R.ds, r->batch, r->seq_len, R.data_gen, &x, &y))   /* --mesh: this dp rank's rows */
                 cli_fail_pd("cannot draw a batch");
             if (r->answer_loss) y = cli_answer_targets(x, y);
             int ac = r->bf16 ? pd_autocast_begin(PD_BF16) : -1;
@@ -975,15 +979,15 @@ int cmd_train(int argc, char **argv)
         int last = R.step == r->steps;
         if ((r->eval_every && R.step % r->eval_every == 0) || last) {
             struct cli_val v;
-            struct pd_llama *em = cli_dist_eval_model(R.model);   /* --mesh: a whole copy */
-            if (cli_validate(em, R.ds, R.tok, r->batch, r->seq_len, r->eval_batches, r->answer_loss,
+            /* --mesh: each dp rank validates its rows on the distributed model */
+            if (cli_validate(R.model, R.ds, R.tok, r->batch, r->seq_len, r->eval_batches, r->answer_loss,
                              r->pack_documents ? &R.pack : NULL, &v))
                 cli_fail_pd("validation failed");
             double vl = v.loss;
             /* Built-in data: a quick held-out accuracy too (greedy decoding
              * draws no random numbers, so resume stays bit-exact). */
             double qa = !r->data && r->task_n > 0 && !last
-                            ? cli_task_accuracy(em, R.tok, &R.ac, r->task_n < 100 ? r->task_n : 100,
+                            ? cli_task_accuracy(cli_dist_eval_model(R.model), R.tok, &R.ac, r->task_n < 100 ? r->task_n : 100,
                                                 (uint64_t)r->seed + 2, 128, NULL)
                             : NAN;
             pd_llama_train(R.model, 1);

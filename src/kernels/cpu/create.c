@@ -86,9 +86,10 @@ static int cpu_arange(const struct pdi_kcall *k)
     const struct pd_kview *y = &k->out[0];
     double start = k->a->arange.start, step = k->a->arange.step;
     int64_t n = pdi_kview_numel(y), es = (int64_t)pd_dtype_size(y->dtype);
+    int64_t o = k->a->arange.piece.n ? k->a->arange.piece.v[0] : 0; /* a piece: its start in the whole */
     enum pd_dtype dt = y->dtype;
     char *d = y->data;
-    PDI_FOR(n >= PDI_PAR_GRAIN, i, n, { pdi_store(d + i * es, dt, start + (double)i * step); });
+    PDI_FOR(n >= PDI_PAR_GRAIN, i, n, { pdi_store(d + i * es, dt, start + (double)(o + i) * step); });
     return PD_OK;
 }
 
@@ -96,13 +97,17 @@ static int cpu_linspace(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
     double start = k->a->linspace.start, stop = k->a->linspace.stop;
-    int64_t num = pdi_kview_numel(y), es = (int64_t)pd_dtype_size(y->dtype);
+    int64_t n = pdi_kview_numel(y), es = (int64_t)pd_dtype_size(y->dtype);
+    /* a piece: element i is element o + i of the whole draw of num */
+    const struct pdi_ints *p = &k->a->linspace.piece;
+    int64_t o = p->n ? p->v[0] : 0, num = p->n ? k->a->linspace.num : n;
     double step = num > 1 ? (stop - start) / (double)(num - 1) : 0;
     enum pd_dtype dt = y->dtype;
     char *d = y->data;
-    PDI_FOR(num >= PDI_PAR_GRAIN, i, num, {
+    PDI_FOR(n >= PDI_PAR_GRAIN, i, n, {
         /* symmetric formula: exact end points */
-        double v = i < num / 2 ? start + step * (double)i : stop - step * (double)(num - 1 - i);
+        int64_t g = o + i;
+        double v = g < num / 2 ? start + step * (double)g : stop - step * (double)(num - 1 - g);
         pdi_store(d + i * es, dt, v);
     });
     return PD_OK;
@@ -112,8 +117,11 @@ static int cpu_eye(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
     int64_t r = y->shape[0], c = y->shape[1], es = (int64_t)pd_dtype_size(y->dtype);
+    const struct pdi_ints *p = &k->a->eye.piece; /* a piece from row r0, column c0: the diagonal j = i + r0 - c0 */
+    int64_t sh = p->n ? p->v[0] - p->v[1] : 0;
     fill_view(y, 0.0);
-    for (int64_t i = 0; i < r && i < c; i++) pdi_store(y->data + (i * c + i) * es, y->dtype, 1.0);
+    for (int64_t i = sh < 0 ? -sh : 0; i < r && i + sh < c; i++)
+        pdi_store(y->data + (i * c + i + sh) * es, y->dtype, 1.0);
     return PD_OK;
 }
 

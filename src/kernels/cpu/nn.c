@@ -1,5 +1,6 @@
 /* paddle.c — CPU kernels for the nn family: softmax, log_softmax, nll_loss,
- * layer_norm, rms_norm, group_norm, norm_backward, embedding, one_hot.
+ * nll_loss_backward, layer_norm, rms_norm, group_norm, norm_backward,
+ * embedding, one_hot.
  *
  * Row ops (softmax over an axis, the norms over trailing dims) share one
  * driver: a "row" is a 1-d strided run of the input; rows are split over
@@ -851,6 +852,49 @@ static int cpu_nll_loss(const struct pdi_kcall *k)
     return PD_OK;
 }
 
+/* ---- nll_loss_backward ----------------------------------------------- */
+/* logp [N, C, D...] (meta only), target and w [N, D...]: out[n, :, :] is
+ * zeroed and w's bytes are copied at each kept target (no arithmetic: any
+ * float dtype, bit for bit). Targets are checked first, serially; the rows
+ * n are then split over threads, each writing its own [C, D] block. */
+static int cpu_nll_loss_backward(const struct pdi_kcall *k)
+{
+    const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *w = &k->in[2], *y = &k->out[0];
+    int64_t ignore = k->a->nll_loss_backward.ignore_index;
+    int64_t N = 1, C = lp->shape[0], D = 1;
+    if (lp->ndim >= 2) {
+        N = lp->shape[0];
+        C = lp->shape[1];
+        for (int d = 2; d < lp->ndim; d++) D *= lp->shape[d];
+    }
+    size_t es = pd_dtype_size(y->dtype), tes = pd_dtype_size(t->dtype);
+    size_t cbytes = sizeof(int64_t) * (size_t)(N * D) + 1;
+    int64_t *cls = pdi_kscratch(k, cbytes);
+    if (!cls) return pdi_errorf(PD_ERR_NOMEM, "out of memory (nll_loss_backward)");
+    for (int64_t i = 0; i < N * D; i++) {
+        int64_t c = pdi_load_int(t->data + lin_offset(t, 0, t->ndim, -1, i) * (int64_t)tes, t->dtype);
+        if (c != ignore && (c < 0 || c >= C)) {
+            pdi_kscratch_free(k, cls, cbytes);
+            return pdi_errorf(PD_ERR_INVALID, "nll_loss_backward: target %lld at position %lld out of range [0, %lld)",
+                              (long long)c, (long long)i, (long long)C);
+        }
+        cls[i] = c == ignore ? -1 : c;
+    }
+    int par = N > 1 && N * C * D >= NN_GRAIN;
+    PDI_FOR(par, n, N, {
+        char *blk = y->data + n * C * D * (int64_t)es;
+        memset(blk, 0, (size_t)(C * D) * es);
+        for (int64_t d = 0; d < D; d++) {
+            int64_t i = n * D + d;
+            if (cls[i] >= 0)
+                memcpy(blk + (cls[i] * D + d) * (int64_t)es, w->data + lin_offset(w, 0, w->ndim, -1, i) * (int64_t)es,
+                       es);
+        }
+    });
+    pdi_kscratch_free(k, cls, cbytes);
+    return PD_OK;
+}
+
 /* ---- embedding ------------------------------------------------------- */
 static int cpu_embedding(const struct pdi_kcall *k)
 {
@@ -907,6 +951,7 @@ void pdi_register_cpu_nn(void)
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_softmax, PDI_DT_FLOATS, cpu_softmax);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_log_softmax, PDI_DT_FLOATS, cpu_softmax);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_nll_loss, PDI_DT_FLOATS, cpu_nll_loss);
+    pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_nll_loss_backward, PDI_DT_FLOATS, cpu_nll_loss_backward);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_layer_norm, PDI_DT_FLOATS, cpu_norm);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_rms_norm, PDI_DT_FLOATS, cpu_norm);
     pdi_kernel_register_mask(PDI_BACKEND_CPU, PD_OP_norm_backward, PDI_DT_FLOATS, cpu_norm_backward);

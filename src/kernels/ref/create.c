@@ -24,8 +24,8 @@ static int ref_arange(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
     double start = k->a->arange.start, step = k->a->arange.step;
-    int64_t n = pdi_kview_numel(y);
-    for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, start + (double)i * step);
+    int64_t n = pdi_kview_numel(y), o = k->a->arange.piece.n ? k->a->arange.piece.v[0] : 0;
+    for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, start + (double)(o + i) * step);
     return PD_OK;
 }
 
@@ -33,10 +33,13 @@ static int ref_linspace(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
     double start = k->a->linspace.start, stop = k->a->linspace.stop;
-    int64_t num = pdi_kview_numel(y);
+    int64_t n = pdi_kview_numel(y);
+    const struct pdi_ints *p = &k->a->linspace.piece;
+    int64_t o = p->n ? p->v[0] : 0, num = p->n ? k->a->linspace.num : n;
     double step = num > 1 ? (stop - start) / (double)(num - 1) : 0;
-    for (int64_t i = 0; i < num; i++) {
-        double v = i < num / 2 ? start + step * (double)i : stop - step * (double)(num - 1 - i);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t g = o + i;
+        double v = g < num / 2 ? start + step * (double)g : stop - step * (double)(num - 1 - g);
         pdi_store(pdi_kview_ptr(y, i), y->dtype, v);
     }
     return PD_OK;
@@ -46,7 +49,9 @@ static int ref_eye(const struct pdi_kcall *k)
 {
     const struct pd_kview *y = &k->out[0];
     int64_t n = pdi_kview_numel(y), m = y->shape[1];
-    for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, i / m == i % m ? 1.0 : 0.0);
+    const struct pdi_ints *p = &k->a->eye.piece; /* a piece: its row and column starts */
+    int64_t r0 = p->n ? p->v[0] : 0, c0 = p->n ? p->v[1] : 0;
+    for (int64_t i = 0; i < n; i++) pdi_store(pdi_kview_ptr(y, i), y->dtype, r0 + i / m == c0 + i % m ? 1.0 : 0.0);
     return PD_OK;
 }
 

@@ -1,6 +1,6 @@
 /* paddle.c — reference kernels for the nn family: softmax, log_softmax,
- * nll_loss, layer_norm, rms_norm, group_norm, norm_backward, embedding,
- * one_hot.
+ * nll_loss, nll_loss_backward, layer_norm, rms_norm, group_norm,
+ * norm_backward, embedding, one_hot.
  *
  * The oracle: element by element through pdi_kview_ptr (any strides), in
  * double, written for obviousness and never optimised. Index values (targets,
@@ -84,6 +84,34 @@ static int ref_nll_loss(const struct pdi_kcall *k)
     }
     if (reduction == PD_REDUCTION_SUM) pdi_store(y->data, y->dtype, sum);
     if (reduction == PD_REDUCTION_MEAN) pdi_store(y->data, y->dtype, sum / count); /* 0/0: NaN, as torch */
+    return PD_OK;
+}
+
+/* nll_loss_backward: logp [N, C, D...] (or [C]; its meta only), target
+ * [N, D...], w [N, D...]; out[n, c, d] = w[n, d] at c == target[n, d]
+ * (not ignored), else 0. */
+static int ref_nll_loss_backward(const struct pdi_kcall *k)
+{
+    const struct pd_kview *lp = &k->in[0], *t = &k->in[1], *w = &k->in[2], *y = &k->out[0];
+    int64_t ignore = k->a->nll_loss_backward.ignore_index;
+    int64_t N = 1, C = lp->shape[0], D = 1;
+    if (lp->ndim >= 2) {
+        N = lp->shape[0];
+        C = lp->shape[1];
+        for (int d = 2; d < lp->ndim; d++) D *= lp->shape[d];
+    }
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t d = 0; d < D; d++) {
+            int64_t ti = n * D + d, tc = pdi_load_int(pdi_kview_ptr(t, ti), t->dtype);
+            if (tc != ignore && (tc < 0 || tc >= C))
+                return pdi_errorf(PD_ERR_INVALID,
+                                  "nll_loss_backward: target %lld at position %lld out of range [0, %lld)",
+                                  (long long)tc, (long long)ti, (long long)C);
+            double wv = pdi_load(pdi_kview_ptr(w, ti), w->dtype);
+            for (int64_t c = 0; c < C; c++)
+                pdi_store(pdi_kview_ptr(y, (n * C + c) * D + d), y->dtype, c == tc && tc != ignore ? wv : 0.0);
+        }
+    }
     return PD_OK;
 }
 
@@ -237,6 +265,7 @@ void pdi_register_ref_nn(void)
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_softmax, PDI_DT_FLOATS, ref_softmax);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_log_softmax, PDI_DT_FLOATS, ref_softmax);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_nll_loss, PDI_DT_FLOATS, ref_nll_loss);
+    pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_nll_loss_backward, PDI_DT_FLOATS, ref_nll_loss_backward);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_layer_norm, PDI_DT_FLOATS, ref_norm);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_rms_norm, PDI_DT_FLOATS, ref_norm);
     pdi_kernel_register_mask(PDI_BACKEND_REF, PD_OP_norm_backward, PDI_DT_FLOATS, ref_norm_backward);

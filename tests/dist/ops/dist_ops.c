@@ -345,6 +345,24 @@ static int check_creation(struct pd_mesh *m)
         };
         pd_generator_destroy(g1);
         pd_generator_destroy(g2);
+        /* arange, linspace (1-D) and eye (2-D), in placements of their own */
+        struct pd_placement p1[PD_MAX_MESH_DIMS], p2[PD_MAX_MESH_DIMS];
+        struct opt_in s1 = {OPT_SHAPE(7), .kind = OPT_INDEX}, s2 = {OPT_SHAPE(5, 6), .kind = OPT_INDEX};
+        draw_placements(&s1, 0, mdim, p1);
+        draw_placements(&s2, 0, mdim, p2);
+        struct pd_tensor *seqs[][2] = {
+            {pd_arange(-2, 5, 0.7, PD_F32), pd_dtensor_arange(-2, 5, 0.7, PD_F32, m, p1)},
+            {pd_linspace(-1, 3, 7, PD_F64), pd_dtensor_linspace(-1, 3, 7, PD_F64, m, p1)},
+            {pd_eye(5, 6, PD_F32), pd_dtensor_eye(5, 6, PD_F32, m, p2)},
+        };
+        static const enum pd_op seq_op[] = {PD_OP_arange, PD_OP_linspace, PD_OP_eye};
+        for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++) {
+            double worst = 0;
+            if (!seqs[i][1] && rank == 0) printf("FAIL %s: %s: %s\n", label, pdi_ops[seq_op[i]].name, pd_last_error());
+            int bad = compare("value", label, whole(seqs[i][1]), seqs[i][0], 0, &worst) != 0;
+            fails += bad;
+            created[seq_op[i]] += !bad;
+        }
         static const enum pd_op made[] = {PD_OP_full, PD_OP_full, PD_OP_uniform, PD_OP_normal, PD_OP_randint};
         for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
             double worst = 0;
@@ -398,16 +416,13 @@ static int coverage(const int64_t *stage_calls)
     for (int i = 0; i < PD_OP_COUNT; i++) {
         const struct opstat *s = &stats[i];
         const struct pdi_opdef *d = &pdi_ops[i];
-        /* arange, linspace and eye have no sharded constructor: made whole,
-         * then placed with pd_shard_tensor (docs/distributed.md) */
-        int whole_only = i == PD_OP_arange || i == PD_OP_linspace || i == PD_OP_eye;
-        int rule = has_rule((enum pd_op)i), ran = stage_calls[i] > 0 || created[i] > 0 || whole_only;
+        int rule = has_rule((enum pd_op)i), ran = stage_calls[i] > 0 || created[i] > 0;
         const char *rk = !rule ? "NONE" : d->spmd == PDI_SPMD_BY_KIND ? "by kind" : "own";
         if (rank == 0)
             printf("%-22s %-8s %5d %5d %6d %5d %7d %5d %9.2g %10lld%s\n", d->name, rk, s->rows, s->runs, s->exact,
                    s->inexact, s->refused, s->fails, s->worst, (long long)stage_calls[i],
                    !rule ? "  FAIL: no SPMD rule" : !ran ? "  FAIL: never ran distributed"
-                   : whole_only ? "  (creation: made whole, then placed)" : created[i] ? "  (sharded constructor)" : "");
+                   : created[i] ? "  (sharded constructor)" : "");
         bad += !rule || !ran;
     }
     return bad;
