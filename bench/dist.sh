@@ -222,9 +222,11 @@ peer_run() { # peer what
   fi
   # shellcheck disable=SC2086  # the variant and the extra arguments are lists
   env -u OMP_NUM_THREADS timeout "${PD_DIST_PEER_TIMEOUT:-900}" "$py" "$script" --what "$what" --world "$np" \
-    --steps "$steps" --warmup "$warm" ${variant[$p]:-} $extra 2>"$tmp/peer.err" |
+    --steps "$steps" --warmup "$warm" ${variant[$p]:-} $extra 2>"$tmp/peer.err" | tee "$tmp/peer.raw" |
     grep --line-buffered -v '"variant_probe": true' | tee "$tmp/peer.out"
   local st=${PIPESTATUS[0]}
+  # the variant probes go with the progress lines (stderr), not in the results
+  grep '"variant_probe": true' "$tmp/peer.raw" | sed 's/^/# probe: /' >&2
   if grep -q '"tokens_per_s"' "$tmp/peer.out"; then
     [ -n "${variant[$p]:-}" ] || variant[$p]=$(python3 -c '
 import json, sys
