@@ -15,6 +15,8 @@
 #             parallelism (its compute without any communication)
 #   paddle.c  mpirun -np 2 paddlec train --mesh tp=2, then tp=2 --sp, then
 #             mpirun -np 4 ... --mesh dp=2,tp=2 (PD_DIST_TP=0: not run)
+#   paddle.c  the same with --bf16 (bf16 autocast), one process x 2 threads,
+#             dp=NP, tp=2, dp=2,tp=2 (PD_DIST_BF16=0 skips them)
 #   paddle.c  bench_train_llama, 1 process x 2 threads (the peers' exact
 #             step: one fixed batch, no data pipeline; for reference)
 #   paddle.c  paddlec train, 1 process x 2 threads, then
@@ -48,7 +50,7 @@
 #                    auto-tp"; also "auto-dptp" (4 processes), "single")
 #   PD_DIST_WARMUP   untimed steps (default 3)
 #   PD_DIST_NP       ranks of the data-parallel run (default 2)
-#   PD_DIST_TP       0: no tensor-parallel runs of paddle.c
+#   PD_DIST_TP, PD_DIST_BF16   0: skip the tensor-parallel, the bf16 runs
 #   PD_DIST_TORCH_PY, PD_DIST_PADDLE_PY   the interpreters of the PyPI peers
 #                    (default /work/venv/bin/python, /work/venv-paddle/bin/python)
 #   PD_DIST_MPIRUN   extra mpirun arguments (e.g. "--bind-to none")
@@ -128,7 +130,7 @@ if not n or dt[0] <= 0:
     print(json.dumps(dict(base, error="%s: too few timed steps in the metrics" % label)))
     sys.exit(0)
 med = dt[n // 2] if n % 2 else 0.5 * (dt[n // 2 - 1] + dt[n // 2])
-print(json.dumps(dict(base, dtype="f32", seq=256, tokens_per_step=tok, steps=n, warmup=warm,
+print(json.dumps(dict(base, dtype="bf16" if "--bf16" in label else "f32", seq=256, tokens_per_step=tok, steps=n, warmup=warm,
                       step_ms=round(1e3 * med, 1), step_ms_min=round(1e3 * dt[0], 1),
                       tokens_per_s=round(tok / med, 1), loss=round(runs[0][1], 4))))
 EOF
@@ -277,6 +279,16 @@ start=$(date +%s)
   ours tp
   ours tpsp
   ours dptp
+  # The same under bf16 autocast (--bf16: f32 master weights, matmuls in
+  # bf16) against one process's --bf16 (PD_DIST_BF16=0: skip)
+  if [ "${PD_DIST_BF16:-1}" = 1 ] && [ $have_mesh = 1 ]; then
+    our_run "paddlec train --bf16" 1 2 "$pdc" train --bf16
+    our_run "paddlec train --mesh dp=$np --bf16" "$np" 1 mpi "$np" --mesh "dp=$np" --bf16
+    if [ "${PD_DIST_TP:-1}" = 1 ]; then
+      our_run "paddlec train --mesh tp=2 --bf16" 2 1 mpi 2 --mesh tp=2 --bf16
+      our_run "paddlec train --mesh dp=2,tp=2 --bf16" 4 1 mpi 4 --mesh dp=2,tp=2 --bf16
+    fi
+  fi
 
   if [ -x "$build/bench_train_llama" ]; then
     echo "# bench_train_llama, 1 process x 2 threads" >&2

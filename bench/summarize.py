@@ -232,7 +232,7 @@ def data_parallel(all_rows):
     out = [table(["implementation", "mode", "processes × threads", "step ms (median)", "step ms (min)",
                   "tokens/s", "settings"], body)]
     ours = lambda pred: next((r for r in rows if r["impl"] == "paddle.c" and pred(r.get("run", ""))), None)
-    pd_dp = ours(lambda run: "dp=" in run and "tp=" not in run)
+    pd_dp = ours(lambda run: "dp=" in run and "tp=" not in run and "--bf16" not in run)
     pd_one = ours(lambda run: run == "paddlec train")
     ceiling = ours(lambda run: "independent" in run)
     goals = []
@@ -258,6 +258,10 @@ def data_parallel(all_rows):
             goals.append(f"- paddle.c DP / {who(r)} DP: {q:.2f}× (goal 1.3×): {'met' if q >= 1.3 else 'NOT met'}{own}")
         else:
             goals.append(f"- {who(r)} DP: {fmt(r['tokens_per_s'])} tokens/s{own}; no paddle.c DP figure to compare")
+    pd_one16 = ours(lambda run: run == "paddlec train --bf16")  # bench/dist.sh's bf16 runs against it
+    for r in rows:
+        if pd_one16 and r["impl"] == "paddle.c" and "--mesh" in r.get("run", "") and "--bf16" in r["run"]:
+            goals.append(f"- {r['run']} / one process --bf16: {r['tokens_per_s'] / pd_one16['tokens_per_s']:.2f}×")
     ar = next((r for r in all_rows if r.get("bench") == "allreduce" and r.get("size") == "bench Llama gradient"
                and "ms" in r), None)
     if ar:
@@ -266,7 +270,7 @@ def data_parallel(all_rows):
                      f"bench_allreduce): {ar['ms']:.1f} ms median{share}")
     if goals:
         out.append("\n".join(goals))
-    return "### Data parallelism (bench Llama, 8 × 256 tokens per step, f32, AdamW)\n\n" + "\n\n".join(out)
+    return "### Data parallelism (bench Llama, 8 × 256 tokens per step, f32 unless --bf16, AdamW)\n\n" + "\n\n".join(out)
 
 
 def main():

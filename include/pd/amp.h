@@ -12,7 +12,9 @@
  *   FOLLOW no cast: the op promotes its inputs as usual (bf16 + f32 -> f32)
  * In-place ops are never cast. The casts are ordinary pd_cast ops, so
  * autograd carries the gradients back to the f32 parameters (whose .grad is
- * f32). Policies are global and may be overridden by op name.
+ * f32). Policies are global and may be overridden by op name. On
+ * distributed tensors each rank casts its own piece, before the op's SPMD
+ * rule (docs/distributed.md, "bf16 autocast").
  *
  * Gradient scaler (for f16, whose range is small): scale the loss, unscale
  * the gradients before clipping, skip the step when a gradient is inf/NaN

@@ -233,6 +233,8 @@ static void watchdog_stop(void)
 }
 
 /* ---- start and exit ------------------------------------------------------- */
+static void red16_free(void);
+
 static void at_exit(int status, void *arg)
 {
     (void)arg;
@@ -252,6 +254,7 @@ static void at_exit(int status, void *arg)
         MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
     }
     if (init && !fin && we_init) {
+        red16_free();
         guard_begin(K_FINALIZE, "exit", NULL, NULL, 0, -1);
         MPI_Finalize();
         guard_end();
@@ -346,9 +349,57 @@ static void count(const struct pdi_comm_on *on, enum pd_comm_kind k, int64_t byt
     if (!on->quiet) pdi_comm_count(k, bytes);
 }
 
+/* bf16 and f16: MPI has no 16-bit float type, so they move as 2-byte
+ * elements (half the bytes of f32) and are reduced by operations of ours:
+ * each combination of two values in f32, rounded once to the dtype, max and
+ * min as Open MPI's (in > inout ? in : inout). With two ranks that is
+ * exactly a reduction in f32 of the two pieces rounded to the dtype. */
+#define PD_RED16(name, to32, from32, expr)                                                      \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *type)                       \
+    {                                                                                           \
+        (void)type;                                                                             \
+        const uint16_t *x = in;                                                                 \
+        uint16_t *y = inout;                                                                    \
+        for (int i = 0; i < *len; i++) {                                                        \
+            float a = to32(x[i]), b = to32(y[i]);                                               \
+            y[i] = from32(expr);                                                                \
+        }                                                                                       \
+    }
+PD_RED16(bf16_sum, pdi_bf16_f32, pdi_f32_bf16, a + b)
+PD_RED16(bf16_max, pdi_bf16_f32, pdi_f32_bf16, a > b ? a : b)
+PD_RED16(bf16_min, pdi_bf16_f32, pdi_f32_bf16, a < b ? a : b)
+PD_RED16(f16_sum, pd_f16_to_f32, pd_f32_to_f16, a + b)
+PD_RED16(f16_max, pd_f16_to_f32, pd_f32_to_f16, a > b ? a : b)
+PD_RED16(f16_min, pd_f16_to_f32, pd_f32_to_f16, a < b ? a : b)
+#undef PD_RED16
+
+/* [bf16, f16][sum, max, min], made on first use (after MPI_Init; the
+ * library calls MPI from one thread: MPI_THREAD_FUNNELED). */
+static MPI_Op red16_ops[2][3];
+static int red16_made[2][3];
+
+static MPI_Op red16_op(enum pd_reduce_op op, enum pd_dtype dt)
+{
+    static MPI_User_function *const fn[2][3] = {{bf16_sum, bf16_max, bf16_min}, {f16_sum, f16_max, f16_min}};
+    int t = dt == PD_F16, k = op == PD_RED_MAX ? 1 : op == PD_RED_MIN ? 2 : 0;
+    if (!red16_made[t][k]) {
+        red16_made[t][k] = 1;
+        if (MPI_Op_create(fn[t][k], 1, &red16_ops[t][k]) != MPI_SUCCESS) red16_ops[t][k] = MPI_OP_NULL;
+    }
+    return red16_ops[t][k];
+}
+
+static void red16_free(void) /* before MPI_Finalize */
+{
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 3; k++)
+            if (red16_made[t][k] && red16_ops[t][k] != MPI_OP_NULL) MPI_Op_free(&red16_ops[t][k]);
+}
+
 static MPI_Datatype mpi_type(enum pd_dtype dt)
 {
     switch (dt) {
+    case PD_BF16: case PD_F16: return MPI_UINT16_T; /* reduced by red16_op */
     case PD_F32: return MPI_FLOAT;
     case PD_F64: return MPI_DOUBLE;
     case PD_I8: return MPI_INT8_T;
@@ -357,12 +408,13 @@ static MPI_Datatype mpi_type(enum pd_dtype dt)
     case PD_I32: return MPI_INT32_T;
     case PD_I64: return MPI_INT64_T;
     case PD_BOOL: return MPI_C_BOOL;
-    default: return MPI_DATATYPE_NULL; /* f16, bf16: reduced in f32 */
+    default: return MPI_DATATYPE_NULL;
     }
 }
 
 static MPI_Op mpi_op(enum pd_reduce_op op, enum pd_dtype dt)
 {
+    if (dt == PD_BF16 || dt == PD_F16) return red16_op(op, dt);
     if (dt == PD_BOOL) return op == PD_RED_MIN ? MPI_LAND : MPI_LOR;
     return op == PD_RED_MAX ? MPI_MAX : op == PD_RED_MIN ? MPI_MIN : MPI_SUM;
 }

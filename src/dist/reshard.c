@@ -9,7 +9,8 @@
  * Transitions on several axes at once go by steps: Partial axes reduced,
  * then changed shardings gathered (over all the axes of a dim at once), then
  * the target's shardings sliced and its Partial axes filled. Data moves as
- * bytes; reductions run in the dtype (f16 and bf16 through f32).
+ * bytes; reductions run in the dtype (f16 and bf16 move as 2-byte elements,
+ * each combination computed in f32: comm.c).
  */
 #include <limits.h>
 #include <math.h>

@@ -5,7 +5,9 @@
  *   1. every distributed input must live on one mesh (plain inputs count
  *      as replicated on it);
  *   2. attributes are checked and metas inferred on the global shapes (a
- *      distributed tensor's shape is its global shape);
+ *      distributed tensor's shape is its global shape); under autocast the
+ *      inputs are cast here (distributed casts: each rank its piece) and
+ *      the call comes back on the cast inputs;
  *   3. the op's SPMD rule (the op table's spmd column, spmd_rules.c) says
  *      which placements the inputs need and which the outputs get;
  *   4. inputs whose placements differ are resharded (collectives);
@@ -218,11 +220,28 @@ static int dist_call(struct pdi_call *c)
             return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is a view of a distributed tensor that had to be "
                               "resharded (a copy): the write would not reach its base", d->name, i);
     }
+    /* autocast (the dispatcher's stage 2, which comes after this stage on a
+     * plain call): its casts are distributed ops (each rank casts its piece),
+     * and the call comes back here on the cast inputs, so the rule sees their
+     * dtype and autograd records the casts. The local call (or decomposition)
+     * is the op itself: it runs with autocast off, as the nested call of a
+     * plain op does. */
+    int ac_off = 0;
+    if (pdi_modes.autocast >= 0) {
+        c->n_writes = g.n_writes;
+        rc = pdi_autocast_stage(c);
+        if (rc) return rc < 0 ? rc : PD_OK;
+        ac_off = pdi_mode_begin(PDI_MODE_AUTOCAST, -1, NULL, NULL);
+        if (ac_off < 0) return ac_off;
+    }
 
     /* 2. the rule */
     struct pd_placement (*pl)[PD_MAX_MESH_DIMS] = pdi_malloc(sizeof *pl * (size_t)(ni ? ni : 1));
     struct pd_tensor **loc = pdi_calloc((size_t)(ni ? ni : 1), sizeof *loc);
-    if (!pl || !loc) { free(pl), free(loc); return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", d->name); }
+    if (!pl || !loc) {
+        rc = pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", d->name);
+        goto out;
+    }
     for (int i = 0; i < ni; i++) {
         const struct pdi_dist *di = c->in[i]->dist;
         if (di) memcpy(pl[i], di->pl, sizeof pl[i]);
@@ -295,6 +314,7 @@ static int dist_call(struct pdi_call *c)
 out:
     free(pl);
     free(loc);
+    if (ac_off > 0) pdi_mode_end(PDI_MODE_AUTOCAST, ac_off, "autocast"); /* the innermost again */
     return rc;
 }
 

@@ -404,7 +404,8 @@ static int dispatch(struct pdi_call *c)
 
     /* 2. autocast: may rewrite the call and dispatch it again (then the
      * nested dispatch did stages 4-6). Stage 3 (distribute) ran before this
-     * function: see pdi_dispatch. */
+     * function: see pdi_dispatch; a distributed call is cast there
+     * (src/dist/spmd.c). */
     if (__builtin_expect(pdi_modes.autocast >= 0, 0)) {
         rc = pdi_autocast_stage(c);
         if (rc < 0) return rc;

@@ -1,6 +1,7 @@
 /* paddle.c — the communication layer under mpirun (2 and 4 ranks;
  * src/dist/comm.c): the timeout setting, each call's values and counts,
- * the async all-reduce overlapped with work, calls on one mesh axis, a rank
+ * the async all-reduce overlapped with work, calls on one mesh axis, bf16
+ * and f16 reductions in 2-byte elements, a rank
  * that is late but within the timeout, and the refusals that happen before
  * MPI (which leave the rank in step). The failures themselves end the job:
  * tests/test_dist_fail.sh runs them. */
@@ -129,14 +130,46 @@ static void async_calls(void)
     free(a), free(b), free(c);
 }
 
+/* bf16 and f16 are reduced as 2-byte elements (each combination in f32):
+ * they were refused ("reduce it in f32"), and reshard sent them as f32. */
+static void reduce16(void)
+{
+    struct pdi_comm_on on = {.fn = "test"};
+    for (int t = 0; t < 2; t++) {
+        enum pd_dtype dt = t ? PD_F16 : PD_BF16;
+        uint16_t (*to16)(float) = t ? pd_f32_to_f16 : pd_f32_to_bf16;
+        float (*to32)(uint16_t) = t ? pd_f16_to_f32 : pd_bf16_to_f32;
+        enum pd_reduce_op ops[3] = {PD_RED_SUM, PD_RED_MAX, PD_RED_MIN};
+        for (int o = 0; o < 3; o++) {
+            uint16_t h[8];
+            for (int i = 0; i < 8; i++) h[i] = to16((float)((rank + 1) * (i + 1)) * (i % 2 ? -0.5f : 1.0f));
+            struct pd_comm_stats a, b;
+            pd_comm_stats(&a);
+            int ok = pdi_comm_allreduce(&on, NULL, h, 8, dt, ops[o]) == PD_OK;
+            pd_comm_stats(&b);
+            for (int i = 0; i < 8 && ok; i++) { /* exact: small integers and halves */
+                float s = i % 2 ? -0.5f : 1.0f, want = (float)(i + 1) * s;
+                want *= ops[o] == PD_RED_SUM ? (float)(world * (world + 1) / 2)
+                        : (ops[o] == PD_RED_MAX) == (s > 0) ? (float)world : 1.0f;
+                ok = to32(h[i]) == want;
+            }
+            CHECK(ok && b.bytes[PD_COMM_ALLREDUCE] - a.bytes[PD_COMM_ALLREDUCE] == 16, "%s all-reduce %d in 2 bytes",
+                  pd_dtype_name(dt), o);
+        }
+        uint16_t v[8], r1 = 0;
+        int one[8];
+        for (int k = 0; k < world; k++) v[k] = to16((float)(k + rank)), one[k] = 1;
+        CHECK(pdi_comm_reduce_scatter(&on, v, &r1, one, dt, PD_RED_SUM) == PD_OK &&
+                  to32(r1) == (float)(world * rank + world * (world - 1) / 2),
+              "%s reduce-scatter", pd_dtype_name(dt));
+    }
+}
+
 /* Refused before any MPI call: the same on every rank, so still in step. */
 static void refusals(void)
 {
     struct pdi_comm_on on = {.fn = "test"};
     uint16_t h = 0;
-    CHECK(pdi_comm_allreduce(&on, NULL, &h, 1, PD_F16, PD_RED_SUM) == PD_ERR_UNSUPPORTED &&
-              strstr(pd_last_error(), "test: MPI does not reduce f16"),
-          "f16 is reduced in f32 by the caller");
     CHECK(pdi_comm_allreduce(&on, NULL, &h, (int64_t)1 << 31, PD_I8, PD_RED_SUM) == PD_ERR_INVALID &&
               strstr(pd_last_error(), "exceed one MPI message"),
           "2^31 elements");
@@ -155,6 +188,7 @@ int main(void)
     world_calls(m);
     axis_calls();
     async_calls();
+    reduce16();
     refusals();
     pd_mesh_release(m);
     struct pdi_comm_on on = {.fn = "test"};

@@ -6,7 +6,9 @@
  * parameters (1e-4 of their scale: Adam divides by the root of tiny second
  * moments, which magnifies the sums' rounding). Meshes: 2 ranks: DP2, TP2, TP2+SP; 4 ranks: DP4, DP2xTP2,
  * DP2xTP2+SP (docs/distributed.md "Training in parallel"). Greedy generation
- * from the trained distributed model equals one process's. */
+ * from the trained distributed model equals one process's. Then the same
+ * under bf16 autocast (DP2, TP2, TP2+SP; DP2xTP2, +SP), within bf16's
+ * tolerances (bf16_autocast). */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -45,6 +47,22 @@ static void batch(int step, struct pd_tensor **x, struct pd_tensor **y)
     *y = pd_contiguous(pd_slice(all, 1, 1, T + 1, 1));
 }
 
+/* bf16 autocast around the forward (train's losses), as paddlec train --bf16:
+ * one process and the mesh then round partial sums to bf16 at different
+ * points (a TP product is rounded on each rank, then summed; a DP rank's
+ * weight gradient sums half the batch, rounded to bf16, then the f32 sum of
+ * the ranks), so the runs drift apart by bf16 roundings. At the f32 runs'
+ * learning rate (3e-2) AdamW amplifies them into 1% loss differences by
+ * step 7 (for DP as for TP): the bf16 runs use 3e-3. Measured over these 20
+ * steps (printed): losses within 1.4e-4 (DP2), 2.2e-4 (TP2, TP2+SP),
+ * 2.3e-4 (DP2xTP2, +SP) relative; final parameters within 4.5e-3 (DP2) to
+ * 8e-3 (DP2xTP2) of their scale. Tolerances about four times that:
+ * TOL_LOSS_BF16 relative on each loss, TOL_PARAM_BF16 on the parameters.
+ * Greedy generation is not compared (a near tie may flip). */
+static int bf16_autocast;
+#define TOL_LOSS_BF16 1e-3
+#define TOL_PARAM_BF16 3e-2
+
 struct run {
     double loss[STEPS];
     struct pd_state_dict *params; /* final, whole (plain tensors) */
@@ -64,7 +82,7 @@ static int train(struct run *out, struct pd_mesh *m, const char *dp, const char 
     }
     struct pd_optim_config oc;
     pd_optim_config_default(&oc, PD_OPTIM_ADAMW);
-    oc.lr = 3e-2, oc.weight_decay = 0.1;
+    oc.lr = bf16_autocast ? 3e-3 : 3e-2, oc.weight_decay = 0.1;
     struct pd_optimizer *opt = pd_optimizer_create_for(&oc, sd);
     if (!opt) return -1;
     int rc = 0;
@@ -73,7 +91,9 @@ static int train(struct run *out, struct pd_mesh *m, const char *dp, const char 
         struct pd_tensor *x, *y;
         batch(s, &x, &y);
         if (m) x = pd_shard_batch(x, m, dp), y = pd_shard_batch(y, m, dp);
+        int ac = bf16_autocast ? pd_autocast_begin(PD_BF16) : 0;
         struct pd_tensor *l = pd_llama_loss(model, x, y);
+        if (bf16_autocast) pd_autocast_end(ac);
         rc = !l || pd_backward(l, NULL, 0);
         if (!rc) out->loss[s] = pd_item(l);
         if (!rc) rc = pd_optimizer_clip_grad_norm(opt, 0.5) < 0;
@@ -122,18 +142,24 @@ static void compare(const char *label, const struct run *ref, struct pd_mesh *m,
     int rc = train(&r, m, dp, tp, sp);
     CHECK(rc == 0, "%s: training failed", label);
     if (rc) return;
-    for (int s = 0; s < STEPS; s++)
-        CHECK(fabs(r.loss[s] - ref->loss[s]) <= 1e-5 * fabs(ref->loss[s]), "%s: step %d loss %.9g, one process %.9g",
+    double tol = bf16_autocast ? TOL_LOSS_BF16 : 1e-5, tol_p = bf16_autocast ? TOL_PARAM_BF16 : 1e-4, worst = 0, worst_p = 0;
+    for (int s = 0; s < STEPS; s++) {
+        worst = fmax(worst, fabs(r.loss[s] - ref->loss[s]) / fabs(ref->loss[s]));
+        CHECK(fabs(r.loss[s] - ref->loss[s]) <= tol * fabs(ref->loss[s]), "%s: step %d loss %.9g, one process %.9g",
               label, s + 1, r.loss[s], ref->loss[s]);
+    }
     int n = pd_state_dict_size(ref->params);
     CHECK(pd_state_dict_size(r.params) == n, "%s: %d parameters", label, pd_state_dict_size(r.params));
     for (int i = 0; i < n; i++) {
         struct pd_tensor *a = pd_state_dict_get(r.params, pd_state_dict_name(ref->params, i));
         double d = a ? diff(a, pd_state_dict_tensor(ref->params, i)) : INFINITY;
-        CHECK(d <= 1e-4, "%s: final %s differs by %.3g", label, pd_state_dict_name(ref->params, i), d);
+        worst_p = fmax(worst_p, d);
+        CHECK(d <= tol_p, "%s: final %s differs by %.3g", label, pd_state_dict_name(ref->params, i), d);
     }
-    CHECK(!memcmp(r.gen, ref->gen, sizeof r.gen), "%s: generation differs from one process's", label);
-    if (rank == 0) printf("%s: loss %.6f -> %.6f, as one process\n", label, r.loss[0], r.loss[STEPS - 1]);
+    CHECK(bf16_autocast || !memcmp(r.gen, ref->gen, sizeof r.gen), "%s: generation differs from one process's", label);
+    if (rank == 0)
+        printf("%s: loss %.6f -> %.6f, as one process (losses within %.3g, parameters %.3g)\n", label, r.loss[0],
+               r.loss[STEPS - 1], worst, worst_p);
     pd_state_dict_destroy(r.params);
 }
 
@@ -259,6 +285,25 @@ int main(void)
         pd_mesh_release(g);
     } else if (rank == 0) {
         printf("test_dist_llama: %d ranks; runs with 2 or 4\n", world);
+    }
+    pd_state_dict_destroy(ref.params);
+    /* the same under bf16 autocast (paddlec train --bf16 --mesh ...) */
+    bf16_autocast = 1;
+    memset(&ref, 0, sizeof ref);
+    CHECK(train(&ref, NULL, NULL, NULL, 0) == 0, "single process, bf16 autocast");
+    if (world == 2 || world == 4) {
+        struct pd_mesh *d = pd_mesh_create((int[]){2}, 1, (const char *const[]){"dp"}, NULL);
+        struct pd_mesh *t = pd_mesh_create((int[]){2}, 1, (const char *const[]){"tp"}, NULL);
+        struct pd_mesh *g = world == 4 ? pd_mesh_create((int[]){2, 2}, 2, dp_tp, NULL) : NULL;
+        if (world == 2) {
+            compare("bf16 DP2", &ref, d, "dp", NULL, 0);
+            compare("bf16 TP2", &ref, t, NULL, "tp", 0);
+            compare("bf16 TP2+SP", &ref, t, NULL, "tp", 1);
+        } else {
+            compare("bf16 DP2xTP2", &ref, g, "dp", "tp", 0);
+            compare("bf16 DP2xTP2+SP", &ref, g, "dp", "tp", 1);
+        }
+        pd_mesh_release(d), pd_mesh_release(t), pd_mesh_release(g);
     }
     pd_state_dict_destroy(ref.params);
     int all = dist_check_total();

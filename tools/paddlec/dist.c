@@ -70,7 +70,7 @@ static void parse_mesh(const char *spec, int *shape, const char **names, int *nd
     if (!*nd) cli_fail(CLI_EXIT_USAGE, "--mesh is empty");
 }
 
-void cli_dist_setup(const char *spec, int sp, int bf16, struct pd_state_dict *params, struct pd_optimizer *opt)
+void cli_dist_setup(const char *spec, int sp, struct pd_state_dict *params, struct pd_optimizer *opt)
 {
     if (!spec) {
         if (sp) cli_fail(CLI_EXIT_USAGE, "--sp needs --mesh with a tp axis");
@@ -79,7 +79,6 @@ void cli_dist_setup(const char *spec, int sp, int bf16, struct pd_state_dict *pa
     int shape[2], nd;
     const char *names[2];
     parse_mesh(spec, shape, names, &nd);
-    if (bf16) cli_fail(CLI_EXIT_USAGE, "--bf16 is not supported with --mesh yet");
     int n = 1;
     for (int i = 0; i < nd; i++) n *= shape[i];
     int world = pd_dist_world_size(); /* starts MPI */

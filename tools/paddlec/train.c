@@ -857,7 +857,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
         if (R->step > r->steps)
             cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
     }
-    cli_dist_setup(r->mesh, r->sp, r->bf16, R->params, R->opt);   /* --mesh (dist.c) */
+    cli_dist_setup(r->mesh, r->sp, R->params, R->opt);   /* --mesh (dist.c) */
     /* What runs after the last step is checked now. The held-out task draws
      * no numbers from pd generators: building it here changes nothing. */
     prepare_sample(R);
