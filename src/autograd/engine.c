@@ -27,8 +27,13 @@ struct leaf_grad {           /* a leaf's gradient summed over this run */
 };
 
 struct run {
-    struct leaf_grad *leaves;
+    struct leaf_grad *leaves; /* in the order the run first met them */
     int n_leaves, cap_leaves;
+    int *slot_of;             /* open addressing by leaf address: index + 1, 0 empty */
+    int hcap;                 /* a power of two, > 2 * cap_leaves */
+    int *ready, n_ready;      /* leaves waiting for nothing, not yet flushed (after leaves' block) */
+    int any_ready;            /* one of them got its last contribution (flush_ready) */
+    int64_t work;             /* hash probes and ready leaves visited (pdi_backward_leaf_work) */
     struct pdi_node **nodes;
     int n, cap;
     uint64_t epoch;
@@ -37,10 +42,12 @@ struct run {
     struct target *targets;   /* NULL: accumulate into leaves' .grad */
     int n_targets;
     int create_graph, retain_graph;
-    int any_ready; /* a leaf's last contribution came (flush_ready) */
 };
 
 static uint64_t run_epoch;
+static int64_t leaf_work; /* pdi_backward_leaf_work */
+
+int64_t pdi_backward_leaf_work(void) { return __atomic_load_n(&leaf_work, __ATOMIC_RELAXED); }
 /* The node whose VJP runs on this thread (ops dispatched inside a VJP are
  * attributed to it by observers). */
 static PDI_TLS const struct pdi_node *cur_node;
@@ -109,19 +116,67 @@ static struct target *find_leaf_target(struct run *r, struct pd_tensor *leaf)
     return NULL;
 }
 
-static struct leaf_grad *leaf_slot(struct run *r, struct pd_tensor *leaf)
+static unsigned leaf_hash(const struct pd_tensor *leaf, int hcap)
 {
-    for (int i = 0; i < r->n_leaves; i++)
-        if (r->leaves[i].leaf == leaf) return &r->leaves[i];
-    if (r->n_leaves == r->cap_leaves) {
-        int nc = r->cap_leaves ? r->cap_leaves * 2 : 16;
-        struct leaf_grad *nl = pdi_realloc(r->leaves, sizeof *nl * (size_t)nc);
-        if (!nl) return pdi_error(PD_ERR_NOMEM, "out of memory (backward)");
-        r->leaves = nl;
-        r->cap_leaves = nc;
+    uint64_t h = (uint64_t)(uintptr_t)leaf * 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 32) & (unsigned)(hcap - 1);
+}
+
+/* The hash slot holding leaf, or the empty one where it goes. */
+static int *leaf_probe(struct run *r, const struct pd_tensor *leaf)
+{
+    unsigned h = leaf_hash(leaf, r->hcap), n = 1;
+    for (;; h = (h + 1) & (unsigned)(r->hcap - 1), n++) {
+        int k = r->slot_of[h];
+        if (!k || r->leaves[k - 1].leaf == leaf) {
+            r->work += n;
+            return &r->slot_of[h];
+        }
     }
+}
+
+/* Room for more leaves (and their ready list, in the same block); past 16
+ * (found by a scan), a hash table finds them. */
+static int leaves_grow(struct run *r)
+{
+    int nc = r->cap_leaves ? r->cap_leaves * 2 : 16, hc = 4 * nc;
+    struct leaf_grad *nl = pdi_realloc(r->leaves, (sizeof *nl + sizeof *r->ready) * (size_t)nc);
+    if (!nl) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    int *rd = (int *)(nl + nc);
+    if (r->n_ready) memmove(rd, (int *)(nl + r->cap_leaves), sizeof *rd * (size_t)r->n_ready);
+    r->leaves = nl, r->ready = rd, r->cap_leaves = nc;
+    if (nc == 16) return PD_OK;
+    int *h = pdi_calloc((size_t)hc, sizeof *h);
+    if (!h) return pdi_errorf(PD_ERR_NOMEM, "out of memory (backward)");
+    free(r->slot_of);
+    r->slot_of = h, r->hcap = hc;
+    for (int i = 0; i < r->n_leaves; i++) *leaf_probe(r, r->leaves[i].leaf) = i + 1;
+    return PD_OK;
+}
+
+/* A new slot for leaf (k: its empty hash slot, NULL while scanning). */
+static __attribute__((noinline)) struct leaf_grad *leaf_new(struct run *r, struct pd_tensor *leaf, int *k)
+{
+    if (r->n_leaves == r->cap_leaves) {
+        if (leaves_grow(r)) return NULL;
+        k = r->hcap ? leaf_probe(r, leaf) : NULL;
+    }
+    if (k) *k = r->n_leaves + 1;
     r->leaves[r->n_leaves] = (struct leaf_grad){leaf, NULL, 0, 0};
     return &r->leaves[r->n_leaves++];
+}
+
+/* The run's slot for leaf, made on first sight (O(1) expected). */
+static struct leaf_grad *leaf_slot(struct run *r, struct pd_tensor *leaf)
+{
+    if (r->hcap) {
+        int *k = leaf_probe(r, leaf);
+        return *k ? &r->leaves[*k - 1] : leaf_new(r, leaf, k);
+    }
+    int i = 0;
+    while (i < r->n_leaves && r->leaves[i].leaf != leaf) i++;
+    r->work += i + 1;
+    return i < r->n_leaves ? &r->leaves[i] : leaf_new(r, leaf, NULL);
 }
 
 /* Sum a leaf's incoming gradients over the run; hooks and .grad see the
@@ -158,24 +213,35 @@ static int leaf_edge_done(struct run *r, struct pd_tensor *leaf)
 {
     struct leaf_grad *l = leaf_slot(r, leaf);
     if (!l) return pd_last_status();
-    if (--l->pending == 0) r->any_ready = 1;
+    if (--l->pending == 0) r->ready[r->n_ready++] = (int)(l - r->leaves), r->any_ready = 1;
     return PD_OK;
 }
 
-/* Flush the leaves whose contributions all came (after the node's scope
- * closed, so a gradient nobody else holds is not copied). */
+static int by_index(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Flush the leaves whose contributions all came, in the order the run met
+ * them (after the node's scope closed, so a gradient nobody else holds is
+ * not copied). A leaf that was a root and nothing else waited from the
+ * start: it goes with the first batch. */
 static int flush_ready(struct run *r)
 {
     int rc = PD_OK;
     r->any_ready = 0;
-    for (int i = 0; i < r->n_leaves && rc == PD_OK; i++) {
-        struct leaf_grad *l = &r->leaves[i];
-        if (l->pending > 0 || l->flushed || !l->grad) continue;
+    if (r->n_ready > 1) qsort(r->ready, (size_t)r->n_ready, sizeof *r->ready, by_index);
+    for (int i = 0; i < r->n_ready && rc == PD_OK; i++) {
+        r->work++;
+        struct leaf_grad *l = &r->leaves[r->ready[i]];
+        if (l->flushed || !l->grad) continue;
         l->flushed = 1;
         int scope_tok = pd_scope_begin();
         rc = flush_leaf(r, l->leaf, l->grad);
         pd_scope_end(scope_tok);
     }
+    r->n_ready = 0;
     return rc;
 }
 
@@ -320,6 +386,8 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         if (t->grad_fn) rc = accumulate(&r->buf[t->grad_fn->idx][t->out_nr], seeds[i], r->create_graph);
         else rc = deliver_leaf(r, t, seeds[i]);
     }
+    for (int i = 0; i < r->n_leaves; i++) /* roots nothing else reaches */
+        if (r->leaves[i].pending == 0) r->ready[r->n_ready++] = i;
     /* 4. run */
     int mode = r->create_graph ? pd_enable_grad_begin() : pd_no_grad_begin();
     if (mode < 0) return mode;
@@ -343,7 +411,9 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
 static void run_free(struct run *r)
 {
     for (int i = 0; i < r->n_leaves; i++) pd_tensor_release(r->leaves[i].grad);
-    free(r->leaves);
+    __atomic_add_fetch(&leaf_work, r->work, __ATOMIC_RELAXED);
+    free(r->leaves); /* and ready */
+    free(r->slot_of);
     if (r->buf)
         for (int k = 0; k < r->n; k++) {
             if (!r->buf[k]) continue;

@@ -106,7 +106,15 @@ struct pdi_dist {
      * so the stage refuses in-place writes into it (src/dist/spmd.c) */
     int view_copy;
     int dp_axis; /* a parameter under pd_dp_attach: its axis + 1 (its gradient stays Partial there) */
+    /* the distribute stage's handle on the piece (owned; NULL until the
+     * stage needs it; not copied): the local call reads it without making
+     * a new handle per op (src/dist/spmd.c) */
+    struct pd_tensor *local;
 };
+/* A zeroed struct pdi_dist and its release, from per-thread free lists
+ * like tensor handles' (core/tensor.c). */
+struct pdi_dist *pdi_dist_new(void);
+void pdi_dist_delete(struct pdi_dist *d);
 /* What src/dist lends the dispatcher and autograd (core/ and autograd/ do
  * not call up into dist/): NULL until the first distributed tensor exists,
  * so a program without one pays one predictable branch per op. */
@@ -220,6 +228,10 @@ static inline const void *pdi_host_read(const struct pd_tensor *t, const char *w
  * through pdi_host_access: status, PD_ERR_INVALID for a meta tensor, where
  * pd_item's NaN could not be told from a NaN value. */
 int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out);
+/* Its first element (any number of them but none; pd_item): the one host
+ * read both make, a distributed tensor's whole value gathered first (a
+ * collective). */
+int pdi_host_first(const struct pd_tensor *t, const char *what, double *out);
 /* site: a raw return address (pdi_site_str resolves it) or NULL. Install
  * before running ops: the list is not guarded against concurrent reads. */
 typedef void (*pdi_host_observer_fn)(const struct pd_tensor *t, unsigned access, const char *what, void *site,
@@ -488,6 +500,10 @@ const char *pdi_call_site(const struct pdi_call *c);
 /* The GradNode whose VJP this thread is running, NULL outside backward. */
 const char *pdi_backward_node_name(void);
 const struct pdi_node *pdi_backward_node(void);
+/* Steps the backward engine spent finding and flushing leaves, summed over
+ * every run since start (tests/test_backward_leaves.c: linear in the
+ * leaves and nodes). */
+int64_t pdi_backward_leaf_work(void);
 /* Resolve a raw return address (as stored in dbg_site) to "file:line (fn)";
  * NULL if unknown. Interned, cached by address. */
 const char *pdi_site_str(void *addr);

@@ -117,20 +117,25 @@ int pdi_host_write(struct pd_tensor *t, const void *src, const char *what)
     return PD_OK;
 }
 
-int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out)
+int pdi_host_first(const struct pd_tensor *t, const char *what, double *out)
 {
     if (t && t->dist) { /* the whole value on every rank (collective) */
         int tok = pd_scope_begin();
         struct pd_tensor *f = pdi_dist_hooks->full((struct pd_tensor *)t);
-        int rc = f ? pdi_host_scalar(f, what, out) : pd_last_status();
+        int rc = f ? pdi_host_first(f, what, out) : pd_last_status();
         pd_scope_end(tok);
         return rc;
     }
-    if (t && pdi_numel(t->shape, t->ndim) != 1)
-        return pdi_errorf(PD_ERR_INVALID, "%s: expected one element, got %lld", what,
-                          (long long)pdi_numel(t->shape, t->ndim));
     const void *p = pdi_host_read(t, what);
     if (!p) return pd_last_status();
     *out = pdi_load(p, t->dtype);
     return PD_OK;
+}
+
+int pdi_host_scalar(const struct pd_tensor *t, const char *what, double *out)
+{
+    if (t && pdi_numel(t->shape, t->ndim) != 1)
+        return pdi_errorf(PD_ERR_INVALID, "%s: expected one element, got %lld", what,
+                          (long long)pdi_numel(t->shape, t->ndim));
+    return pdi_host_first(t, what, out);
 }

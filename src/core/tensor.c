@@ -58,7 +58,7 @@ struct freelist {
     void *head;
     int n;
 };
-static PDI_TLS struct freelist free_tensors, free_storages;
+static PDI_TLS struct freelist free_tensors, free_storages, free_dists;
 
 static void *fl_get(struct freelist *fl, size_t size)
 {
@@ -78,8 +78,8 @@ static PDI_TLS int fl_keyed;
 
 static void fl_drain(void *unused)
 {
-    struct freelist *lists[2] = {&free_tensors, &free_storages};
-    for (int i = 0; i < 2; i++) {
+    struct freelist *lists[3] = {&free_tensors, &free_storages, &free_dists};
+    for (int i = 0; i < 3; i++) {
         while (lists[i]->head) {
             void *p = lists[i]->head;
             lists[i]->head = *(void **)p;
@@ -104,6 +104,11 @@ static void fl_put(struct freelist *fl, void *p)
     fl->head = p;
     fl->n++;
 }
+
+/* struct pdi_dist from the same per-thread lists (src/dist makes one per
+ * distributed op's output) */
+struct pdi_dist *pdi_dist_new(void) { return fl_get(&free_dists, sizeof(struct pdi_dist)); }
+void pdi_dist_delete(struct pdi_dist *d) { if (d) fl_put(&free_dists, d); }
 
 /* ---- live-storage registry ------------------------------------------- */
 /* A circular list through a sentinel, under one lock that only tracked
@@ -527,15 +532,8 @@ double pd_item(const struct pd_tensor *t)
 {
     if (!t) return NAN;
     if (pd_tensor_numel(t) == 0) return pdi_errorf(PD_ERR_INVALID, "item: the tensor has no elements"), NAN;
-    if (t->dist) { /* the whole value on every rank (collective) */
-        int tok = pd_scope_begin();
-        struct pd_tensor *f = pdi_dist_hooks->full((struct pd_tensor *)t);
-        double v = f ? pd_item(f) : NAN;
-        pd_scope_end(tok);
-        return v;
-    }
-    const void *p = pdi_host_read(t, "item");
-    return p ? pdi_load(p, t->dtype) : NAN;
+    double v;
+    return pdi_host_first(t, "item", &v) ? NAN : v;
 }
 
 double pd_get(const struct pd_tensor *t, const int64_t *index)

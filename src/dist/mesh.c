@@ -279,7 +279,8 @@ static void dist_free(void *p)
 {
     struct pdi_dist *d = p;
     pd_mesh_release(d->mesh);
-    free(d);
+    pd_tensor_release(d->local);
+    pdi_dist_delete(d);
 }
 
 struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, const int64_t *gshape, int ndim,
@@ -287,13 +288,13 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
 {
     if (!local) return NULL;
     if (local->dist) return pdi_error(PD_ERR_STATE, "dist: wrapping a distributed tensor");
-    struct pdi_dist *d = pdi_calloc(1, sizeof *d);
+    struct pdi_dist *d = pdi_dist_new();
     int64_t st[PD_MAX_DIMS];
     pdi_contiguous_strides(gshape, ndim, st);
     /* a new handle on the same storage, shaped as the global tensor */
     struct pd_tensor *t = d ? pdi_tensor_alias(local, gshape, st, ndim, 0) : NULL;
     if (!t) {
-        free(d);
+        pdi_dist_delete(d);
         return d ? NULL : pdi_error(PD_ERR_NOMEM, "dist: out of memory");
     }
     d->mesh = m, d->ndim = ndim;
@@ -311,9 +312,10 @@ struct pd_tensor *pdi_dist_wrap(struct pd_tensor *local, struct pd_mesh *m, cons
 
 void *pdi_dist_copy(const void *p)
 {
-    struct pdi_dist *d = pdi_malloc(sizeof *d);
+    struct pdi_dist *d = pdi_dist_new();
     if (!d) return pdi_error(PD_ERR_NOMEM, "dist: out of memory");
     memcpy(d, p, sizeof *d);
+    d->local = NULL; /* the stage's handle stays with the original */
     pd_mesh_retain(d->mesh);
     return d;
 }

@@ -45,6 +45,15 @@ static struct pd_tensor *plain_piece(struct pd_tensor *x, struct pd_mesh *m, con
     return pd_dtensor_local(pd_shard_tensor(x, m, pl));
 }
 
+/* x's piece for the local call: the handle x keeps for the stage (made on
+ * first use; not in a scope), so an op makes no new handle per input. */
+static struct pd_tensor *local_of(struct pd_tensor *x)
+{
+    struct pdi_dist *d = x->dist;
+    if (!d->local) d->local = pdi_tensor_alias(x, d->lshape, d->lstrides, d->ndim, d->loffset);
+    return d->local;
+}
+
 /* The op's decomposition on the distributed inputs (each of its ops comes
  * back through the stage). */
 static int run_decomp(struct pdi_call *c, const struct pdi_spmd *s)
@@ -206,17 +215,24 @@ static int dist_call(struct pdi_call *c)
     /* 1. attributes and metas on the global shapes */
     struct pdi_meta gmeta[PDI_SPMD_MAX_OUT];
     memset(gmeta, 0, sizeof gmeta);
-    struct pdi_call g = *c;
-    g.meta = gmeta;
-    g.n_writes = 0;
-    int rc = d->attrs != PDI_AS_none ? pdi_attrs_check(&g) : PD_OK;
+    /* on the call itself, as on a plain call: autograd records the
+     * attributes infer leaves (axes normalised); an op with attributes
+     * gets them back if infer fails (a data-dependent shape, below) */
+    struct pdi_attrs a0;
+    int has_attrs = d->attrs != PDI_AS_none;
+    if (has_attrs) a0 = c->a;
+    c->meta = gmeta;
+    c->n_writes = 0;
+    int rc = has_attrs ? pdi_attrs_check(c) : PD_OK;
     if (rc) return rc;
-    int have_meta = d->infer(&g) == PD_OK;
-    if (!have_meta) pd_clear_error();
-    else c->a = g.a; /* as infer leaves them on a plain call (axes normalised): autograd records these */
+    int have_meta = d->infer(c) == PD_OK;
+    if (!have_meta) {
+        pd_clear_error();
+        if (has_attrs) c->a = a0;
+    }
     for (int i = 0; i < ni; i++) {
         const struct pdi_dist *di = c->in[i]->dist;
-        if ((i < g.n_writes || (c->inplace && i == 0)) && di && di->view_copy)
+        if ((i < c->n_writes || (c->inplace && i == 0)) && di && di->view_copy)
             return pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is a view of a distributed tensor that had to be "
                               "resharded (a copy): the write would not reach its base", d->name, i);
     }
@@ -228,7 +244,6 @@ static int dist_call(struct pdi_call *c)
      * plain op does. */
     int ac_off = 0;
     if (pdi_modes.autocast >= 0) {
-        c->n_writes = g.n_writes;
         rc = pdi_autocast_stage(c);
         if (rc) return rc < 0 ? rc : PD_OK;
         ac_off = pdi_mode_begin(PDI_MODE_AUTOCAST, -1, NULL, NULL);
@@ -236,11 +251,15 @@ static int dist_call(struct pdi_call *c)
     }
 
     /* 2. the rule */
-    struct pd_placement (*pl)[PD_MAX_MESH_DIMS] = pdi_malloc(sizeof *pl * (size_t)(ni ? ni : 1));
-    struct pd_tensor **loc = pdi_calloc((size_t)(ni ? ni : 1), sizeof *loc);
-    if (!pl || !loc) {
-        rc = pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", d->name);
-        goto out;
+    struct pd_placement pl_small[4][PD_MAX_MESH_DIMS], (*pl)[PD_MAX_MESH_DIMS] = pl_small;
+    struct pd_tensor *loc_small[4] = {0}, **loc = loc_small;
+    if (ni > 4) { /* variadic ops (concat, stack, ...) */
+        pl = pdi_malloc(sizeof *pl * (size_t)ni);
+        loc = pdi_calloc((size_t)ni, sizeof *loc);
+        if (!pl || !loc) {
+            rc = pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", d->name);
+            goto out;
+        }
     }
     for (int i = 0; i < ni; i++) {
         const struct pdi_dist *di = c->in[i]->dist;
@@ -249,7 +268,7 @@ static int dist_call(struct pdi_call *c)
     }
     struct pdi_spmd s = {.mesh = m, .mdim = m->ndim, .n_in = ni, .n_out = no, .in = pl, .a = c->a};
     if (have_meta) {
-        rc = d->spmd(&g, &s);
+        rc = d->spmd(c, &s);
     } else { /* a data-dependent shape: replicated */
         for (int i = 0; i < ni; i++) replicate_all(pl[i], m->ndim);
         for (int j = 0; j < no; j++) replicate_all(s.out[j], m->ndim);
@@ -270,12 +289,13 @@ static int dist_call(struct pdi_call *c)
         if (!di) {
             loc[i] = plain_piece(x, m, pl[i]);
         } else if (pdi_same_placements(di->pl, pl[i], m->ndim)) {
-            loc[i] = pd_dtensor_local(x);
-        } else if (i < g.n_writes || (c->inplace && i == 0)) {
+            loc[i] = local_of(x);
+        } else if (i < c->n_writes || (c->inplace && i == 0)) {
             rc = pdi_errorf(PD_ERR_UNSUPPORTED, "%s_: input %d is written in place, but the op needs it in other "
                             "placements (reshard it first)", d->name, i);
         } else {
-            loc[i] = pd_dtensor_local(pdi_reshard(x, m, pl[i]));
+            struct pd_tensor *y = pdi_reshard(x, m, pl[i]);
+            loc[i] = y ? local_of(y) : NULL;
         }
         if (rc == PD_OK && !loc[i]) rc = pd_last_status();
     }
@@ -302,8 +322,15 @@ static int dist_call(struct pdi_call *c)
         const int64_t *gs = have_meta ? gmeta[j].shape : lout[j]->shape;
         if (!have_meta) pdi_meta_of(lout[j], &gmeta[j]);
         c->out[j] = pdi_dist_wrap(lout[j], m, gs, lout[j]->ndim, s.out[j]);
-        if (!c->out[j]) rc = pd_last_status();
-        else if (d->kind == PDI_KIND_VIEW) ((struct pdi_dist *)c->out[j]->dist)->view_copy = copied;
+        if (!c->out[j]) {
+            rc = pd_last_status();
+            break;
+        }
+        struct pdi_dist *dj = c->out[j]->dist;
+        if (d->kind == PDI_KIND_VIEW) dj->view_copy = copied;
+        int user = 0; /* a plain input passed through is the caller's handle: not the stage's to keep */
+        for (int i = 0; i < ni; i++) user |= lout[j] == c->in[i];
+        if (!user) pd_tensor_retain(dj->local = lout[j]);
     }
     if (rc == PD_OK) rc = finish(c, gmeta);
     for (int j = 0; j < no; j++) {
@@ -312,8 +339,8 @@ static int dist_call(struct pdi_call *c)
     }
     pd_scope_end(tok);
 out:
-    free(pl);
-    free(loc);
+    if (pl != pl_small) free(pl);
+    if (loc != loc_small) free(loc);
     if (ac_off > 0) pdi_mode_end(PDI_MODE_AUTOCAST, ac_off, "autocast"); /* the innermost again */
     return rc;
 }

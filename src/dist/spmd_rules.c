@@ -27,6 +27,7 @@
  * whole tensor (bernoulli's slice attribute): each rank draws its slice of
  * the single-process stream.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist_internal.h"
@@ -262,32 +263,40 @@ static int spmd_dims(const struct pdi_call *g, struct pdi_spmd *s, unsigned allo
     return PD_OK;
 }
 
-/* sdpa and its backward: batch and heads (dims 0, 1 of [B, H, T, D]); heads only when the key heads split evenly too (grouped
- * queries map onto whole key heads); dropout draws by global (b, h): then
- * replicated. */
+/* sdpa and its backward: batch and heads (dims 0, 1 of [B, H, T, D]).
+ * Equal query and key heads split alike, evenly or not. Grouped queries
+ * split their heads only when both head counts split evenly (a piece's
+ * query heads then map onto its own whole key heads); k and v keep their
+ * own head extent. The check is made on the placements spmd_dims chose,
+ * not on q's own: the head split may come from any input (dout, out), and
+ * a check on q alone let 2 key heads split over 4 ranks, so that the
+ * ranks holding none failed the local call while the others went on into
+ * the next collective (docs/distributed.md, "The uneven rule"). Dropout
+ * draws by global (b, h): then replicated. */
 int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
 {
-    unsigned allowed = 1u;
     int64_t hq = g->in[0]->shape[1], hk = g->in[1]->shape[1];
-    int heads_ok = 1;
-    for (int k = 0; k < s->mdim; k++)
-        if (is_shard(&s->in[0][k]) && s->in[0][k].dim == 1)
-            heads_ok &= hk % pieces(s, s->in[0], 1) == 0 && hq % pieces(s, s->in[0], 1) == 0;
-    if (heads_ok && hq == hk) allowed |= 2u;
-    else if (heads_ok) { /* grouped: k and v keep their own head extent */
-        allowed |= 2u;
-        int rc = spmd_dims(g, s, allowed);
-        for (int k = 0; k < s->mdim && rc == PD_OK; k++)
-            if (is_shard(&s->in[0][k]) && s->in[0][k].dim == 1)
-                for (int i = 1; i < s->n_in; i++)
-                    if (g->in[i]->ndim == 4 && g->in[i]->shape[1] == hk && hk > 1) s->in[i][k] = s->in[0][k];
-        for (int k = 0; k < s->mdim && rc == PD_OK; k++)
-            if (is_shard(&s->in[0][k]) && s->in[0][k].dim == 1)
-                for (int j = 0; j < s->n_out; j++)
-                    if (g->meta[j].ndim >= 2 && g->meta[j].shape[1] == hk) s->out[j][k] = s->in[0][k];
-        return rc;
+    if (hq == hk) return spmd_dims(g, s, 3u);
+    size_t sz = sizeof *s->in * (size_t)s->n_in;
+    struct pd_placement(*given)[PD_MAX_MESH_DIMS] = pdi_malloc(sz);
+    if (!given) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[g->op].name);
+    memcpy(given, s->in, sz);
+    int rc = spmd_dims(g, s, 3u);
+    int n = pieces(s, s->in[0], 1);
+    if (rc == PD_OK && n > 1 && (hk % n != 0 || hq % n != 0)) { /* batch only */
+        memcpy(s->in, given, sz);
+        free(given);
+        return spmd_dims(g, s, 1u);
     }
-    return spmd_dims(g, s, allowed);
+    free(given);
+    for (int k = 0; k < s->mdim && rc == PD_OK; k++)
+        if (is_shard(&s->in[0][k]) && s->in[0][k].dim == 1) {
+            for (int i = 1; i < s->n_in; i++)
+                if (g->in[i]->ndim == 4 && g->in[i]->shape[1] == hk && hk > 1) s->in[i][k] = s->in[0][k];
+            for (int j = 0; j < s->n_out; j++)
+                if (g->meta[j].ndim >= 2 && g->meta[j].shape[1] == hk) s->out[j][k] = s->in[0][k];
+        }
+    return rc;
 }
 
 /* rope: x [B, T, H, D], positions [T] or [B, T]: batch and heads. */
