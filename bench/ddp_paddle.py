@@ -1,43 +1,49 @@
 #!/usr/bin/env python3
-"""PaddlePaddle data-parallel peer of paddle.c's data-parallel training
-(issue 14, "Performance"; docs/benchmarks.md, "Data parallelism").
+"""PaddlePaddle peer of paddle.c's data-parallel training (issue 14,
+"Performance"; docs/benchmarks.md, "Data parallelism"): the same Llama as
+bench/llama_torch.py, written in Paddle's API (Hugging Face layout:
+RMSNorm, rotate_half RoPE, SwiGLU MLP, causal attention, untied lm_head),
+with the configuration, command line, timing and JSON lines of
+bench/ddp_common.py (shared with bench/ddp_torch.py). Every configuration
+trains on the same 8 x 256 tokens per step:
 
-PaddlePaddle 3.3's CPU build (PyPI `paddlepaddle`, in its own venv:
-/work/venv-paddle/bin/python) runs dynamic-graph paddle.DataParallel over
-gloo on CPU, started by paddle.distributed.launch. This is the same Llama
-as bench/llama_torch.py, written in Paddle's API (Hugging Face layout:
-RMSNorm, rotate_half RoPE, SwiGLU MLP, causal attention, untied lm_head):
-vocab 256, dim 288, 6 layers, 6 heads (6 kv heads), hidden 768, seq 256,
-AdamW (lr 3e-4, betas 0.9/0.95, eps 1e-8, wd 0.1), f32, one fixed random
-batch of 8 x 256 tokens per step. Two configurations, the same tokens per
-step:
+  ddp          --world (2) processes x --threads (1) thread,
+               paddle.DataParallel (gloo), each rank on its 8 / world rows;
+  auto         the same processes, Paddle's automatic (semi-auto, dynamic
+               graph) data parallelism: a 1-d "dp" ProcessMesh, the batch
+               dist.shard_tensor'ed Shard(0), the model dist.shard_layer'ed
+               (parameters replicated), the optimizer dist.shard_optimizer'ed;
+  auto-tp      the same processes, semi-auto tensor parallelism on a 1-d
+               "tp" mesh: q/k/v/gate/up weights Shard(1) (column-parallel;
+               Paddle's Linear weight is [in, out]), o/down Shard(0)
+               (row-parallel), embedding, norms and lm_head replicated, the
+               batch replicated;
+  auto-dptp    4 processes, a 2 x 2 ("dp", "tp") mesh: both of the above;
+  auto-static  auto's data parallelism through dist.to_static (Paddle's
+               static-graph auto parallelism, with dist.shard_dataloader);
+  single       1 process x --single-threads (2) threads, no wrapper.
 
-  ddp     --world (2) processes x --threads (1) thread, paddle.DataParallel
-          (gloo), each rank on its 8 / world rows of the batch;
-  auto    the same processes, Paddle's automatic (semi-auto, dynamic graph)
-          parallelism instead: the batch dist.shard_tensor'ed Shard(0) over
-          a 1-d "dp" ProcessMesh, the model dist.shard_layer'ed (parameters
-          replicated), the optimizer dist.shard_optimizer'ed;
-  single  1 process x --single-threads (2) threads, no DataParallel.
-
-  ddp_paddle.py [--what ddp,auto,single] [--world 2] [--threads 1]
-                [--single-threads 2] [--steps 10] [--warmup 3]
-                [--attn matmul|sdpa|best]
+  ddp_paddle.py [--what ddp,auto,auto-tp,auto-static,single] [--world 2]
+                [--threads 1] [--single-threads 2] [--steps 10] [--warmup 3]
+                [--attn matmul|sdpa|best] [--graph dygraph|static|best]
 
 Prints one JSON line per measurement with bench "train_llama_dp", impl
-"paddle-dp", "paddle-auto" or "paddle", the fields of bench/ddp_torch.py (paddle instead
-of torch: the version), world_size, threads (per process), tokens_per_s
-(the whole batch), step_ms (median), step_ms_min.
+"paddle-dp", "paddle-auto", "paddle-auto-tp", "paddle-auto-dptp",
+"paddle-auto-static" or "paddle", "paddle": its version; the last line of
+each configuration has tokens_per_s (the whole batch) or "skipped": why not
+(PaddlePaddle 3.3's CPU build cannot run auto-static: docs/benchmarks.md).
 
 Settings (the peer's best, as far as this script can tell):
 - threads: OMP_NUM_THREADS and MKL_NUM_THREADS set before paddle is
   imported (its CPU kernels use MKL and oneDNN over Intel OpenMP), and
   paddle.base.core.set_num_threads;
 - attention as matmul + additive causal mask + softmax, or Paddle's
-  F.scaled_dot_product_attention: both probed (1 warm-up + 3 timed steps
-  each) and the faster kept; in DataParallel every rank takes the same
-  choice (times all-reduced, MAX). Paddle's AdamW has no multi-tensor
-  (foreach) form, unlike its Adam;
+  F.scaled_dot_product_attention; and the model run eagerly (dygraph) or
+  compiled by paddle.jit.to_static (static; ddp and single only, the auto
+  modes are dynamic-graph: auto-static is their static form). Each pair is
+  probed (1 warm-up + 3 timed steps) and the fastest kept; every rank takes
+  the same choice (times all-reduced, MAX). Paddle's AdamW has no
+  multi-tensor (foreach) form, unlike its Adam;
 - paddle.DataParallel's defaults: comm_buffer_size 25 MB,
   last_comm_buffer_size 1 MB, find_unused_parameters off; every step
   all-reduces (no no_sync).
@@ -45,81 +51,67 @@ Timing as bench/ddp_torch.py: W warm-up steps, N timed steps (clear_grad,
 forward, loss, backward with the all-reduce, AdamW step, float(loss)); per
 step the slowest rank's time, then the median.
 """
-import argparse, json, math, os, subprocess, sys, tempfile, time
+import glob, math, os, subprocess, sys, tempfile
 
-CFG = dict(vocab=256, dim=288, n_layers=6, n_heads=6, n_kv_heads=6, hidden=768, seq=256, batch=8,
-           eps=1e-5, theta=10000.0)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+import ddp_common as dc  # noqa: E402  (configuration, timing, JSON lines)
+
+CFG = dc.CFG
+WHATS = ("ddp", "auto", "auto-tp", "auto-dptp", "auto-static", "single")
+VARIANTS = {"attn": ("matmul", "sdpa"), "graph": ("dygraph", "static")}
+IMPL = {"ddp": "paddle-dp", "single": "paddle"}
+RUN = {"ddp": "DataParallel, gloo", "auto": "auto parallel dp (semi-auto, dygraph)",
+       "auto-tp": "auto parallel tp (semi-auto, dygraph)", "auto-dptp": "auto parallel dp x tp (semi-auto, dygraph)",
+       "auto-static": "auto parallel dp (dist.to_static)", "single": "one process"}
+
+
+def impl(what):
+    return IMPL.get(what, "paddle-" + what)
+
+
+def mesh_shape(what, world):  # (dp, tp)
+    return {"single": (1, 1), "ddp": (world, 1), "auto": (world, 1), "auto-static": (world, 1),
+            "auto-tp": (1, world), "auto-dptp": (2, 2)}[what]
 
 
 def parse():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--what", default="ddp,auto,single", help="comma list of ddp, auto, single")
-    p.add_argument("--world", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1, help="threads per DataParallel rank")
-    p.add_argument("--single-threads", type=int, default=2, help="threads of the single process")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--attn", default="best", choices=["matmul", "sdpa", "best"])
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    a = p.parse_args()
-    if a.world < 1 or a.threads < 1 or a.single_threads < 1 or a.steps < 1 or a.warmup < 1:
-        p.error("--world, --threads, --single-threads, --steps and --warmup must be >= 1")
-    if CFG["batch"] % a.world:
-        p.error("--world must divide the batch (%d)" % CFG["batch"])
-    return a
-
-
-def median(xs):
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
-def flops_per_token():  # the formula of llama_torch.py and bench_train_llama
-    c = CFG
-    hd = c["dim"] // c["n_heads"]
-    kv = c["n_kv_heads"] * hd
-    n = c["n_layers"] * (2 * c["dim"] * c["dim"] + 2 * c["dim"] * kv + 3 * c["dim"] * c["hidden"]) + \
-        c["dim"] * c["vocab"]
-    return 6.0 * n + 12.0 * c["n_layers"] * c["seq"] * c["dim"]
+    return dc.parse(dc.parser(__doc__, WHATS, "ddp,auto,auto-tp,auto-static,single", VARIANTS), WHATS)
 
 
 # ---- driver ---------------------------------------------------------------
 def run_config(args, what):
-    world = args.world if what != "single" else 1
+    dp, tp = mesh_shape(what, args.world)
+    world = dp * tp
     th = args.threads if what != "single" else args.single_threads
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(th)
     env["MKL_NUM_THREADS"] = str(th)
     env.setdefault("GLOG_minloglevel", "2")  # Paddle's C++ info lines
-    child = [os.path.abspath(__file__), "--child", "--what", what, "--world", str(world), "--threads", str(th),
-             "--steps", str(args.steps), "--warmup", str(args.warmup), "--attn", args.attn]
-    impl = {"ddp": "paddle-dp", "auto": "paddle-auto"}.get(what, "paddle")
+    child = dc.child_argv(__file__, args, what, world, th, VARIANTS)
     with tempfile.TemporaryDirectory(prefix="ddp_paddle.") as logdir:
         if what != "single":
             argv = [sys.executable, "-m", "paddle.distributed.launch", "--nproc_per_node", str(world),
                     "--log_dir", logdir] + child
             r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            try:  # rank 0's output
-                out = open(os.path.join(logdir, "workerlog.0")).read()
-            except OSError:
-                out = ""
+            logs = {}
+            for path in sorted(glob.glob(os.path.join(logdir, "workerlog.*"))):
+                with open(path, errors="replace") as f:
+                    logs[path.rsplit(".", 1)[1]] = f.read()
+            out = logs.get("0", "")
+            # why it failed: the first rank with a traceback (the others are only terminated)
+            err = next((t for t in logs.values() if "Traceback" in t), out) + r.stdout
         else:
-            r = subprocess.run([sys.executable] + child, env=env, stdout=subprocess.PIPE, text=True)
-            out = r.stdout
-    result = None
-    for line in out.splitlines():
-        if not line.startswith("{"):
-            continue
-        print(line, flush=True)
-        d = json.loads(line)
-        if "tokens_per_s" in d and not d.get("variant_probe"):
-            result = d
+            r = subprocess.run([sys.executable] + child, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+            out, err = r.stdout, r.stderr
+    result = dc.relay(out)
     if r.returncode or result is None:
-        lines = [l for l in (out + (r.stdout or "")).splitlines() if l.strip()]
-        tail = [l for l in lines if "Error" in l.split(":")[0]][-1:] or lines[-1:]  # the exception, else the end
-        msg = "peer failed: status %d%s" % (r.returncode, (": " + tail[0][:200]) if tail else "")
-        print(json.dumps(dict(bench="train_llama_dp", impl=impl, world_size=world, threads=th, error=msg)), flush=True)
+        why = dc.failure(r.returncode, err)
+        if "No CUDA device found" in why:  # auto-static on the CPU build (docs/benchmarks.md)
+            why += " (dist.to_static's communicators are NCCL, BKCL or a custom device's: none on CPU)"
+        dc.emit(dict(dc.base(impl(what), RUN[what], "paddle", dc.version("paddlepaddle"), world, th), skipped=why))
         return None
     return result
 
@@ -127,8 +119,6 @@ def run_config(args, what):
 def driver(args):
     ok = True
     for what in args.what.split(","):
-        if what not in ("ddp", "auto", "single"):
-            sys.exit("ddp_paddle.py: --what takes ddp, auto and single, not %r" % what)
         ok = run_config(args, what) is not None and ok
     return 0 if ok else 1
 
@@ -226,6 +216,19 @@ def build(paddle):
 
 
 # ---- child: one rank ------------------------------------------------------
+def numpy2_mesh_patch(dist):
+    """Paddle 3.3's ProcessMesh.get_rank_by_dim_and_process_id (used by
+    dist.shard_dataloader) does int() of a 1-element array, a TypeError
+    under numpy 2: the same lookup, on the element."""
+    import numpy as np
+    pm = dist.ProcessMesh
+
+    def rank_by_dim(self, dim, process_id):
+        name = dim if isinstance(dim, str) else self._dim_names[dim]
+        return int(np.where(self._mesh == process_id)[self._dim_names.index(name)][0])
+    pm.get_rank_by_dim_and_process_id = rank_by_dim
+
+
 def child(args):
     import numpy as np
     import paddle
@@ -233,96 +236,110 @@ def child(args):
     paddle.set_device("cpu")
     paddle.base.core.set_num_threads(args.threads)
     c = CFG
-    world = args.world
-    ddp, auto = args.what == "ddp", args.what == "auto"
-    if ddp or auto:  # auto: for the all-reduces of the times and the loss
+    what, world = args.what, args.world
+    dp, tp = mesh_shape(what, world)  # the driver started dp x tp processes
+    auto = what.startswith("auto")
+    distributed = world > 1
+    if distributed:  # auto too: the all-reduces of the times and the loss
         dist.init_parallel_env()
-    rank = dist.get_rank() if ddp or auto else 0
+    rank = dist.get_rank() if distributed else 0
     Llama = build(paddle)
     data = np.random.RandomState(1).randint(0, c["vocab"], (c["batch"], c["seq"] + 1)).astype("int64")
-    per = c["batch"] // world
+    per = c["batch"] // dp
     F = paddle.nn.functional
-    if auto:  # every rank passes the whole batch; Shard(0) keeps its rows
-        mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp"])
-        x, y = (dist.shard_tensor(paddle.to_tensor(t), mesh, [dist.Shard(0)]) for t in (data[:, :-1], data[:, 1:]))
-        settings = dict(mode="semi-auto (dygraph): shard_tensor Shard(0) inputs, shard_layer, shard_optimizer")
+    settings = {}
+    if auto:  # every rank passes the whole batch; the placements keep its part
+        if tp > 1 and dp > 1:
+            mesh = dist.ProcessMesh(np.arange(world).reshape(dp, tp).tolist(), dim_names=["dp", "tp"])
+        else:
+            mesh = dist.ProcessMesh(list(range(world)), dim_names=["dp" if dp > 1 else "tp"])
+        axes = mesh.dim_names
+        repl = [dist.Replicate()] * len(axes)
+        batch_pl = [dist.Shard(0) if a == "dp" else dist.Replicate() for a in axes]
+        x, y = (dist.shard_tensor(paddle.to_tensor(t), mesh, batch_pl) for t in (data[:, :-1], data[:, 1:]))
+        settings = dict(mesh=dict(zip(axes, mesh.shape)))
+        if tp > 1:
+            settings["tp_plan"] = "q,k,v,gate,up Shard(1) (column); o,down Shard(0) (row); the rest replicated"
+        args.graph = "dygraph"  # the semi-auto API runs eagerly; auto-static is its static form
     else:
         data = data[rank * per:(rank + 1) * per]
         x, y = paddle.to_tensor(data[:, :-1]), paddle.to_tensor(data[:, 1:])
-        settings = dict(backend="gloo", comm_buffer_size_mb=25, last_comm_buffer_size_mb=1) if ddp else {}
-    common = dict(bench="train_llama_dp", impl={"ddp": "paddle-dp", "auto": "paddle-auto"}.get(args.what, "paddle"),
-                  paddle=paddle.__version__, world_size=world, threads=args.threads, dtype="f32", batch=c["batch"],
-                  batch_per_rank=per, seq=c["seq"], **settings)
+        if what == "ddp":
+            settings = dict(backend="gloo", comm_buffer_size_mb=25, last_comm_buffer_size_mb=1)
+    common = dc.base(impl(what), RUN[what], "paddle", paddle.__version__, world, args.threads, **settings)
+    common["batch_per_rank"] = per
 
-    def make(attn):  # fresh weights (the same on every rank), wrapper and optimizer
+    def shard_fn(name, layer, pm):  # column- and row-parallel weights on the "tp" axis
+        leaf = name.rsplit(".", 1)[-1]
+        if tp > 1 and leaf in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "o_proj", "down_proj"):
+            pl = list(repl)
+            pl[axes.index("tp")] = dist.Shard(0 if leaf in ("o_proj", "down_proj") else 1)
+            layer.weight = dist.shard_tensor(layer.weight, pm, pl)
+
+    def loss_fn(logits, labels):
+        return F.cross_entropy(logits.reshape([-1, c["vocab"]]), labels.reshape([-1]))
+
+    def make(choice):  # fresh weights (the same on every rank), wrapper, optimizer -> a step function
         paddle.seed(0)
         model = Llama()
-        model.set_attn(attn)
+        model.set_attn(choice["attn"])
         net = model
-        if ddp:
-            net = paddle.DataParallel(model)
-        elif auto:
-            net = model = dist.shard_layer(model, mesh)
+        if auto:
+            net = model = dist.shard_layer(model, mesh, shard_fn)
             for k in ("cos", "sin", "mask"):  # constants: replicated
                 if not getattr(model, k).is_dist():
-                    setattr(model, k, dist.shard_tensor(getattr(model, k), mesh, [dist.Replicate()]))
-        opt = paddle.optimizer.AdamW(learning_rate=3e-4, beta1=0.9, beta2=0.95, epsilon=1e-8, weight_decay=0.1,
-                                     parameters=model.parameters())
-        return net, dist.shard_optimizer(opt) if auto else opt
+                    setattr(model, k, dist.shard_tensor(getattr(model, k), mesh, repl))
+        elif choice["graph"] == "static":
+            net = model = paddle.jit.to_static(model, full_graph=True)
+        if what == "ddp":
+            net = paddle.DataParallel(model)
+        o = dc.ADAMW
+        opt = paddle.optimizer.AdamW(learning_rate=o["lr"], beta1=o["beta1"], beta2=o["beta2"], epsilon=o["eps"],
+                                     weight_decay=o["weight_decay"], parameters=model.parameters())
+        if auto:
+            opt = dist.shard_optimizer(opt)
+        if what == "auto-static":
+            numpy2_mesh_patch(dist)
 
-    def step(net, opt):
-        opt.clear_grad(set_to_zero=False)
-        logits = net(x)
-        loss = F.cross_entropy(logits.reshape([-1, c["vocab"]]), y.reshape([-1]))
-        loss.backward()
-        opt.step()
-        return float(loss)
+            class Batch(paddle.io.Dataset):
+                def __getitem__(self, i):
+                    return data[i, :-1], data[i, 1:]
+
+                def __len__(self):
+                    return c["batch"]
+            loader = dist.shard_dataloader(paddle.io.DataLoader(Batch(), batch_size=c["batch"]), meshes=[mesh],
+                                           shard_dims="dp")
+            dm = dist.to_static(model, loader, loss_fn, opt)
+            dm.train()
+            bx, by = next(iter(loader()))
+
+            def sstep():
+                return float(np.asarray(dm(bx, by)).ravel()[0])
+            return sstep
+
+        def step():
+            opt.clear_grad(set_to_zero=False)
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            return float(loss)
+        return step
 
     def slowest(ts):
-        if not (ddp or auto):
+        if not distributed:
             return ts
         t = paddle.to_tensor(ts, dtype="float64")
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return t.numpy().tolist()
 
-    def timed(attn, warm, n):
-        net, opt = make(attn)
-        for _ in range(warm):
-            step(net, opt)
-        ts, loss = [], None
-        for _ in range(n):
-            t0 = time.perf_counter()
-            loss = step(net, opt)
-            ts.append(time.perf_counter() - t0)
-        return slowest(ts), loss
-
-    attns = ["matmul", "sdpa"] if args.attn == "best" else [args.attn]
-    a = attns[0]
-    if len(attns) > 1:
-        best = None
-        for a in attns:
-            ts, _ = timed(a, 1, 3)
-            m = median(ts)
-            if rank == 0:
-                print(json.dumps(dict(common, variant_probe=True, attn=a, step_ms=round(1e3 * m, 1))), flush=True)
-            if best is None or m < best[0]:
-                best = (m, a)
-        a = best[1]
-    ts, loss = timed(a, args.warmup, args.steps)
-    if ddp:  # the mean over ranks = the loss of the whole batch (auto's float(loss) is already global)
+    choice = dc.probe(args, VARIANTS, lambda ch: dc.timed(make(ch), 1, 3, slowest)[0], rank, common)
+    ts, loss = dc.timed(make(choice), args.warmup, args.steps, slowest)
+    if what == "ddp":  # the mean over ranks = the loss of the whole batch (auto's float(loss) is already global)
         lv = paddle.to_tensor([loss], dtype="float64")
         dist.all_reduce(lv)
         loss = float(lv[0]) / world
-    m = median(ts)
-    tok = c["batch"] * c["seq"]
     if rank == 0:
-        import resource
-        print(json.dumps(dict(common, attn=a, steps=args.steps, warmup=args.warmup,
-                              step_ms=round(1e3 * m, 1), step_ms_min=round(1e3 * min(ts), 1),
-                              tokens_per_s=round(tok / m, 1), gflops=round(flops_per_token() * tok / m / 1e9, 1),
-                              loss=round(loss, 4),
-                              peak_rss_mb_rank0=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1))),
-              flush=True)
+        dc.emit(dc.result(args, common, choice, ts, loss))
     return 0
 
 

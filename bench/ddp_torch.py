@@ -2,11 +2,9 @@
 """PyTorch DistributedDataParallel peer of paddle.c's data-parallel training
 (issue 14, "Performance"; docs/benchmarks.md, "Data parallelism").
 
-The model, batch and optimizer of bench/llama_torch.py, imported from it:
-Llama vocab 256, dim 288, 6 layers, 6 heads (6 kv heads), hidden 768,
-seq 256, AdamW (lr 3e-4, betas 0.9/0.95, wd 0.1), f32, one fixed random
-batch of 8 x 256 tokens per step. Two configurations, the same tokens per
-step:
+The model of bench/llama_torch.py, imported from it; the configuration,
+command line, timing and JSON lines of bench/ddp_common.py (shared with
+bench/ddp_paddle.py). Two configurations, the same 8 x 256 tokens per step:
 
   ddp     --world (2) processes x --threads (1) thread, gloo backend, each
           rank on its 8 / world rows of the batch (DistributedDataParallel
@@ -21,15 +19,15 @@ step:
 Run it with any interpreter that has torch: Debian's /usr/bin/python3
 (python3-torch 1.13) and /work/venv/bin/python (PyPI's torch). Prints one
 JSON line per measurement with bench "train_llama_dp", impl "pytorch-ddp"
-or "pytorch", and the fields paddle.c's side prints in bench/dist.sh: torch,
-world_size, threads (per process), tokens_per_s (the whole batch: all
-ranks), step_ms (median), step_ms_min; plus the settings used.
+or "pytorch", "torch": its version; the last line of each configuration
+has tokens_per_s (the whole batch: all ranks) or "skipped": why not.
 
 The peer gets its best settings, as in llama_torch.py:
 - each configuration runs in fresh processes started by this driver, with
   OPENBLAS_NUM_THREADS set before torch is imported (torch.set_num_threads
   does not reach OpenBLAS's pool), OMP_NUM_THREADS unset, glibc's malloc
-  thresholds raised (bench/torch_peer.py), OPENBLAS_CORETYPE per --coretype;
+  thresholds raised (bench/torch_peer.py), OPENBLAS_CORETYPE per --coretype
+  ("both": SkylakeX and unset, each in its own processes, the faster kept);
 - attention form (matmul, baddbmm, and torch >= 2's fused sdpa) and AdamW
   foreach on/off are probed (1 warm-up + 3 timed steps each, in the same
   configuration) and the fastest is kept; in DDP every rank takes the same
@@ -44,34 +42,22 @@ Timing: W warm-up steps, then N timed steps, each step zero_grad + forward
 step the slowest rank's time (MAX all-reduce of the per-rank times after
 the run), then the median.
 """
-import argparse, json, os, socket, subprocess, sys, time
+import os, socket, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
-import llama_torch as lt  # noqa: E402  (the model, CFG, flops formula)
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the imports below
+import ddp_common as dc  # noqa: E402  (configuration, timing, JSON lines)
 
 MALLOC = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
+WHATS = ("ddp", "single")
+VARIANTS = {"attn": ("matmul", "baddbmm", "sdpa"), "foreach": ("0", "1")}  # sdpa: dropped below on torch 1.x
 
 
 def parse():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--what", default="ddp,single", help="comma list of ddp, single")
-    p.add_argument("--world", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1, help="threads per DDP rank")
-    p.add_argument("--single-threads", type=int, default=2, help="threads of the single process")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--attn", default="best", choices=["matmul", "baddbmm", "sdpa", "best"])
-    p.add_argument("--foreach", default="best", choices=["0", "1", "best"])
+    p = dc.parser(__doc__, WHATS, "ddp,single", VARIANTS)
     p.add_argument("--coretype", default="auto", help="OPENBLAS_CORETYPE; 'auto' = unset, 'both' = try both")
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    a = p.parse_args()
-    if a.world < 1 or a.threads < 1 or a.single_threads < 1 or a.steps < 1 or a.warmup < 1:
-        p.error("--world, --threads, --single-threads, --steps and --warmup must be >= 1")
-    if lt.CFG["batch"] % a.world:
-        p.error("--world must divide the batch (%d)" % lt.CFG["batch"])
-    return a
+    return dc.parse(p, WHATS)
 
 
 # ---- driver ---------------------------------------------------------------
@@ -96,28 +82,20 @@ def run_config(args, what, core):
         env["OPENBLAS_CORETYPE"] = core
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world))
     env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    argv = [sys.executable, os.path.abspath(__file__), "--child", "--what", what, "--world", str(world),
-            "--threads", str(th), "--steps", str(args.steps), "--warmup", str(args.warmup), "--attn", args.attn,
-            "--foreach", args.foreach, "--coretype", core]
+    argv = [sys.executable] + dc.child_argv(__file__, args, what, world, th, VARIANTS) + ["--coretype", core]
     procs = []
     for r in range(world):
         e = dict(env, RANK=str(r), LOCAL_RANK=str(r))
         # rank 0 prints the results; the others' stdout is dropped
-        procs.append(subprocess.Popen(argv, env=e, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL, text=True))
-    result = None
-    for line in procs[0].stdout:
-        print(line, end="", flush=True)
-        try:
-            d = json.loads(line)
-        except ValueError:
-            continue
-        if "tokens_per_s" in d and not d.get("variant_probe"):
-            result = d
-    rcs = [p.wait() for p in procs]
-    if any(rcs):
-        print(json.dumps(dict(bench="train_llama_dp", impl="pytorch-ddp" if what == "ddp" else "pytorch",
-                              world_size=world, threads=th, coretype=core,
-                              error="peer failed: exit statuses %s" % rcs)), flush=True)
+        procs.append(subprocess.Popen(argv, env=e, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE if r == 0 else subprocess.DEVNULL, text=True))
+    out, err = procs[0].communicate()
+    rcs = [procs[0].returncode] + [p.wait() for p in procs[1:]]
+    result = dc.relay(out)
+    if any(rcs) or result is None:
+        impl = "pytorch-ddp" if what == "ddp" else "pytorch"
+        dc.emit(dict(dc.base(impl, what, "torch", dc.version("torch"), world, th), coretype=core,
+                     skipped=dc.failure(rcs, err)))
         return None
     return result
 
@@ -126,8 +104,6 @@ def driver(args):
     cores = ["SkylakeX", "auto"] if args.coretype == "both" else [args.coretype]
     ok = True
     for what in args.what.split(","):
-        if what not in ("ddp", "single"):
-            sys.exit("ddp_torch.py: --what takes ddp and/or single, not %r" % what)
         best = None
         for core in cores:
             r = run_config(args, what, core)
@@ -136,7 +112,7 @@ def driver(args):
         if best is None:
             ok = False
         elif len(cores) > 1:
-            print(json.dumps(dict(best, best=True)), flush=True)
+            dc.emit(dict(best, best=True))
     return 0 if ok else 1
 
 
@@ -144,8 +120,9 @@ def driver(args):
 def child(args):
     import torch
     import torch.distributed as dist
+    import llama_torch as lt  # the model
     torch.set_num_threads(args.threads)
-    c = lt.CFG
+    c = dc.CFG
     world = args.world
     ddp = args.what == "ddp"
     rank = int(os.environ.get("RANK", "0"))
@@ -169,22 +146,25 @@ def child(args):
     blas = lt.blas_name()
     if blas == "other" and torch.backends.mkl.is_available():
         blas = "mkl"
-    common = dict(bench="train_llama_dp", impl="pytorch-ddp" if ddp else "pytorch", torch=torch.__version__,
-                  world_size=world, threads=torch.get_num_threads(),
-                  coretype=os.environ.get("OPENBLAS_CORETYPE", "auto"), blas=blas, dtype="f32",
-                  batch=c["batch"], batch_per_rank=per, seq=c["seq"], **settings)
+    run = "DistributedDataParallel, gloo" if ddp else "one process"
+    common = dc.base("pytorch-ddp" if ddp else "pytorch", run, "torch", torch.__version__, world,
+                     torch.get_num_threads(), coretype=os.environ.get("OPENBLAS_CORETYPE", "auto"), blas=blas,
+                     **settings)
 
     def make_opt(foreach):
-        return torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
-                                 foreach=foreach)
+        o = dc.ADAMW
+        return torch.optim.AdamW(model.parameters(), lr=o["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"],
+                                 weight_decay=o["weight_decay"], foreach=foreach == "1")
 
-    def step(opt):
-        opt.zero_grad(set_to_none=True)
-        logits = net(x)
-        loss = F.cross_entropy(logits.view(-1, c["vocab"]), y.view(-1))
-        loss.backward()
-        opt.step()
-        return loss.item()
+    def steps(opt):
+        def step():
+            opt.zero_grad(set_to_none=True)
+            logits = net(x)
+            loss = F.cross_entropy(logits.view(-1, c["vocab"]), y.view(-1))
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return step
 
     def slowest(ts):  # per step, the slowest rank's time
         if not ddp:
@@ -193,51 +173,26 @@ def child(args):
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return t.tolist()
 
-    def timed(opt, warm, n):
-        for _ in range(warm):
-            step(opt)
-        ts, loss = [], None
-        for _ in range(n):
-            t0 = time.perf_counter()
-            loss = step(opt)
-            ts.append(time.perf_counter() - t0)
-        return slowest(ts), loss
+    def trial(choice):
+        model.set_attn(choice["attn"])
+        return dc.timed(steps(make_opt(choice["foreach"])), 1, 3, slowest)[0]
 
-    attns = lt.attn_modes(torch) if args.attn == "best" else [args.attn]
-    foreachs = [False, True] if args.foreach == "best" else [args.foreach == "1"]
-    best = (0, attns[0], foreachs[0])
-    if len(attns) * len(foreachs) > 1:
-        best = None
-        for a in attns:
-            for fe in foreachs:
-                model.set_attn(a)
-                ts, _ = timed(make_opt(fe), 1, 3)
-                m = lt.median(ts)
-                if rank == 0:
-                    print(json.dumps(dict(common, variant_probe=True, attn=a, foreach=fe, step_ms=round(1e3 * m, 1))),
-                          flush=True)
-                if best is None or m < best[0]:
-                    best = (m, a, fe)
-    _, a, fe = best
+    variants = dict(VARIANTS, attn=lt.attn_modes(torch))
+    if args.attn == "sdpa" and "sdpa" not in variants["attn"]:
+        raise SystemExit("ddp_torch.py: torch %s has no F.scaled_dot_product_attention" % torch.__version__)
+    choice = dc.probe(args, variants, trial, rank, common)
     # fresh weights and optimizer state for the timed run (same on every rank)
     torch.manual_seed(0)
     fresh = Llama()
     model.load_state_dict(fresh.state_dict())
-    model.set_attn(a)
-    opt = make_opt(fe)
-    ts, loss = timed(opt, args.warmup, args.steps)
+    model.set_attn(choice["attn"])
+    ts, loss = dc.timed(steps(make_opt(choice["foreach"])), args.warmup, args.steps, slowest)
     if ddp:  # the mean loss over ranks = the single-process loss of the whole batch
         lv = torch.tensor([loss], dtype=torch.float64)
         dist.all_reduce(lv)
         loss = lv.item() / world
-    m = lt.median(ts)
-    tok = c["batch"] * c["seq"]
     if rank == 0:
-        print(json.dumps(dict(common, attn=a, foreach=fe, steps=args.steps, warmup=args.warmup,
-                              step_ms=round(1e3 * m, 1), step_ms_min=round(1e3 * min(ts), 1),
-                              tokens_per_s=round(tok / m, 1),
-                              gflops=round(lt.flops_per_token() * tok / m / 1e9, 1), loss=round(loss, 4),
-                              peak_rss_mb_rank0=round(lt.peak_rss_mb(), 1))), flush=True)
+        dc.emit(dc.result(args, common, choice, ts, loss))
     if ddp:
         dist.destroy_process_group()
     return 0

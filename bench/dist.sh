@@ -5,23 +5,38 @@
 # (vocab 256, dim 288, 6 layers, 6 heads, hidden 768, seq 256, untied, f32,
 # AdamW; 8 x 256 tokens per step in every configuration).
 #   bash bench/dist.sh [BUILD_DIR] [STEPS]        (defaults: build, 10)
-# Runs, each printing JSON lines (bench "train_llama_dp"), then the summary
-# table of bench/summarize.py:
-#   paddle.c  1 process x 2 threads   paddlec train, the bench model
-#   paddle.c  2 ranks x 1 thread      mpirun -np 2 paddlec train --mesh dp=2
-#             (then tp=2, tp=2 --sp, dp=2,tp=2; PD_DIST_TP=0 skips them)
-#   paddle.c  the same with --bf16 (bf16 autocast), one process x 2 threads,
-#             dp=2, tp=2, dp=2,tp=2 (PD_DIST_BF16=0 skips them)
+# One run, every line a JSON line (bench "train_llama_dp"), then the ratios
+# (bench "dist_ratio", bench/dist_ratios.py) and the summary table of
+# bench/summarize.py. In order:
+#   paddle.c  bench_allreduce under mpirun: the all-reduce of the whole
+#             gradient (24.5 MB) through pd_reshard, alone
 #   paddle.c  NP independent paddlec train processes x 1 thread, each on
 #             8 / NP sequences, side by side: the ceiling of data
 #             parallelism (its compute without any communication)
-#   paddle.c  bench_allreduce under mpirun: the all-reduce of the whole
-#             gradient (24.5 MB) through pd_reshard, alone
+#   paddle.c  mpirun -np 2 paddlec train --mesh tp=2, then tp=2 --sp, then
+#             mpirun -np 4 ... --mesh dp=2,tp=2 (PD_DIST_TP=0: not run)
+#   paddle.c  the same with --bf16 (bf16 autocast), one process x 2 threads,
+#             dp=NP, tp=2, dp=2,tp=2 (PD_DIST_BF16=0 skips them)
 #   paddle.c  bench_train_llama, 1 process x 2 threads (the peers' exact
 #             step: one fixed batch, no data pipeline; for reference)
-#   peers     bench/ddp_torch.py with Debian's python3-torch 1.13 and with
-#             PyPI's torch (/work/venv), bench/ddp_paddle.py with PaddlePaddle
-#             3.3 (/work/venv-paddle): each DDP 2 x 1 and 1 process x 2 threads
+#   paddle.c  paddlec train, 1 process x 2 threads, then
+#             mpirun -np NP paddlec train --mesh dp=NP, 1 thread per rank
+#   peers     each peer configuration followed by paddle.c's matching run
+#             again (ours/peer/ours/peer/ours...), so that every peer is
+#             compared with paddle.c runs taken just before and just after
+#             it, under the same load: first the data-parallel ones
+#             (PyTorch DDP 2 x 1 with Debian's torch 1.13 and PyPI's torch,
+#             bench/ddp_torch.py; PaddlePaddle 3.3's DataParallel, its
+#             semi-auto data parallelism and its dist.to_static form,
+#             bench/ddp_paddle.py), then PaddlePaddle's semi-auto tensor
+#             parallelism (tp=2) against --mesh tp=2, then (if asked)
+#             dp x tp against --mesh dp=2,tp=2 and one-process runs
+#             against paddlec train
+# A peer that is missing, fails or times out prints a line with "skipped":
+# the reason; the run goes on. A peer's first configuration probes its
+# variants (attention form, foreach or graph mode: see the scripts); its
+# later configurations reuse the choice ("variant_args"), unless the
+# PD_DIST_*_ARGS below set them.
 # paddlec train's tokens/s: from its metrics file, tokens per step over the
 # median step time (the elapsed_s differences) after WARMUP steps; the
 # options make it the peers' step: --clip 0 (the peers do not clip),
@@ -29,6 +44,10 @@
 # run (--eval-every above the steps, --task-n 0).
 # Environment:
 #   PD_DIST_PEERS    peers to run (default "torch113 torch-pypi paddle"; "" none)
+#   PD_DIST_TORCH_WHAT   the PyTorch peers' configurations (default "ddp";
+#                    add "single" for their 1 process x 2 threads)
+#   PD_DIST_PADDLE_WHAT  PaddlePaddle's (default "ddp auto auto-static
+#                    auto-tp"; also "auto-dptp" (4 processes), "single")
 #   PD_DIST_WARMUP   untimed steps (default 3)
 #   PD_DIST_NP       ranks of the data-parallel run (default 2)
 #   PD_DIST_TP, PD_DIST_BF16   0: skip the tensor-parallel, the bf16 runs
@@ -38,6 +57,7 @@
 #   PD_DIST_TORCH_ARGS, PD_DIST_PADDLE_ARGS   extra arguments of the peers,
 #                    e.g. "--attn matmul --foreach 0" to skip their variant
 #                    probes (see the scripts' --help)
+#   PD_DIST_PEER_TIMEOUT  seconds one peer configuration may take (default 900)
 # The MPI environment is the one the distributed tests run under
 # (CMakeLists.txt): root allowed, waiting ranks yield their CPU; but the
 # single-copy transport is kept where it works (below).
@@ -47,6 +67,8 @@ steps=${2:-10}
 warm=${PD_DIST_WARMUP:-3}
 np=${PD_DIST_NP:-2}
 peers=${PD_DIST_PEERS-torch113 torch-pypi paddle}
+torch_what=${PD_DIST_TORCH_WHAT-ddp}
+paddle_what=${PD_DIST_PADDLE_WHAT-ddp auto auto-static auto-tp}
 torch_py=${PD_DIST_TORCH_PY:-/work/venv/bin/python}
 paddle_py=${PD_DIST_PADDLE_PY:-/work/venv-paddle/bin/python}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -81,12 +103,14 @@ model=(--dim 288 --layers 6 --heads 6 --kv-heads 6 --hidden 768 --seq-len 256 --
 recipe=(--steps $((steps + warm)) --lr 3e-4 --min-lr 3e-4 --warmup 0 --clip 0 --task-n 0
         --eval-every 1000000 --log-every 1000000)
 json_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1" | tr -d '\n'; }
+cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+export PD_DIST_CPU=$cpu  # in paddle.c's lines, as the peers print theirs
 
 # train_llama_dp line from metrics files (several: runs side by side, the
 # step is the slowest run's, the tokens are summed)
 metrics_line() { # label world threads metrics...
   python3 - "$warm" "$@" <<'EOF'
-import json, sys
+import json, os, sys
 warm, label, world, th, paths = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 def steps(path):  # the first metrics line of each step after the warm-up (rank 0's)
     seen = {}
@@ -100,7 +124,8 @@ runs = [steps(p) for p in paths]
 n = min(len(r[0]) for r in runs)
 dt = sorted(max(r[0][i][0] for r in runs) for i in range(n))
 tok = sum(r[0][0][1] for r in runs) if n else 0
-base = dict(bench="train_llama_dp", impl="paddle.c", run=label, world_size=world, threads=th)
+base = dict(bench="train_llama_dp", impl="paddle.c", run=label, world_size=world, threads=th,
+            cpu=os.environ.get("PD_DIST_CPU", "unknown"))
 if not n or dt[0] <= 0:
     print(json.dumps(dict(base, error="%s: too few timed steps in the metrics" % label)))
     sys.exit(0)
@@ -146,95 +171,153 @@ ceiling_run() {
   fi
 }
 
+mpi() { # world args...: paddlec train under mpirun
+  local n=$1
+  shift
+  # shellcheck disable=SC2086  # PD_DIST_MPIRUN is a list of arguments
+  env "${mpi_env[@]}" mpirun -np "$n" ${PD_DIST_MPIRUN:-} "$pdc" train "$@"
+}
+have_mesh=0
+"$pdc" train --help 2>&1 | grep -q -- '--mesh' && have_mesh=1
+# paddle.c's run of each kind (one, dp, tp, tpsp, dptp)
+ours() {
+  case $1 in
+    one) our_run "paddlec train" 1 2 "$pdc" train ;;
+    dp | tp | tpsp | dptp)
+      if [ $have_mesh = 0 ]; then
+        echo "{\"bench\":\"train_llama_dp\",\"impl\":\"paddle.c\",\"run\":\"paddlec train --mesh\",\"error\":\"paddlec train has no --mesh option (issue 14)\"}"
+        return 1
+      fi
+      [ "$1" = dp ] || [ "${PD_DIST_TP:-1}" = 1 ] || return 1
+      case $1 in
+        dp) our_run "paddlec train --mesh dp=$np" "$np" 1 mpi "$np" --mesh "dp=$np" ;;
+        tp) our_run "paddlec train --mesh tp=2" 2 1 mpi 2 --mesh tp=2 ;;
+        tpsp) our_run "paddlec train --mesh tp=2 --sp" 2 1 mpi 2 --mesh tp=2 --sp ;;
+        # 4 ranks on this machine's cores: oversubscribed where nproc < 4
+        dptp) our_run "paddlec train --mesh dp=2,tp=2" 4 1 mpi 4 --mesh dp=2,tp=2 ;;
+      esac ;;
+  esac
+}
+# the kind of paddle.c run a peer configuration is compared with
+kind_of() {
+  case $1 in
+    ddp | auto | auto-static) echo dp ;;
+    auto-tp) echo tp ;;
+    auto-dptp) echo dptp ;;
+    single) echo one ;;
+    *) echo none ;;
+  esac
+}
+declare -A variant  # per peer: the variant its first configuration chose
+# one configuration of one peer -> its lines; status 0 if it printed a figure
+peer_run() { # peer what
+  local p=$1 what=$2 py script extra
+  case $p in
+    torch113) py=/usr/bin/python3; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
+    torch-pypi) py=$torch_py; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
+    paddle) py=$paddle_py; script=$here/ddp_paddle.py; extra=${PD_DIST_PADDLE_ARGS:-} ;;
+  esac
+  echo "# peer $p $what: $py $script" >&2
+  if [ ! -x "$py" ]; then
+    echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"run\":\"$what\",\"skipped\":\"no interpreter $(json_str "$py")\"}"
+    return 1
+  fi
+  # shellcheck disable=SC2086  # the variant and the extra arguments are lists
+  env -u OMP_NUM_THREADS timeout "${PD_DIST_PEER_TIMEOUT:-900}" "$py" "$script" --what "$what" --world "$np" \
+    --steps "$steps" --warmup "$warm" ${variant[$p]:-} $extra 2>"$tmp/peer.err" | tee "$tmp/peer.raw" |
+    grep --line-buffered -v '"variant_probe": true' | tee "$tmp/peer.out"
+  local st=${PIPESTATUS[0]}
+  # the variant probes go with the progress lines (stderr), not in the results
+  grep '"variant_probe": true' "$tmp/peer.raw" | sed 's/^/# probe: /' >&2
+  if grep -q '"tokens_per_s"' "$tmp/peer.out"; then
+    [ -n "${variant[$p]:-}" ] || variant[$p]=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line) if line.startswith("{") else {}
+    if "variant_args" in d:
+        print(d["variant_args"])' "$tmp/peer.out" | tail -1)
+    return 0
+  fi
+  # the peer prints its own skipped lines; one that printed none gets one
+  if ! grep -q '"skipped"' "$tmp/peer.out"; then
+    local last
+    last=$(grep -v '^ *$' "$tmp/peer.err" | tail -1 | cut -c1-200)
+    [ "$st" = 124 ] && last="timed out after ${PD_DIST_PEER_TIMEOUT:-900} s"
+    echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"run\":\"$what\",\"skipped\":\"$(json_str "peer printed no figure (status $st): ${last:-no message}")\"}"
+  fi
+  return 1
+}
+# every peer configuration of one kind, each followed by paddle.c's run of
+# that kind (the one before it is the previous peer's "after", or $2)
+peers_of_kind() { # kind ours-already-just-ran(0/1)
+  local k=$1 fresh=$2 p w list
+  for p in $peers; do
+    case $p in
+      torch113 | torch-pypi) list=$torch_what ;;
+      paddle) list=$paddle_what ;;
+      *) echo "dist.sh: unknown peer '$p' (torch113, torch-pypi, paddle)" >&2; continue ;;
+    esac
+    for w in $list; do
+      [ "$(kind_of "$w")" = "$k" ] || continue
+      [ "$fresh" = 1 ] || { ours "$k"; fresh=1; }
+      peer_run "$p" "$w" && ours "$k"
+    done
+  done
+}
+
+start=$(date +%s)
 {
-  cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
   echo "{\"bench\":\"dist_machine\",\"cpu\":\"$(json_str "$cpu")\",\"nproc\":$(nproc),\"date\":\"$(date -u +%FT%TZ)\",\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"steps\":$steps,\"warmup\":$warm,\"mpi_single_copy\":\"$single_copy\"}"
 
-  our_run "paddlec train" 1 2 "$pdc" train
-
-  # The data-parallel run. `paddlec train --mesh dp=N` is issue 14's
-  # spelling (docs/distributed.md); until it is on main the run prints an
-  # error line saying so and the rest goes on.
-  if "$pdc" train --help 2>&1 | grep -q -- '--mesh'; then
-    # shellcheck disable=SC2086  # PD_DIST_MPIRUN is a list of arguments
-    our_run "paddlec train --mesh dp=$np" "$np" 1 \
-      env "${mpi_env[@]}" mpirun -np "$np" ${PD_DIST_MPIRUN:-} "$pdc" train --mesh "dp=$np"
-  else
-    echo "{\"bench\":\"train_llama_dp\",\"impl\":\"paddle.c\",\"run\":\"paddlec train --mesh dp=$np\",\"world_size\":$np,\"threads\":1,\"error\":\"paddlec train has no --mesh option yet (issue 14): no data-parallel figure\"}"
-  fi
-  # Tensor (and sequence) parallelism against the same one process (PD_DIST_TP=0: skip)
-  if [ "${PD_DIST_TP:-1}" = 1 ] && "$pdc" train --help 2>&1 | grep -q -- '--mesh'; then
-    # shellcheck disable=SC2086
-    our_run "paddlec train --mesh tp=2" 2 1 env "${mpi_env[@]}" mpirun -np 2 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh tp=2
-    # shellcheck disable=SC2086
-    our_run "paddlec train --mesh tp=2 --sp" 2 1 \
-      env "${mpi_env[@]}" mpirun -np 2 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh tp=2 --sp
-    # shellcheck disable=SC2086  # 4 ranks on this machine's cores: oversubscribed where nproc < 4
-    our_run "paddlec train --mesh dp=2,tp=2" 4 1 \
-      env "${mpi_env[@]}" mpirun -np 4 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh dp=2,tp=2
-  fi
-  # The same under bf16 autocast (--bf16: f32 master weights, matmuls in
-  # bf16) against one process's --bf16 (PD_DIST_BF16=0: skip)
-  if [ "${PD_DIST_BF16:-1}" = 1 ] && "$pdc" train --help 2>&1 | grep -q -- '--mesh'; then
-    our_run "paddlec train --bf16" 1 2 "$pdc" train --bf16
-    # shellcheck disable=SC2086
-    our_run "paddlec train --mesh dp=$np --bf16" "$np" 1 \
-      env "${mpi_env[@]}" mpirun -np "$np" ${PD_DIST_MPIRUN:-} "$pdc" train --mesh "dp=$np" --bf16
-    if [ "${PD_DIST_TP:-1}" = 1 ]; then
-      # shellcheck disable=SC2086
-      our_run "paddlec train --mesh tp=2 --bf16" 2 1 \
-        env "${mpi_env[@]}" mpirun -np 2 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh tp=2 --bf16
-      # shellcheck disable=SC2086
-      our_run "paddlec train --mesh dp=2,tp=2 --bf16" 4 1 \
-        env "${mpi_env[@]}" mpirun -np 4 ${PD_DIST_MPIRUN:-} "$pdc" train --mesh dp=2,tp=2 --bf16
-    fi
-  fi
-  [ $((8 % np)) = 0 ] && ceiling_run
   if [ -x "$build/bench_allreduce" ]; then  # the all-reduce of the gradients, alone
     echo "# bench_allreduce under mpirun -np $np" >&2
     # shellcheck disable=SC2086
     env "${mpi_env[@]}" mpirun -np "$np" ${PD_DIST_MPIRUN:-} "$build/bench_allreduce" ||
       echo "{\"bench\":\"allreduce\",\"impl\":\"paddle.c\",\"error\":\"bench_allreduce failed\"}"
   fi
+  [ $((8 % np)) = 0 ] && ceiling_run
+  ours tp
+  ours tpsp
+  ours dptp
+  # The same under bf16 autocast (--bf16: f32 master weights, matmuls in
+  # bf16) against one process's --bf16 (PD_DIST_BF16=0: skip)
+  if [ "${PD_DIST_BF16:-1}" = 1 ] && [ $have_mesh = 1 ]; then
+    our_run "paddlec train --bf16" 1 2 "$pdc" train --bf16
+    our_run "paddlec train --mesh dp=$np --bf16" "$np" 1 mpi "$np" --mesh "dp=$np" --bf16
+    if [ "${PD_DIST_TP:-1}" = 1 ]; then
+      our_run "paddlec train --mesh tp=2 --bf16" 2 1 mpi 2 --mesh tp=2 --bf16
+      our_run "paddlec train --mesh dp=2,tp=2 --bf16" 4 1 mpi 4 --mesh dp=2,tp=2 --bf16
+    fi
+  fi
 
   if [ -x "$build/bench_train_llama" ]; then
     echo "# bench_train_llama, 1 process x 2 threads" >&2
     OMP_WAIT_POLICY=passive "$build/bench_train_llama" --threads 2 --no-peer --steps "$steps" --warmup "$((warm < 2 ? 2 : warm))" |
       python3 -c '
-import json, sys
+import json, os, sys
 for line in sys.stdin:
     d = json.loads(line) if line.startswith("{") else {}
     if d.get("bench") == "train_llama" and "tokens_per_s" in d:
         print(json.dumps(dict(bench="train_llama_dp", impl="paddle.c", run="bench_train_llama", world_size=1,
                               threads=d["threads"], dtype=d["dtype"], batch=d["batch"], seq=d["seq"],
+                              cpu=os.environ.get("PD_DIST_CPU", "unknown"),
                               step_ms=round(1e3 * d["step_s"], 1), step_ms_min=round(1e3 * d["step_s_min"], 1),
                               tokens_per_s=d["tokens_per_s"], loss=d["loss"])))
     elif "error" in d:
         print(json.dumps(dict(d, bench="train_llama_dp", run="bench_train_llama")))'
   fi
 
-  for p in $peers; do
-    case $p in
-      torch113) py=/usr/bin/python3; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
-      torch-pypi) py=$torch_py; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
-      paddle) py=$paddle_py; script=$here/ddp_paddle.py; extra=${PD_DIST_PADDLE_ARGS:-} ;;
-      *) echo "dist.sh: unknown peer '$p' (torch113, torch-pypi, paddle)" >&2; continue ;;
-    esac
-    echo "# peer $p: $py $script" >&2
-    if [ ! -x "$py" ]; then
-      echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"no interpreter $(json_str "$py")\"}"
-      continue
-    fi
-    # shellcheck disable=SC2086  # the extra arguments are a list
-    env -u OMP_NUM_THREADS "$py" "$script" --world "$np" --steps "$steps" --warmup "$warm" $extra \
-      2>"$tmp/peer-$p.err" | grep --line-buffered -v '"variant_probe": true' | tee "$tmp/peer-$p.out"
-    # the peer prints its own error lines; a peer that printed nothing at all gets one
-    if ! grep -q '"train_llama_dp"' "$tmp/peer-$p.out"; then
-      last=$(grep -v '^ *$' "$tmp/peer-$p.err" | tail -1 | cut -c1-200)
-      echo "{\"bench\":\"train_llama_dp\",\"impl\":\"$p\",\"error\":\"$(json_str "peer printed nothing: ${last:-no message}")\"}"
-    fi
-  done
+  # paddle.c one process, then DP: the 0.9x pair; then the peers, interleaved
+  ours one
+  ours dp
+  peers_of_kind dp 1
+  peers_of_kind tp 0
+  peers_of_kind dptp 0
+  peers_of_kind one 0
+  echo "{\"bench\":\"dist_machine\",\"end\":\"$(date -u +%FT%TZ)\",\"elapsed_s\":$(($(date +%s) - start)),\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 } | tee "$out"
 
+python3 "$here/dist_ratios.py" "$np" <"$out" >"$tmp/ratios.jsonl"
+tee -a "$out" <"$tmp/ratios.jsonl"
 echo
 python3 "$here/summarize.py" <"$out"

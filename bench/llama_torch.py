@@ -32,8 +32,9 @@ forward, loss, backward, optimizer step, on the same random batch).
 """
 import json, os, subprocess, sys, time, argparse
 
-CFG = dict(vocab=256, dim=288, n_layers=6, n_heads=6, n_kv_heads=6, hidden=768, seq=256, batch=8,
-           eps=1e-5, theta=10000.0)
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+# the bench Llama's configuration and the figures every peer computes alike
+from ddp_common import CFG, median, peak_rss_mb, flops_per_token  # noqa: E402
 
 
 def parse():
@@ -221,29 +222,6 @@ def blas_name():
     # imports torch, so only the child calls this, after OPENBLAS_* is set.
     from torch_peer import blas
     return blas()
-
-
-def median(xs):
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
-def peak_rss_mb():
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def flops_per_token():
-    # 6 N (matmul weights, embedding excluded: a gather) + attention
-    # 6 * 2 * n_layers * seq * dim (QK^T and PV, fwd + bwd, full square as
-    # PyTorch computes it); the same formula as bench_train_llama's.
-    c = CFG
-    hd = c["dim"] // c["n_heads"]
-    kv = c["n_kv_heads"] * hd
-    n = c["n_layers"] * (2 * c["dim"] * c["dim"] + 2 * c["dim"] * kv + 3 * c["dim"] * c["hidden"]) + \
-        c["dim"] * c["vocab"]
-    return 6.0 * n + 12.0 * c["n_layers"] * c["seq"] * c["dim"]
 
 
 def child_train(args, torch):

@@ -217,27 +217,37 @@ def data_parallel(all_rows):
     def who(r):
         if r["impl"] == "paddle.c":
             return "paddle.c (%s)" % r.get("run", "?")
-        return peer(r) + (" (auto parallel)" if r["impl"].endswith("-auto") else "")
+        return peer(r) + (" (%s)" % r["run"] if "run" in r else "")
 
-    mode = lambda r: "no comm." if "independent" in r.get("run", "") else "DP" if r["world_size"] > 1 else "one process"
+    def mode(r):
+        run = r.get("run", "")
+        if "independent" in run:
+            return "no comm."
+        tp = "tp=" in run or r["impl"].endswith(("-tp", "-dptp"))
+        dp = "dp=" in run or r["impl"].endswith("-dptp") or (r["world_size"] > 1 and not tp)
+        return "DP × TP" if dp and tp else "TP" if tp else "DP" if dp else "one process"
     body = [[who(r), mode(r), f"{r['world_size']} × {r['threads']}",
              fmt(r.get("step_ms")), fmt(r.get("step_ms_min")), fmt(r["tokens_per_s"]),
-             ", ".join(f"{k} {r[k]}" for k in ("attn", "foreach", "blas") if k in r) or "—"] for r in rows]
+             ", ".join(f"{k} {r[k]}" for k in ("attn", "foreach", "graph", "blas") if k in r) or "—"] for r in rows]
     out = [table(["implementation", "mode", "processes × threads", "step ms (median)", "step ms (min)",
                   "tokens/s", "settings"], body)]
     ours = lambda pred: next((r for r in rows if r["impl"] == "paddle.c" and pred(r.get("run", ""))), None)
-    pd_dp = ours(lambda run: "--mesh" in run)
+    pd_dp = ours(lambda run: "dp=" in run and "tp=" not in run and "--bf16" not in run)
     pd_one = ours(lambda run: run == "paddlec train")
     ceiling = ours(lambda run: "independent" in run)
     goals = []
-    if pd_dp and pd_one:
+    ratios = [r for r in all_rows if r.get("bench") == "dist_ratio"]
+    if ratios:  # bench/dist_ratios.py's, from the interleaved runs: they replace the first-row ones below
+        goals = ["- %s: %.2f×%s" % (r["what"], r["ratio"], " (goal %.1f×): %s" % (r["goal"], "met" if r["met"] else
+                 "NOT met") if "goal" in r else "") for r in ratios]
+    if pd_dp and pd_one and not ratios:
         q = pd_dp["tokens_per_s"] / pd_one["tokens_per_s"]
         goals.append(f"- paddle.c DP {pd_dp['world_size']} × {pd_dp['threads']} / 1 × {pd_one['threads']}: "
                      f"{q:.2f}× (goal 0.9×): {'met' if q >= 0.9 else 'NOT met'}")
     if ceiling and pd_one:
         goals.append(f"- ceiling ({ceiling['run']}) / one process: {ceiling['tokens_per_s'] / pd_one['tokens_per_s']:.2f}×"
                      + (f"; DP reaches {pd_dp['tokens_per_s'] / ceiling['tokens_per_s']:.2f} of it" if pd_dp else ""))
-    for r in rows:
+    for r in [] if ratios else rows:  # without bench/dist_ratios.py's lines: the first rows
         if r["impl"] == "paddle.c" or r["world_size"] == 1:
             continue
         one = next((o for o in rows if o["impl"] != "paddle.c" and o["world_size"] == 1 and
@@ -266,11 +276,11 @@ def data_parallel(all_rows):
 def main():
     rows = load(sys.stdin)
     parts = [p for p in (dispatch(rows), matmul(rows), bandwidth(rows), flashmask(rows), data_parallel(rows)) if p]
-    errors = [r for r in rows if "error" in r]
+    errors = [r for r in rows if "error" in r or "skipped" in r]
     if errors:
-        parts.append("### Errors\n\n" + "\n".join(
-            f"- {r.get('bench')} {r.get('impl')} {r.get('op', '')} {r.get('dtype', '')}: {r['error']}".replace("  ", " ")
-            for r in errors))
+        parts.append("### Errors and skipped runs\n\n" + "\n".join(
+            f"- {r.get('bench')} {r.get('impl')} {r.get('run', r.get('op', ''))} {r.get('dtype', '')}: "
+            f"{r.get('error') or 'skipped: ' + r['skipped']}".replace("  ", " ") for r in errors))
     print("\n\n".join(parts) if parts else "no benchmark lines on stdin")
 
 
