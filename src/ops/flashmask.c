@@ -67,6 +67,11 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
                           "non-causal ones 2 (LTS, UTE) or 4 (LTS, LTE, UTS, UTE)",
                           op, (long long)C);
     static const char *names[2][4] = {{"LTS", "UTE", "", ""}, {"LTS", "LTE", "UTS", "UTE"}};
+    /* A distributed idx: the global call checks shapes only; each rank's
+     * local call checks its piece's values (src/dist/spmd.c). A host read
+     * here would be refused, and the stage would then run the op whole on
+     * every rank (its data-dependent fallback). */
+    if (idx->dist) return PD_OK;
     if (!pdi_host_read(idx, op)) return pd_last_status(); /* the values are checked on the host */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hm; h++)

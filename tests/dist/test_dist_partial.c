@@ -5,7 +5,12 @@
  *     once in forward and never again in backward;
  *   - a Partial input that a broadcast grows is reduced before it grows:
  *     expand([N, 1] -> [N, C]) against class-split [N, C] logits, and
- *     add([N, 1], [N, C]), all-reduce N floats, not N C.
+ *     add([N, 1], [N, C]), all-reduce N floats, not N C;
+ *   - flashmask with the batch split, mask indices included (data
+ *     parallelism over packed documents): no collective in forward or
+ *     backward (its global infer once read the indices' values, was
+ *     refused on a distributed tensor, and the stage gathered q, k, v and
+ *     the indices and ran the whole batch on every rank).
  * Values and gradients equal the single-process ones. */
 #include <math.h>
 #include <mpi.h>
@@ -111,6 +116,36 @@ static void growing(struct pd_mesh *m, int axis)
     pd_scope_end(tok);
 }
 
+/* flashmask, q k v [B, S, H, D] and the document mask [B, 1, S, 1] all
+ * split by rows (Shard(0)): each rank attends its own sequences. */
+static void flashmask_batch(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    const int64_t B = 4, S = 8, H = 2, D = 4;
+    int64_t shp[4] = {B, S, H, D};
+    struct pd_tensor *q = values(shp, 4, 1), *k = values(shp, 4, 2), *v = values(shp, 4, 3);
+    struct pd_tensor *one = pd_flashmask_causal_document(S, (int64_t[]){3, 5}, 2);
+    struct pd_tensor *idx = pd_contiguous(pd_expand(one, (int64_t[]){B, 1, S, 1}, 4));
+    struct pd_placement pl[1] = {pd_shard(0)};
+    struct pd_tensor *qd = pd_requires_grad_(pd_shard_tensor(q, m, pl), 1), *kd = pd_shard_tensor(k, m, pl);
+    struct pd_tensor *vd = pd_shard_tensor(v, m, pl), *idxd = pd_shard_tensor(idx, m, pl);
+    struct pd_tensor *qp = pd_requires_grad_(pd_detach(q), 1);
+    pd_comm_stats_reset();
+    struct pd_tensor *y = pd_flashmask_attention(qd, kd, vd, idxd, 1, NULL, 0.5, 0, NULL);
+    CHECK(y && pd_backward(pd_sum(y, NULL, 0, 0), NULL, 0) == PD_OK, "flashmask on split rows");
+    struct pd_comm_stats st;
+    pd_comm_stats(&st);
+    /* the loss's sum is Partial; pd_backward seeds it without a collective */
+    CHECK(st.calls[PD_COMM_ALLGATHER] == 0 && moved(&st) == 0,
+          "flashmask on split rows: %lld all-gathers, %lld bytes moved (want none)",
+          (long long)st.calls[PD_COMM_ALLGATHER], (long long)moved(&st));
+    struct pd_tensor *yp = pd_flashmask_attention(qp, k, v, idx, 1, NULL, 0.5, 0, NULL);
+    CHECK(yp && pd_backward(pd_sum(yp, NULL, 0, 0), NULL, 0) == PD_OK, "flashmask, one process");
+    CHECK(dist_diff(pd_dtensor_full(y), yp) == 0, "flashmask on split rows: value");
+    CHECK(dist_diff(pd_dtensor_full(pd_tensor_grad(qd)), pd_tensor_grad(qp)) < 1e-6, "flashmask on split rows: dq");
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     rank = pd_dist_world_rank();
@@ -120,6 +155,7 @@ int main(void)
     CHECK(line != NULL, "mesh");
     saved_reshard(line, 0);
     growing(line, 0);
+    flashmask_batch(line);
     if (grid) {
         saved_reshard(grid, 1);
         growing(grid, 1);
