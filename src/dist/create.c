@@ -14,6 +14,7 @@
  * made replicated, then moved to Partial (a local step).
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dist/dist_internal.h"
@@ -169,7 +170,14 @@ static struct pd_tensor *sequence(enum pd_op op, double start, double stop, doub
     const char *fn = op == PD_OP_arange ? "dtensor_arange" : op == PD_OP_linspace ? "dtensor_linspace" : "dtensor_eye";
     struct pdi_meta meta;
     struct pdi_call c = {.op = op, .n_out = 1, .a = a, .meta = &meta};
-    if (pdi_ops[op].infer(&c)) return NULL;
+    if ((unsigned)dt >= PD_DTYPE_COUNT) return pdi_error(PD_ERR_INVALID, "%s: invalid dtype %d", fn, (int)dt);
+    int rc = pdi_attrs_check(&c);
+    if (!rc) rc = pdi_ops[op].infer(&c);
+    if (rc) { /* the op's message, named after the function the caller called */
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", pd_last_error());
+        return pdi_error(rc, "%s: %s", fn, msg);
+    }
     return build(fn, op, &a, meta.shape, meta.ndim, dt, NULL, m, pl);
 }
 

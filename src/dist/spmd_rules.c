@@ -752,7 +752,7 @@ static int slice_fits(int64_t n, int np, int64_t start, int64_t step, int64_t le
     int64_t c = (n + np - 1) / np, co = (len + np - 1) / np;
     for (int b = 0; b <= np; b++) {
         int64_t in0 = b * c < n ? b * c : n; /* the first output index at or past in0 */
-        int64_t lo = in0 <= start ? 0 : (in0 - start + step - 1) / step;
+        int64_t lo = in0 <= start ? 0 : (in0 - start - 1) / step + 1; /* ceil((in0 - start) / step), no overflow for any step */
         if (lo > len) lo = len;
         if (lo != (b * co < len ? b * co : len)) return 0;
     }

@@ -9,6 +9,7 @@
  *     checked for values (bit for bit), gradients, and for the
  *     communication it does not do. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,9 @@ static void check_creation(struct pd_mesh *m)
     /* refusals: the wrappers' messages */
     struct pd_placement r[PD_MAX_MESH_DIMS] = {pd_replicate(), pd_replicate()};
     CHECK(!pd_dtensor_arange(0, 1, 0, PD_F32, m, r) && strstr(pd_last_error(), "step != 0"), "arange step 0");
-    CHECK(!pd_dtensor_linspace(0, 1, -1, PD_F32, m, r) && strstr(pd_last_error(), "num must be >= 0"), "linspace -1");
+    CHECK(!pd_dtensor_linspace(0, 1, -1, PD_F32, m, r) && strstr(pd_last_error(), "dtensor_linspace") &&
+              strstr(pd_last_error(), "must be >= 0"),
+          "linspace -1");
     CHECK(!pd_dtensor_eye(-2, 3, PD_F32, m, r), "eye -2");
     CHECK(!pd_dtensor_eye(2, 3, PD_F32, NULL, r), "eye without a mesh");
 }
@@ -212,6 +215,8 @@ static void check_views(struct pd_mesh *line, struct pd_mesh *grid)
     check_view("slice tail", slice, (int64_t[]){0, 0, 4 * n - 1, 1}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
     check_view("slice stride", slice, (int64_t[]){0, 0, 4 * n, 2}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
     check_view("slice shifted", slice, (int64_t[]){0, 1, 4 * n, 1}, (int64_t[]){4 * n, 3}, 2, line, s0, -1, 0);
+    /* a step past the end: one element, rank 0's; the fit check once overflowed on it */
+    check_view("slice huge step", slice, (int64_t[]){0, 0, 4 * n, INT64_MAX}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
     check_view("slice other dim", slice, (int64_t[]){1, 1, 3, 1}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
     /* flip: an even split swaps pieces (one send per rank that moves); uneven gathers */
     check_view("flip even", flip, (int64_t[]){1, 0, 0}, (int64_t[]){2 * n, 3}, 2, line, s0, 0, 1);

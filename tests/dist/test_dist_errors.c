@@ -53,6 +53,23 @@ static void constructors(struct pd_mesh *m)
               refused(pd_dtensor_zeros(s, PD_MAX_DIMS + 1, PD_F32, m, &r), "dtensor_zeros"),
           "zeros: NULLs and ndim");
     CHECK(refused(pd_dtensor_empty(neg, 2, PD_F32, m, &r), "dtensor_empty"), "empty: a negative dim");
+    /* the sequence constructors: the op's own checks, named after the
+     * function called (they read "arange: ..." and "tensor: ..." before) */
+    CHECK(refused(pd_dtensor_arange(0, 4, 0, PD_F32, m, &r), "dtensor_arange") &&
+              refused(pd_dtensor_arange(0, NAN, 1, PD_F32, m, &r), "dtensor_arange") &&
+              refused(pd_dtensor_arange(0, 4, 1, (enum pd_dtype)99, m, &r), "dtensor_arange") &&
+              refused(pd_dtensor_arange(0, 4, 1, PD_F32, m, &s5), "dtensor_arange") &&
+              refused(pd_dtensor_arange(0, 4, 1, PD_F32, NULL, &r), "dtensor_arange"),
+          "arange: step 0, NaN, dtype 99, a bad placement, no mesh");
+    CHECK(refused(pd_dtensor_linspace(0, 1, -2, PD_F32, m, &r), "dtensor_linspace") &&
+              refused(pd_dtensor_linspace(0, INFINITY, 4, PD_F32, m, &r), "dtensor_linspace") &&
+              refused(pd_dtensor_linspace(0, 1, 4, (enum pd_dtype)-1, m, &r), "dtensor_linspace") &&
+              refused(pd_dtensor_linspace(0, 1, 4, PD_F32, m, NULL), "dtensor_linspace"),
+          "linspace: num -2, infinity, dtype -1, no placements");
+    CHECK(refused(pd_dtensor_eye(-3, -1, PD_F32, m, &r), "dtensor_eye") &&
+              refused(pd_dtensor_eye(3, 3, (enum pd_dtype)99, m, &r), "dtensor_eye") &&
+              refused(pd_dtensor_eye(3, 3, PD_F32, m, &badkind), "dtensor_eye"),
+          "eye: negative n, dtype 99, a bad placement");
     CHECK(refused(pd_dtensor_ones(s, 2, (enum pd_dtype)99, m, &r), "dtensor_ones"), "ones: dtype 99");
     CHECK(refused(pd_dtensor_constant(s, 2, 1, (enum pd_dtype)-1, m, &r), "dtensor_constant"), "constant: dtype -1");
     CHECK(refused(pd_dtensor_ones(s, 2, PD_I32, m, &avg), "dtensor_ones"), "ones: Partial(avg) of an integer dtype");

@@ -27,8 +27,8 @@ static void with_bos(const struct pd_tokenizer *tok, struct pd_tensor **x, struc
     struct pd_tensor *like = *x;   /* --mesh: this rank's rows, placed back */
     *x = cli_local(*x), *y = cli_local(*y);
     int64_t b = pd_tensor_dim(*x, 0), T = pd_tensor_dim(*x, 1);
-    int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)(b * T)), free);
-    int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(b * T)), free);
+    int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)(b * T + 1)), free);
+    int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(b * T + 1)), free);
     if (!xs || !ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
     if (pd_to_buffer(*x, xs, PD_I64) || pd_to_buffer(*y, ys, PD_I64)) cli_fail_pd("cannot read a validation window");
     for (int64_t r = 0; r < b; r++) {

@@ -459,7 +459,9 @@ struct pd_tensor *cli_answer_targets(struct pd_tensor *x, struct pd_tensor *y)
     struct pd_tensor *like = y;   /* --mesh: this rank's rows, placed back as y */
     x = cli_local(x), y = cli_local(y);
     int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1), n = b * t;
-    int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)n), free), *ys = cli_hold(malloc(sizeof *ys * (size_t)n), free);
+    /* n + 1: a rank that holds no rows (--mesh) gets a pointer too */
+    int64_t *xs = cli_hold(malloc(sizeof *xs * (size_t)(n + 1)), free);
+    int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(n + 1)), free);
     if (!xs || !ys || pd_to_buffer(x, xs, PD_I64) || pd_to_buffer(y, ys, PD_I64)) cli_fail_pd("answer targets");
     for (int64_t i = 0; i < b; i++) {
         int in_answer = 0;
@@ -524,7 +526,8 @@ struct pd_tensor *cli_packer_doc_ids(const struct cli_packer *p, struct pd_tenso
     struct pd_tensor *like = x;   /* --mesh: this rank's rows, placed back as x */
     x = cli_local(x);
     int64_t b = pd_tensor_dim(x, 0), t = pd_tensor_dim(x, 1), n = b * t;
-    int64_t *ids = cli_hold(malloc(sizeof *ids * (size_t)n), free), *doc = cli_hold(malloc(sizeof *doc * (size_t)n), free);
+    int64_t *ids = cli_hold(malloc(sizeof *ids * (size_t)(n + 1)), free); /* n + 1: no rows on this rank */
+    int64_t *doc = cli_hold(malloc(sizeof *doc * (size_t)(n + 1)), free);
     if (!ids || !doc || pd_to_buffer(x, ids, PD_I64)) cli_fail_pd("--pack-documents");
     for (int64_t i = 0; i < b; i++) {
         int64_t d = 0;
