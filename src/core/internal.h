@@ -205,6 +205,11 @@ int64_t pdi_storage_foreach(pdi_storage_fn fn, void *ctx);
 #define PDI_HOST_WRITE 2u
 #define PDI_HOST_COPY_IN 4u /* with WRITE: pdi_host_write's event, sent after the copy */
 void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what);
+/* Host accesses refused because the tensor was distributed, counted per
+ * thread: the distribute stage tells an infer that needs the values (a
+ * data-dependent shape: it runs the op whole) from one that refused the
+ * input (an error, returned before any communication). */
+extern _Thread_local unsigned pdi_host_dist_refusals;
 /* The write side: the one function through which host bytes enter a tensor
  * outside an op (host bytes cannot be an op's attribute). Copies
  * numel * dtype-size bytes from src into t (contiguous; any offset), bumps

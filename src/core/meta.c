@@ -68,6 +68,8 @@ void pdi_host_observer_remove(pdi_host_observer_fn fn, void *ctx)
     }
 }
 
+_Thread_local unsigned pdi_host_dist_refusals;
+
 void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what)
 {
     if (!t) { pdi_null_tensor(what); return NULL; }
@@ -76,6 +78,7 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
         for (int i = 0; i < n_host_obs; i++) host_obs[i].fn(t, access, what, site, host_obs[i].ctx);
     }
     if (__builtin_expect(t->dist != NULL, 0)) {
+        pdi_host_dist_refusals++;
         pdi_errorf(PD_ERR_INVALID, "%s: the tensor is distributed: read its piece with pd_dtensor_local, or the "
                    "whole value with pd_dtensor_full", what);
         return NULL;

@@ -257,10 +257,16 @@ static int dist_call(struct pdi_call *c)
     c->n_writes = 0;
     int rc = has_attrs ? pdi_attrs_check(c) : PD_OK;
     if (rc) return rc;
-    int have_meta = d->infer(c) == PD_OK;
+    unsigned refusals = pdi_host_dist_refusals;
+    rc = d->infer(c);
+    int have_meta = rc == PD_OK;
     if (!have_meta) {
-        pd_clear_error();
         if (has_attrs) c->a = a0;
+        /* an infer that did not ask for values refused the inputs: the
+         * error, on every rank alike (global facts), before any gathering */
+        if (pdi_host_dist_refusals == refusals) return rc;
+        pd_clear_error(); /* a data-dependent shape: the op runs whole, below */
+        rc = PD_OK;
     }
     for (int i = 0; i < ni; i++) {
         const struct pdi_dist *di = c->in[i]->dist;

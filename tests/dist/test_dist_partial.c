@@ -10,12 +10,16 @@
  *     parallelism over packed documents): no collective in forward or
  *     backward (its global infer once read the indices' values, was
  *     refused on a distributed tensor, and the stage gathered q, k, v and
- *     the indices and ran the whole batch on every rank).
+ *     the indices and ran the whole batch on every rank);
+ *   - an invalid call (shapes that do not match) fails on every rank
+ *     before any collective (it once gathered its inputs first, taking the
+ *     infer error for a data-dependent shape).
  * Values and gradients equal the single-process ones. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pd/dist.h"
 #include "pd/pd.h"
@@ -146,6 +150,25 @@ static void flashmask_batch(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+static void invalid_call(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_placement pl[1] = {pd_shard(0)};
+    struct pd_tensor *a = pd_shard_tensor(values((int64_t[]){4, 3}, 2, 1), m, pl);
+    struct pd_tensor *b = pd_shard_tensor(values((int64_t[]){5, 2}, 2, 2), m, pl);
+    pd_comm_stats_reset();
+    struct pd_tensor *y = pd_matmul(a, b, 0, 0);
+    struct pd_comm_stats st;
+    pd_comm_stats(&st);
+    CHECK(!y && strstr(pd_last_error(), "matmul") && moved(&st) == 0 && st.calls[PD_COMM_ALLGATHER] == 0,
+          "matmul [4,3] x [5,2] on split rows: refused with %lld all-gathers, %lld bytes moved (want an error, none)",
+          (long long)st.calls[PD_COMM_ALLGATHER], (long long)moved(&st));
+    /* a data-dependent shape still runs (whole): nonzero of a split tensor */
+    struct pd_tensor *nz = pd_nonzero(a);
+    CHECK(nz && pd_tensor_dim(nz, 0) == 12, "nonzero of a split tensor: %lld rows", nz ? (long long)pd_tensor_dim(nz, 0) : -1LL);
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     rank = pd_dist_world_rank();
@@ -156,6 +179,7 @@ int main(void)
     saved_reshard(line, 0);
     growing(line, 0);
     flashmask_batch(line);
+    invalid_call(line);
     if (grid) {
         saved_reshard(grid, 1);
         growing(grid, 1);
