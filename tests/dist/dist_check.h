@@ -33,6 +33,16 @@ static inline int dist_check_total(void)
     return all;
 }
 
+/* This rank's place, a 1-D mesh "x" over every rank, and on 4 ranks a
+ * 2 x 2 mesh "dp" x "tp" (*grid NULL otherwise). */
+static inline void dist_meshes(struct pd_mesh **line, struct pd_mesh **grid)
+{
+    rank = pd_dist_world_rank();
+    world = pd_dist_world_size();
+    *line = pd_mesh_create((int[]){world}, 1, (const char *const[]){"x"}, NULL);
+    *grid = world == 4 ? pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL) : NULL;
+}
+
 /* max |a - b| / (1 + max |b|) over the whole values (plain tensors, or
  * distributed ones gathered by the caller); INFINITY when a is missing or
  * the sizes differ. */

@@ -171,10 +171,8 @@ static void invalid_call(struct pd_mesh *m)
 
 int main(void)
 {
-    rank = pd_dist_world_rank();
-    world = pd_dist_world_size();
-    struct pd_mesh *line = pd_mesh_create((int[]){world}, 1, (const char *const[]){"x"}, NULL);
-    struct pd_mesh *grid = world == 4 ? pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL) : NULL;
+    struct pd_mesh *line, *grid;
+    dist_meshes(&line, &grid);
     CHECK(line != NULL, "mesh");
     saved_reshard(line, 0);
     growing(line, 0);

@@ -334,10 +334,8 @@ static void vocab_parallel(struct pd_mesh *m, int axis)
 
 int main(void)
 {
-    rank = pd_dist_world_rank();
-    world = pd_dist_world_size();
-    struct pd_mesh *line = pd_mesh_create((int[]){world}, 1, (const char *const[]){"x"}, NULL);
-    struct pd_mesh *grid = world == 4 ? pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL) : NULL;
+    struct pd_mesh *line, *grid;
+    dist_meshes(&line, &grid);
     CHECK(line != NULL, "mesh");
     int n_cases = (int)(sizeof cases / sizeof cases[0]);
     for (int ci = 0; ci < n_cases; ci++) {
