@@ -9,6 +9,15 @@
 #include <string.h>
 #include "pd/pd.h"
 
+/* buf = the directory of the test's source file (file: its __FILE__), then
+ * rel: fixtures live beside the tests. */
+static inline void pt_fixture_path(char *buf, size_t n, const char *file, const char *rel)
+{
+    const char *slash = strrchr(file, '/');
+    snprintf(buf, n, "%.*s%s", slash ? (int)(slash - file + 1) : 0, file, rel);
+}
+#define PT_FIXTURE(buf, rel) pt_fixture_path(buf, sizeof buf, __FILE__, rel)
+
 static int pt_fails, pt_checks;
 
 #define PT_CHECK(cond)                                                                      \

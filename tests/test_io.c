@@ -333,8 +333,7 @@ int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/pd_test_io_XXXXXX");
     if (!mkdtemp(dir)) return 1;
-    const char *src = __FILE__, *slash = strrchr(src, '/');
-    snprintf(fixture, sizeof fixture, "%.*sfixtures/io/reference.safetensors", slash ? (int)(slash - src + 1) : 0, src);
+    PT_FIXTURE(fixture, "fixtures/io/reference.safetensors");
     test_fixture();
     test_round_trip();
     test_stats();

@@ -412,8 +412,7 @@ static void check_errors(const char *dir)
 int main(int argc, char **argv)
 {
     char dir[4096];
-    const char *src = __FILE__, *slash = strrchr(src, '/');
-    snprintf(dir, sizeof dir, "%.*sfixtures/llama", slash ? (int)(slash - src + 1) : 0, src);
+    PT_FIXTURE(dir, "fixtures/llama");
     for (int k = 1; k < argc; k++) {
         if (!strcmp(argv[k], "--dir") && k + 1 < argc) snprintf(dir, sizeof dir, "%s", argv[++k]);
         else if (!strcmp(argv[k], "-v") || !strcmp(argv[k], "--verbose")) verbose = 1;

@@ -314,8 +314,7 @@ static void test_unsupported(void)
 
 int main(void)
 {
-    const char *src = __FILE__, *slash = strrchr(src, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - src + 1) : 0, src);
+    PT_FIXTURE(dir, "");
     test_gpt2_mixed();
     test_cases();
     test_own_to_hf();

@@ -213,8 +213,7 @@ static void test_tokenizers(void)
 
 int main(void)
 {
-    const char *src = __FILE__, *slash = strrchr(src, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - src + 1) : 0, src);
+    PT_FIXTURE(dir, "");
     test_python_reference();
     test_identities();
     test_tokenizers();

@@ -209,13 +209,6 @@ static void run_row(const struct opt_row *r)
     if (verbose && !f) printf("ok   %s [grad]\n", r->name);
 }
 
-static enum pd_op op_by_name(const char *s)
-{
-    for (int i = 0; i < PD_OP_COUNT; i++)
-        if (!strcmp(pdi_ops[i].name, s)) return (enum pd_op)i;
-    return PD_OP_COUNT;
-}
-
 int main(int argc, char **argv)
 {
     const char *only_family = NULL, *only_row = NULL, *only_op = NULL;
@@ -242,7 +235,7 @@ int main(int argc, char **argv)
             if ((unsigned)r->op < PD_OP_COUNT) covered[r->op] = 1;
             if (only_family && strcmp(only_family, opt_families[fi].name)) continue;
             if (only_row && !strstr(r->name, only_row)) continue;
-            if (only_op && op_by_name(only_op) != r->op) continue;
+            if (only_op && pdi_op_lookup(only_op) != (int)r->op) continue;
             n_rows++;
             if (list) { printf("%s/%s\n", opt_families[fi].name, r->name); continue; }
             run_row(r);

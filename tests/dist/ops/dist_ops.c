@@ -465,13 +465,6 @@ static int coverage(const int64_t *stage_calls)
     return bad;
 }
 
-static enum pd_op op_by_name(const char *s)
-{
-    for (int i = 0; i < PD_OP_COUNT; i++)
-        if (!strcmp(pdi_ops[i].name, s)) return (enum pd_op)i;
-    return PD_OP_COUNT;
-}
-
 int main(int argc, char **argv)
 {
     const char *only_family = NULL, *only_row = NULL, *only_op = NULL;
@@ -506,7 +499,7 @@ int main(int argc, char **argv)
             const struct opt_row *r = &rows[i];
             if (only_family && strcmp(only_family, opt_families[fi].name)) continue;
             if (only_row && !strstr(r->name, only_row)) continue;
-            if (only_op && op_by_name(only_op) != r->op) continue;
+            if (only_op && pdi_op_lookup(only_op) != (int)r->op) continue;
             /* creation rows have no input to place (the constructors below);
              * the reshard row names no mesh (reshard runs under every row) */
             if (r->n_in == 0 || r->op == PD_OP_reshard) continue;
