@@ -350,44 +350,16 @@ int pdi_spmd_concat(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_dims(g, s, all & ~(1u << ax));
 }
 
-/* log_softmax over a split axis: (x - max) - log(sum(exp(x - max))), as
- * its decomposition (src/ops/nn.c), but with the row sums made whole by a
- * recorded reshard before the log. The all-reduce is the one the log's
- * call would make anyway; recorded, it puts the replicated sums in the
- * log's node, so backward divides by them instead of all-reducing the
- * saved Partial sums again, and its own backward is the one all-reduce
- * the split gradient's row sums need (nll_loss_backward leaves the
- * gradient split by classes). */
-static int log_softmax_split(const struct pdi_call *c, struct pd_tensor **out)
-{
-    int ax = (int)c->a.softmax.axis;
-    struct pd_tensor *x = c->in[0];
-    enum pd_dtype dt = x->dtype, ct = dt == PD_F16 || dt == PD_BF16 ? PD_F32 : dt;
-    struct pd_tensor *xc = dt == ct ? x : pd_cast(x, ct);
-    if (!xc) return pd_last_status();
-    struct pd_tensor *z = pd_tensor_numel(xc) ? pd_sub(xc, pd_detach(pd_amax(xc, &ax, 1, 1))) : xc;
-    struct pd_tensor *sum = pd_sum(pd_exp(z), &ax, 1, 1);
-    if (sum && sum->dist) {
-        const struct pdi_dist *d = sum->dist;
-        struct pd_placement pl[PD_MAX_MESH_DIMS];
-        for (int k = 0; k < d->mesh->ndim; k++) pl[k] = is_partial(&d->pl[k]) ? R : d->pl[k];
-        sum = pd_reshard(sum, d->mesh, pl);
-    }
-    struct pd_tensor *y = pd_sub(z, pd_log(sum));
-    out[0] = y && dt != ct ? pd_cast(y, dt) : y;
-    return out[0] ? PD_OK : pd_last_status();
-}
-
 /* softmax, log_softmax: off the axis as pointwise; a sharded axis runs the
- * decomposition (its max and sum become Partial, then all-reduced;
- * log_softmax's is log_softmax_split). */
+ * decomposition (its max and sum become Partial, then all-reduced; the
+ * stage saves the reduced sum for log's backward, src/dist/spmd.c
+ * save_resharded, so backward does not reduce it again). */
 int pdi_spmd_softmax(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.softmax.axis;
     for (int k = 0; k < s->mdim; k++)
         if (is_shard(&s->in[0][k]) && s->in[0][k].dim == ax) {
             s->decompose = 1;
-            if (g->op == PD_OP_log_softmax) s->decomp = log_softmax_split;
             return PD_OK;
         }
     unsigned all = g->in[0]->ndim ? (1u << g->in[0]->ndim) - 1 : 0;
