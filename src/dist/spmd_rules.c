@@ -898,12 +898,54 @@ static void local_out_shape(struct pdi_spmd *s, const struct pdi_meta *o, struct
     for (int d = 0; d < o->ndim; d++) v->v[d] = ls[d];
 }
 
+static int64_t bytes_of(const struct pd_tensor *t) { return pd_tensor_numel(t) * (int64_t)pd_dtype_size(t->dtype); }
+
+/* index_add and scatter_add whose added rows are split: the sums of each
+ * rank's rows make a Partial(sum) output, x turned Partial too (R -> P: x
+ * on coordinate 0, zeros elsewhere), instead of gathering index and src.
+ * Taken on mesh axis k when src is split along the indexed dim there (the
+ * index with it: index_add's 1-d index on its dim 0, scatter_add's on the
+ * indexed dim with src's extent), x is replicated or Partial(sum) there,
+ * and the Partial output, reduced once later, moves less than the gather
+ * would: 2 |x| <= |src| + |index| (an all-reduce moves about twice its
+ * buffer, an all-gather the whole). The embedding's gradient is this
+ * index_add: data parallelism then all-reduces it with the other
+ * gradients (docs/distributed.md "Communication per step"). `o` holds the
+ * inputs' placements before the aligned rule replicated axis k. */
+static void index_add_partial(const struct pdi_call *g, struct pdi_spmd *s,
+                              const struct pd_placement o[3][PD_MAX_MESH_DIMS])
+{
+    int ax = (int)g->a.index_axis.axis, idim = g->op == PD_OP_index_add ? 0 : ax;
+    const struct pd_tensor *x = g->in[0], *idx = g->in[1], *src = g->in[2];
+    if (g->op == PD_OP_scatter_add && idx->shape[ax] != src->shape[ax]) return;
+    if (2 * bytes_of(x) > bytes_of(src) + bytes_of(idx)) return;
+    struct pd_placement psum = pd_partial(PD_RED_SUM);
+    for (int k = 0; k < s->mdim; k++) {
+        const struct pd_placement *ps = &o[2][k], *px = &o[0][k];
+        if (!is_shard(ps) || ps->dim != ax || pd_mesh_size(s->mesh, k) == 1) continue;
+        if (!(px->kind == PD_REPLICATE || (is_partial(px) && px->op == PD_RED_SUM))) continue;
+        /* the aligned rule kept nothing split on axis k: it replicated it */
+        if (s->out[0][k].kind != PD_REPLICATE) continue;
+        s->in[0][k] = psum;
+        s->in[1][k] = (struct pd_placement){PD_SHARD, idim, ps->order, PD_RED_SUM};
+        s->in[2][k] = *ps;
+        s->out[0][k] = psum;
+    }
+}
+
 /* gather, index_select, scatter, scatter_add, index_add: every dim but the
- * indexed one (an index of input 0's rank must match x there). */
+ * indexed one (an index of input 0's rank must match x there); the sums of
+ * split rows stay Partial (index_add_partial). */
 int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.index_axis.axis;
-    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    int sums = (g->op == PD_OP_index_add || g->op == PD_OP_scatter_add) && g->n_in == 3;
+    struct pd_placement o[3][PD_MAX_MESH_DIMS];
+    if (sums)
+        for (int i = 0; i < 3; i++) memcpy(o[i], s->in[i], sizeof o[i]);
+    int rc = spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    if (rc == PD_OK && sums) index_add_partial(g, s, o);
+    return rc;
 }
 
 /* cumsum, cumprod, topk, sort: every dim but the scanned (sorted) one. */
