@@ -4,10 +4,12 @@
  *     mesh and of a 2 x 2 mesh, even and uneven, equal the single-process
  *     tensors bit for bit, and no collective runs to make them;
  *   - diagonal keeps a split of rows (columns) when the diagonal has one
- *     element per row (column), slice keeps a split that fits its pieces,
- *     flip keeps an even split with one send and one receive: each is
- *     checked for values (bit for bit), gradients, and for the
- *     communication it does not do. */
+ *     element per row (column) and all-gathers only the diagonal's pieces
+ *     over the axes of a plane dim it does not keep; slice keeps a split
+ *     that fits its pieces; flip keeps an even split with one send and one
+ *     receive, an uneven one with a send of each overlap of the flipped
+ *     piece with another rank's piece: each is checked for values (bit
+ *     for bit), gradients, and for the bytes it moves. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -11,7 +11,9 @@
  * bytes. nll_loss's backward used to build one_hot(target, C), an int64
  * [N, C] on every rank (twice the f32 logits), then products of that size.
  * The backward must add no collective beyond log_softmax's per-row sum,
- * and every gradient must equal the single-process one.
+ * and every gradient must equal the single-process one. nll_loss_backward
+ * called alone with a Partial logp (which it never reads) beside split
+ * targets must run no collective.
  */
 #include <math.h>
 #include <mpi.h>

@@ -5,7 +5,8 @@
  * once on tensors placed by the case (data, tensor and mixed parallel, on
  * 1-D and 2-D meshes), and the loss and every input's gradient (gathered
  * with pd_dtensor_full) must agree to f32 rounding. Backward has no rules
- * of its own: the VJPs' ops come through the stage. */
+ * of its own: the VJPs' ops come through the stage. The grouped-query
+ * attention rule, called alone, must allocate nothing. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
