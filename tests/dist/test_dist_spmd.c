@@ -5,7 +5,8 @@
  * once on tensors placed by the case (data, tensor and mixed parallel, on
  * 1-D and 2-D meshes), and the loss and every input's gradient (gathered
  * with pd_dtensor_full) must agree to f32 rounding. Backward has no rules
- * of its own: the VJPs' ops come through the stage. */
+ * of its own: the VJPs' ops come through the stage. The grouped-query
+ * attention rule, called alone, must allocate nothing. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "pd/dist.h"
 #include "pd/pd.h"
 
+#include "dist/dist_internal.h" /* the sdpa rule, called directly */
 #include "dist_check.h"
 
 static struct pd_tensor *randn(const int64_t *shape, int ndim, int salt)
@@ -332,6 +334,35 @@ static void vocab_parallel(struct pd_mesh *m, int axis)
     pd_scope_end(tok);
 }
 
+/* The grouped-query sdpa rule allocates nothing (pd_fault_count counts
+ * every allocation the library makes): it copied the placements into a
+ * pdi_malloc'd block on every call. q [2, 4, 5, 8] split by heads, k and
+ * v [2, 2, 5, 8]: at 2 ranks the heads stay split; at 4 they cannot (2
+ * key heads), and q is replicated. */
+static void gqa_rule_allocs(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_tensor *in[3] = {pd_zeros((int64_t[]){2, 4, 5, 8}, 4, PD_F32), pd_zeros((int64_t[]){2, 2, 5, 8}, 4, PD_F32),
+                               pd_zeros((int64_t[]){2, 2, 5, 8}, 4, PD_F32)};
+    struct pdi_meta meta[PDI_SPMD_MAX_OUT];
+    struct pdi_call g = {.op = PD_OP_sdpa, .n_in = 3, .n_out = 2, .in = in, .meta = meta};
+    pdi_attrs_default(PD_OP_sdpa, &g.a);
+    CHECK(pdi_ops[PD_OP_sdpa].infer(&g) == PD_OK, "sdpa: infer");
+    struct pd_placement pl[3][PD_MAX_MESH_DIMS];
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < pd_mesh_ndim(m); k++) pl[i][k] = i == 0 && k == 0 ? pd_shard(1) : pd_replicate();
+    struct pdi_spmd s = {.mesh = m, .mdim = pd_mesh_ndim(m), .n_in = 3, .n_out = 2, .in = pl, .a = g.a};
+    pd_fault_inject(INT64_MAX, 0);
+    int rc = pdi_ops[PD_OP_sdpa].spmd(&g, &s);
+    int64_t allocs = pd_fault_count();
+    pd_fault_inject(0, 0);
+    CHECK(rc == PD_OK && allocs == 0, "sdpa grouped-query rule: %lld allocations per call", (long long)allocs);
+    int heads = world == 2; /* 2 key heads split evenly over 2 ranks, not over 4 */
+    CHECK(pl[0][0].kind == (heads ? PD_SHARD : PD_REPLICATE) && pl[1][0].kind == pl[0][0].kind,
+          "sdpa grouped-query rule: the heads split at 2 ranks only");
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     struct pd_mesh *line, *grid;
@@ -356,6 +387,7 @@ int main(void)
             }
         }
     }
+    gqa_rule_allocs(line);
     vocab_parallel(line, 0);
     if (grid) vocab_parallel(grid, 1);
     autocast_matmul(line);
