@@ -8,7 +8,7 @@
  *    those of backward(loss) bit for bit (f32, a power-of-two scale), the
  *    Partial gradients of the dp reduction included.
  * 2. A tiny Llama trains STEPS steps under f16 autocast with the scaler on
- *    DP2, TP2 (2 ranks), DP2xTP2 and DP4 (4 ranks): the losses, the scale
+ *    DP2, TP2, TP2+SP (2 ranks), DP4, DP2xTP2, DP2xTP2+SP (4 ranks): the losses, the scale
  *    after each step and whether each step was taken equal one process's
  *    f16 scaler run (losses within TOL_LOSS_F16, final parameters within
  *    TOL_PARAM_F16; the scales and the steps taken exactly), and the scale
@@ -106,6 +106,8 @@ static struct pd_tensor *partial_hook(struct pd_tensor *g, void *ctx)
     return NULL;
 }
 
+static int seq_par; /* the tp plan with sequence parallelism */
+
 struct run {
     double loss[STEPS], scale[STEPS];
     int stepped[STEPS];
@@ -154,7 +156,7 @@ static int train(struct run *out, struct pd_mesh *m, const char *dp, const char 
     if (inj == INJ_PARTIAL && pd_tensor_register_hook(pd_state_dict_get(sd, REPLICA_PARAM), partial_hook, &hk)) return -1;
     if (m) {
         struct pd_shard_plan plan[16];
-        int np = tp ? pd_llama_shard_plan(0, plan, 16) : 0;
+        int np = tp ? pd_llama_shard_plan(seq_par, plan, 16) : 0;
         if (np < 0 || pd_shard_layer(sd, m, tp, plan, np)) return -1;
     }
     struct pd_dp *red = NULL;
@@ -353,6 +355,12 @@ int main(void)
         }
         snprintf(label, sizeof label, "f16 %s%s", nm[1], inj_name[inj]);
         compare(label, &ref, tm, tdp, "tp", (enum inject)inj);
+        if (inj == INJ_NONE) { /* and with sequence parallelism */
+            snprintf(label, sizeof label, "f16 %s+SP", nm[1]);
+            seq_par = 1;
+            compare(label, &ref, tm, tdp, "tp", INJ_NONE);
+            seq_par = 0;
+        }
         pd_state_dict_destroy(ref.params);
     }
     if (rank == 0)
