@@ -6,7 +6,8 @@
 #   bash tests/test_dist_fail.sh build/dist_fail MPIRUN NP SCENARIO
 # Scenarios: kill (mpirun tears the job down), kill-kept (--enable-recovery:
 # mpirun keeps the job, so the timeout must end it), dp-kill-kept (the same in
-# data-parallel training), sleep, skip, late (a
+# data-parallel training), scaler-sleep (a rank that never reaches the
+# gradient scaler's all-reduce of its inf flag), sleep, skip, late (a
 # slow rank within the timeout: the job finishes), error, abort, oom, mpierr.
 # The bound checked is the timeout plus a generous margin for mpirun's start
 # on a busy machine: it tells a bounded job from a hung one (killed at 90 s),
@@ -57,6 +58,11 @@ dp-kill-kept) # data-parallel steps, the last rank killed, mpirun keeps the job:
     [ $rc -ne 124 ] || fail "the job hung"
     within 25
     has "$waited" ;;
+scaler-sleep) # the last rank never reaches the gradient scaler's all-reduce
+    run 3 -- scaler
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 25
+    has "paddle\.c: rank [0-9]+ of $np: grad_scaler: all-reduce[^:]* has waited [0-9.]+ s: .*; aborting the job" ;;
 sleep) # the last rank never arrives
     run 30 -- sleep 3
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"

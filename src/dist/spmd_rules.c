@@ -830,22 +830,27 @@ int pdi_spmd_keep(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_ke
 
 /* amp_unscale: found_inf must be the whole tensors' flag before anything
  * is written. Each rank checks its pieces (nothing written), the flags
- * are all-reduced (max) over the mesh, and if none is set the written
+ * are all-reduced (max) over the mesh through the communication layer (so
+ * a rank that never arrives ends the job within the timeout, and a rank
+ * whose check failed is out of step), and if none is set the written
  * inputs are scaled as the op scales them (grad_scale's arithmetic). */
 static int unscale_local(struct pdi_call *l, const struct pdi_spmd *s)
 {
     struct pdi_call chk = *l;
     chk.a.amp_unscale.n_inplace = 0;
     int rc = pdi_dispatch(&chk);
-    if (rc) return rc;
-    struct pd_tensor *flag = pd_contiguous(chk.out[0]);
+    struct pd_tensor *flag = rc ? NULL : pd_contiguous(chk.out[0]);
     float *f = flag ? (float *)pd_tensor_data(flag) : NULL;
-    if (!f) return pd_last_status();
 #ifdef PD_HAVE_MPI
-    int e = MPI_Allreduce(MPI_IN_PLACE, f, 1, MPI_FLOAT, MPI_MAX, s->mesh->comm);
-    if (e != MPI_SUCCESS) return pdi_mpi_error(e, "amp_unscale", "MPI_Allreduce");
-    pdi_comm_count(PD_COMM_ALLREDUCE, sizeof *f);
+    /* the mesh caches its communicators: not const to the communication layer */
+    struct pdi_comm_on on = pdi_comm_on_axes("grad_scaler", (struct pd_mesh *)s->mesh, NULL, 0);
+    if (!f) pdi_comm_skip(&on, "all-reduce");
+    else rc = pdi_comm_allreduce(&on, NULL, f, 1, PD_F32, PD_RED_MAX);
+#else
+    PDI_UNUSED(s);
 #endif
+    if (!f) return rc ? rc : pd_last_status();
+    if (rc) return rc;
     l->out[0] = flag;
     if (*f != 0 || l->a.amp_unscale.n_inplace == 0) return PD_OK;
     struct pdi_call sc = {.op = PD_OP_grad_scale, .n_in = (int)l->a.amp_unscale.n_inplace, .n_out = 0, .in = l->in};
