@@ -395,6 +395,7 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         int scope_tok = pd_scope_begin();
         rc = run_node(r, k);
         pd_scope_end(scope_tok);
+        if (pdi_dist_hooks) pdi_dist_hooks->progress(); /* data-parallel buckets in flight */
         for (int j = 0; j < r->nodes[k]->n_out; j++) { pd_tensor_release(r->buf[k][j]); r->buf[k][j] = NULL; }
         if (rc == PD_OK && r->any_ready) rc = flush_ready(r);
     }

@@ -132,6 +132,10 @@ struct pdi_dist_hooks {
     /* finish the gradient reductions in flight (pd_dp_attach) before an
      * optimizer reads gradients; status */
     int (*sync_grads)(void);
+    /* drive the collectives in flight (data-parallel buckets): MPI moves a
+     * non-blocking collective only inside MPI calls, so backward calls this
+     * between nodes; a load and a return when nothing is in flight */
+    void (*progress)(void);
 };
 extern const struct pdi_dist_hooks *pdi_dist_hooks;
 static inline int pdi_call_has_dist(const struct pdi_call *c);

@@ -74,6 +74,7 @@ void pdi_spmd_stats(int64_t *calls /* [PD_OP_COUNT] */);
 void pdi_spmd_stats_reset(void);
 /* Finish every attached data-parallel reducer (dp.c); status. */
 int pdi_dp_finish_all(void);
+void pdi_dp_progress_all(void); /* MPI_Test on the buckets in flight (between backward's nodes) */
 /* Reshard without autograd (pd_reshard records the op around it), shown
  * to the profiler (spmd.c); _untimed: the collectives alone (reshard.c). */
 struct pd_tensor *pdi_reshard(struct pd_tensor *x, struct pd_mesh *m, const struct pd_placement *pl);

@@ -49,6 +49,7 @@ struct pd_dp {
 };
 
 static struct pd_dp *attached;
+static int in_flight; /* buckets started and not completed, over every reducer */
 
 #ifdef PD_HAVE_MPI
 /* The profiler's view: the all-reduce was in flight until now. */
@@ -66,6 +67,7 @@ static int start_bucket(struct pd_dp *dp, struct dp_bucket *b)
     b->t0 = pdi_now_ns();
     struct pdi_comm_on on = pdi_comm_on_axes("dp", dp->mesh, &dp->axis, 1);
     b->req = pdi_comm_iallreduce(&on, NULL, b->buf, b->count, b->dt, PD_RED_SUM);
+    in_flight += b->req != NULL;
     return b->req ? PD_OK : pd_last_status();
 }
 
@@ -80,12 +82,20 @@ static void progress(struct pd_dp *dp)
                 bucket_done(&dp->bs[i]);
                 pdi_comm_wait(dp->bs[i].req);
                 dp->bs[i].req = NULL;
+                in_flight--;
             }
         }
+}
+
+void pdi_dp_progress_all(void)
+{
+    if (!in_flight) return;
+    for (struct pd_dp *dp = attached; dp; dp = dp->next) progress(dp);
 }
 #else
 static int start_bucket(struct pd_dp *dp, struct dp_bucket *b) { (void)dp, (void)b; return PD_ERR_STATE; }
 static void progress(struct pd_dp *dp) { (void)dp; }
+void pdi_dp_progress_all(void) {}
 #endif
 
 static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
@@ -213,6 +223,7 @@ int pd_dp_finish(struct pd_dp *dp)
         int64_t t0 = pdi_now_ns();
         rc = pdi_comm_wait(dp->bs[i].req);
         dp->bs[i].req = NULL;
+        in_flight--;
         bucket_done(&dp->bs[i]);
         pdi_profiler_comm("wait for data-parallel gradients", t0, pdi_now_ns(), 0, 1);
     }
@@ -262,7 +273,7 @@ void pd_dp_detach(struct pd_dp *dp)
         }
 #ifdef PD_HAVE_MPI
     for (int i = 0; dp->bs && i < dp->nb; i++)
-        if (dp->bs[i].req) pdi_comm_wait(dp->bs[i].req);
+        if (dp->bs[i].req) pdi_comm_wait(dp->bs[i].req), in_flight--;
 #endif
     for (int i = 0; dp->ps && i < dp->n; i++) {
         struct dp_param *q = &dp->ps[i];

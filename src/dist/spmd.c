@@ -416,6 +416,6 @@ static struct pd_tensor *leaf_grad(struct pd_tensor *leaf, struct pd_tensor *g)
 }
 
 static const struct pdi_dist_hooks hooks = {dist_call, pdi_dist_copy, dist_zeros, leaf_grad, pd_dtensor_full,
-                                           pdi_dp_finish_all};
+                                           pdi_dp_finish_all, pdi_dp_progress_all};
 
 void pdi_spmd_install(void) { __atomic_store_n(&pdi_dist_hooks, &hooks, __ATOMIC_RELEASE); }

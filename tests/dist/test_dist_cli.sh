@@ -6,8 +6,9 @@
 # with --bf16, dp=2 and tp=2 --sp train with one process's bf16 losses,
 # and with --f16 (the gradient scaler) one process's f16 losses, skipping
 # the steps one process skips;
-# usage errors (a mesh that does not match the ranks, --sp without tp) are
-# clear. Each dp rank reads its rows (the distributed loader): an uneven
+# usage errors (a mesh that does not match the ranks, --sp without tp,
+# --dp-bucket-mb without dp) are clear; tiny --dp-bucket-mb buckets give the
+# same losses. Each dp rank reads its rows (the distributed loader): an uneven
 # batch (5 over 2 ranks) trains as one process too, and the validation
 # loss (each rank its rows) and the held-out accuracy (generation batches
 # dealt to the ranks: 130 problems are 2 batches) print one process's numbers.
@@ -37,6 +38,10 @@ ok '[ -f dp/final.safetensors ] && [ -f dp/final.state.safetensors ] && [ -f dp/
 ok '[ $? -eq 0 ] && grep -q "^12+34=" gen.out'
 "$bin" generate --ckpt one/final.safetensors --prompt "12+34=" --max-new 4 > gen1.out 2> /dev/null
 ok 'cmp -s gen.out gen1.out'                                   # the same continuation
+# --dp-bucket-mb: tiny buckets (many all-reduces in flight during backward,
+# driven between backward's nodes) give the default run's losses bit for bit
+"$mpi" --oversubscribe -np 2 "$bin" train $args --mesh dp=2 --dp-bucket-mb 0.002 --out dpb > /dev/null 2> dpb.err
+ok '[ $? -eq 0 ] && cmp -s <(losses dp/metrics.jsonl) <(losses dpb/metrics.jsonl)'
 # uneven: 5 rows over 2 ranks (3 and 2); 130 held-out problems, 2 generation batches
 "$bin" train $args --batch 5 --task-n 130 --out one5 > one5.out 2> one5.err
 ok '[ $? -eq 0 ]'
@@ -86,5 +91,7 @@ done
 ok '[ $? -ne 0 ] && grep -q "has 4 ranks but mpirun started 2" bad.err'
 "$bin" train $args --sp --out bad2 > /dev/null 2> bad2.err
 ok '[ $? -eq 2 ] && grep -q -- "--sp needs --mesh" bad2.err'
+"$bin" train $args --dp-bucket-mb 4 --out bad3 > /dev/null 2> bad3.err
+ok '[ $? -eq 2 ] && grep -q -- "--dp-bucket-mb needs --mesh" bad3.err'
 echo "test_dist_cli: $((checks - fails))/$checks checks passed"
 [ $fails -eq 0 ]

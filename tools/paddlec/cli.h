@@ -272,7 +272,7 @@ int cmd_plot(int argc, char **argv);        /* plot.c */
 struct pd_optimizer;
 /* spec NULL: nothing (no MPI). Else the mesh, the model's parameters and
  * the optimizer's state distributed; usage errors exit. */
-void cli_dist_setup(const char *spec, int sp, struct pd_state_dict *params, struct pd_optimizer *opt);
+void cli_dist_setup(const char *spec, int sp, double dp_bucket_mb, struct pd_state_dict *params, struct pd_optimizer *opt);
 int cli_dist_active(void);
 int cli_dist_rank(void); /* 0 without --mesh */
 void cli_dist_quiet(const char *out);

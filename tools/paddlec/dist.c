@@ -70,10 +70,11 @@ static void parse_mesh(const char *spec, int *shape, const char **names, int *nd
     if (!*nd) cli_fail(CLI_EXIT_USAGE, "--mesh is empty");
 }
 
-void cli_dist_setup(const char *spec, int sp, struct pd_state_dict *params, struct pd_optimizer *opt)
+void cli_dist_setup(const char *spec, int sp, double dp_bucket_mb, struct pd_state_dict *params, struct pd_optimizer *opt)
 {
     if (!spec) {
         if (sp) cli_fail(CLI_EXIT_USAGE, "--sp needs --mesh with a tp axis");
+        if (dp_bucket_mb > 0) cli_fail(CLI_EXIT_USAGE, "--dp-bucket-mb needs --mesh with a dp axis");
         return;
     }
     int shape[2], nd;
@@ -90,6 +91,7 @@ void cli_dist_setup(const char *spec, int sp, struct pd_state_dict *params, stru
     D.dp = pd_mesh_axis(D.mesh, "dp");
     D.tp = pd_mesh_axis(D.mesh, "tp");
     if (sp && D.tp < 0) cli_fail(CLI_EXIT_USAGE, "--sp needs a tp axis in --mesh");
+    if (dp_bucket_mb > 0 && D.dp < 0) cli_fail(CLI_EXIT_USAGE, "--dp-bucket-mb needs a dp axis in --mesh");
     struct pd_shard_plan plan[16];
     int np = D.tp >= 0 ? pd_llama_shard_plan(sp, plan, 16) : 0;
     if (np < 0 || pd_shard_layer(params, D.mesh, D.tp >= 0 ? "tp" : NULL, plan, np))
@@ -100,7 +102,8 @@ void cli_dist_setup(const char *spec, int sp, struct pd_state_dict *params, stru
         struct pd_tensor **ps = cli_hold(calloc((size_t)n_params + 1, sizeof *ps), free);
         if (!ps) cli_fail(CLI_EXIT_FAIL, "out of memory");
         for (int i = 0; i < n_params; i++) ps[i] = pd_state_dict_tensor(params, i);
-        D.dp_reducer = cli_hold(pd_dp_attach(ps, n_params, D.mesh, "dp", 0), dp_detach);
+        size_t bucket = (size_t)(dp_bucket_mb * 1048576.0); /* 0: pd_dp_attach's default */
+        D.dp_reducer = cli_hold(pd_dp_attach(ps, n_params, D.mesh, "dp", bucket), dp_detach);
         if (!D.dp_reducer) cli_fail_pd("--mesh: cannot attach the data-parallel reduction");
         cli_free(ps);
     }

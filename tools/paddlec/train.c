@@ -60,8 +60,9 @@ struct recipe {
     double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
     int64_t seed, lines;
     const char *init_hf;   /* --init-hf (hf.c) */
-    const char *mesh;      /* --mesh, with --sp (dist.c) */
+    const char *mesh;      /* --mesh, with --sp and --dp-bucket-mb (dist.c) */
     int sp;
+    double dp_bucket_mb;
     int vocab;             /* 0: the tokenizer's */
     double norm_eps, rope_theta, init_std;
 };
@@ -180,6 +181,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"init-std", CLI_DOUBLE, &r->init_std, 1e-30, 100, "std of the normal initialisation", 0},
         {"mesh", CLI_STR, &r->mesh, 0, 0, "under mpirun: the process mesh, dp=N and/or tp=N (e.g. dp=2,tp=2; docs/distributed.md)", 0},
         {"sp", CLI_FLAG, &r->sp, 0, 1, "with --mesh ...tp=N: sequence parallelism between the tensor-parallel matmuls", 0},
+        {"dp-bucket-mb", CLI_DOUBLE, &r->dp_bucket_mb, 0, 1 << 20, "with --mesh dp=N: MiB of gradients per data-parallel all-reduce (0: the library's default)", 0},
         {0, 0, 0, 0, 0, 0, 0},
     };
     memcpy(o, t, sizeof t);
@@ -209,7 +211,8 @@ static char *recipe_to_json(struct cli_opt *opts)
 {
     cJSON *j = cJSON_CreateObject();
     for (struct cli_opt *o = opts; o->name; o++) {
-        if (!strcmp(o->name, "config") || !strcmp(o->name, "resume") || !strcmp(o->name, "mesh") || !strcmp(o->name, "sp"))
+        if (!strcmp(o->name, "config") || !strcmp(o->name, "resume") || !strcmp(o->name, "mesh") || !strcmp(o->name, "sp") ||
+            !strcmp(o->name, "dp-bucket-mb"))
             continue;   /* how the run was executed, not what it computes */
         switch (o->kind) {
         case CLI_INT: cJSON_AddNumberToObject(j, o->name, *(int *)o->dst); break;
@@ -863,7 +866,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
             cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
     }
     cli_amp_setup(r->bf16, r->f16, ck, R->resume_file);   /* --bf16, --f16 (amp.c) */
-    cli_dist_setup(r->mesh, r->sp, R->params, R->opt);   /* --mesh (dist.c) */
+    cli_dist_setup(r->mesh, r->sp, r->dp_bucket_mb, R->params, R->opt); /* --mesh (dist.c) */
     /* What runs after the last step is checked now. The held-out task draws
      * no numbers from pd generators: building it here changes nothing. */
     prepare_sample(R);
