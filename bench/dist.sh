@@ -54,6 +54,8 @@
 #   PD_DIST_TORCH_PY, PD_DIST_PADDLE_PY   the interpreters of the PyPI peers
 #                    (default /work/venv/bin/python, /work/venv-paddle/bin/python)
 #   PD_DIST_MPIRUN   extra mpirun arguments (e.g. "--bind-to none")
+#   PD_DIST_DP_ARGS  extra paddlec train arguments of the data-parallel run
+#                    (e.g. "--dp-bucket-mb 4")
 #   PD_DIST_TORCH_ARGS, PD_DIST_PADDLE_ARGS   extra arguments of the peers,
 #                    e.g. "--attn matmul --foreach 0" to skip their variant
 #                    probes (see the scripts' --help)
@@ -190,7 +192,8 @@ ours() {
       fi
       [ "$1" = dp ] || [ "${PD_DIST_TP:-1}" = 1 ] || return 1
       case $1 in
-        dp) our_run "paddlec train --mesh dp=$np" "$np" 1 mpi "$np" --mesh "dp=$np" ;;
+        # shellcheck disable=SC2086  # PD_DIST_DP_ARGS is a list of arguments
+        dp) our_run "paddlec train --mesh dp=$np${PD_DIST_DP_ARGS:+ $PD_DIST_DP_ARGS}" "$np" 1 mpi "$np" --mesh "dp=$np" ${PD_DIST_DP_ARGS:-} ;;
         tp) our_run "paddlec train --mesh tp=2" 2 1 mpi 2 --mesh tp=2 ;;
         tpsp) our_run "paddlec train --mesh tp=2 --sp" 2 1 mpi 2 --mesh tp=2 --sp ;;
         # 4 ranks on this machine's cores: oversubscribed where nproc < 4
