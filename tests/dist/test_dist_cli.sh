@@ -54,26 +54,24 @@ ok 'grep -q "held-out accuracy: .* (130 problems)" dp5.out && cmp -s <(grep "hel
 # product on each rank, a DP rank's gradient over half the batch); over these
 # 8 steps the differences measured 5e-5 (dp=2) and 1.2e-4 (tp=2, --sp),
 # over 60 steps 1.1e-3 (docs/distributed.md "bf16 autocast").
-"$bin" train $args --bf16 --out one16 > /dev/null 2> one16.err
-ok '[ $? -eq 0 ]'
-for mesh in "dp=2" "tp=2 --sp"; do
-    d=m16_${mesh%%=*}
-    "$mpi" --oversubscribe -np 2 "$bin" train $args --bf16 --mesh $mesh --out $d > /dev/null 2> $d.err
-    ok '[ $? -eq 0 ] && grep -q "bf16 autocast" '$d'.err'
-    ok 'paste <(losses one16/metrics.jsonl) <(losses '$d'/metrics.jsonl) | awk "{ d = \$1 - \$2; if (d < 0) d = -d; if (d > 1e-3 * \$1) bad = 1 } END { exit bad || NR != 8 }"'
-done
+# amp_runs FLAG TOL NOTE: one process, then dp=2 and tp=2 --sp with FLAG;
+# each mesh prints NOTE and its 8 losses are one process's within TOL
+amp_runs() {
+    "$bin" train $args "$1" --out one$1 > /dev/null 2> one$1.err
+    ok '[ $? -eq 0 ]'
+    for mesh in "dp=2" "tp=2 --sp"; do
+        d=m$1_${mesh%%=*}
+        "$mpi" --oversubscribe -np 2 "$bin" train $args "$1" --mesh $mesh --out $d > /dev/null 2> $d.err
+        ok '[ $? -eq 0 ] && grep -q "'"$3"'" '$d'.err'
+        ok 'paste <(losses one'$1'/metrics.jsonl) <(losses '$d'/metrics.jsonl) | awk "{ d = \$1 - \$2; if (d < 0) d = -d; if (d > '$2' * \$1) bad = 1 } END { exit bad || NR != 8 }"'
+    done
+}
+amp_runs --bf16 1e-3 "bf16 autocast"
 # --f16 (f16 autocast with the gradient scaler) with a mesh: one process's
 # --f16 losses within 1e-4 relative; over these 8 steps the differences
 # measured 6.7e-6 (dp=2) and 1.4e-5 (tp=2 --sp) (docs/distributed.md "f16
 # autocast and the gradient scaler").
-"$bin" train $args --f16 --out onef16 > /dev/null 2> onef16.err
-ok '[ $? -eq 0 ]'
-for mesh in "dp=2" "tp=2 --sp"; do
-    d=mf16_${mesh%%=*}
-    "$mpi" --oversubscribe -np 2 "$bin" train $args --f16 --mesh $mesh --out $d > /dev/null 2> $d.err
-    ok '[ $? -eq 0 ] && grep -q "f16 autocast and a gradient scaler" '$d'.err'
-    ok 'paste <(losses onef16/metrics.jsonl) <(losses '$d'/metrics.jsonl) | awk "{ d = \$1 - \$2; if (d < 0) d = -d; if (d > 1e-4 * \$1) bad = 1 } END { exit bad || NR != 8 }"'
-done
+amp_runs --f16 1e-4 "f16 autocast and a gradient scaler"
 # --f16 whose first step overflows f16 at the initial scale 2^16 (a small
 # batch: the scaled loss's gradient per token is large): every rank skips
 # that step as one process does (the same notes), then trains as one process

@@ -22,19 +22,13 @@
 #include "pd/pd.h"
 
 #include "dist_check.h"
+#include "dist_llama.h"
 
 #define STEPS 20
 #define B 4
 #define T 8
 
-static struct pd_llama_config config(void)
-{
-    struct pd_llama_config c;
-    pd_llama_config_default(&c);
-    c.vocab_size = 40, c.dim = 16, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.hidden_dim = 24;
-    c.max_seq_len = T;
-    return c;
-}
+static struct pd_llama_config config(void) { return dist_llama_config(T); }
 
 /* The batch of a step, the same on every rank: ids and next-token targets. */
 static void batch_v(int step, int64_t V, struct pd_tensor **x, struct pd_tensor **y)
