@@ -83,7 +83,8 @@ static inline void store_f32(char *p, enum pd_dtype dt, const float *src, int64_
  * registers. With AVX-512's 32 registers 6 x 4 (24 accumulators, 10 loads
  * per 24 FMAs) suits the 64-wide panels of the attention tiles, and each
  * narrower panel takes more rows (8 x 3, 12 x 2, 12 x 1); AVX2's 16 registers fit
- * 4 x 3 (FMA latency 4 x 2 ports needs 8+ accumulators either way). Every
+ * 4 x 3, and its narrower panels 6 x 2 and 8 x 1 (FMA latency 4 x 2 ports
+ * needs 8+ accumulators either way: 4 x 2 and 4 x 1 had 8 and 4). Every
  * element's sum runs over k in the same order whatever its tile: same
  * bits for any M, N and tile shape. */
 #ifdef __AVX512F__
@@ -178,8 +179,8 @@ static inline void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t
         else panel(12, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
 #else
         if (nv == 3) panel(4, 3, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
-        else if (nv == 2) panel(4, 2, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
-        else panel(4, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else if (nv == 2) panel(6, 2, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else panel(8, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
 #endif
         n0 += PDI_GEMM_VW * nv;
     }
