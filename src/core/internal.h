@@ -218,7 +218,7 @@ extern _Thread_local unsigned pdi_host_dist_refusals;
  * local call checks its piece). A read that determines a shape (nonzero,
  * unique, masked_select) stays a pdi_host_read: refused on a distributed
  * tensor, so the stage runs the op whole. Status; *data is t's element 0. */
-extern _Thread_local int pdi_global_infer;
+extern PDI_TLS int pdi_global_infer;
 int pdi_host_validate(const struct pd_tensor *t, const char *what, const void **data);
 /* The write side: the one function through which host bytes enter a tensor
  * outside an op (host bytes cannot be an op's attribute). Copies
