@@ -22,7 +22,8 @@
  *              against dnnl_sgemm with the same flags on the same buffers;
  *              GFLOP/s by wall time and per CPU second (the machine is
  *              shared: CPU time is the steadier figure). `bench_matmul llama`
- *              runs only this part.
+ *              runs only this part; PD_BENCH_ROWS=N sets M (1024: one
+ *              data-parallel rank's batch of 4 x 256).
  * Every product is validated before it is timed: sampled elements of
  * pd_matmul's output against dnnl's and against a double dot product.
  *
@@ -43,6 +44,14 @@
 #include "pd/pd.h"
 
 static int full_sweep;
+
+/* M of the llama part: PD_BENCH_ROWS, else 2048 */
+static int64_t bench_rows(void)
+{
+    const char *e = getenv("PD_BENCH_ROWS");
+    long v = e ? strtol(e, NULL, 10) : 0;
+    return v > 0 ? v : 2048;
+}
 
 /* ---- FMA peak -------------------------------------------------------- */
 /* 12 independent accumulators cover FMA latency x issue width on current
@@ -323,7 +332,7 @@ static int bench_llama(int nt)
     static const int64_t w[3][2] = {{288, 288}, {768, 288}, {288, 768}};
     int bad = 0;
     for (int i = 0; i < 3; i++) {
-        int64_t o = w[i][0], in = w[i][1], rows = 2048;
+        int64_t o = w[i][0], in = w[i][1], rows = bench_rows();
         bad |= !bench_llama_shape("fwd", rows, o, in, 0, 1, nt); /* x [M,in] W^T */
         bad |= !bench_llama_shape("dX", rows, in, o, 0, 0, nt);  /* dY [M,out] W */
         bad |= !bench_llama_shape("dW", o, in, rows, 1, 0, nt);  /* dY^T X */

@@ -48,6 +48,17 @@ cp "$dir/d/final.safetensors" "$dir/d-straight.safetensors"
 ok '[ $? -eq 0 ] && ! grep -q "note: the checkpoint has no" "$dir/dr.err" && cmp -s "$dir/d-straight.safetensors" "$dir/d/final.safetensors"'
 ok '! grep -aq "paddlec.dropout_rng" "$dir/a/final.state.safetensors"'   # no dropout, no key
 
+# ---- --f16: f16 autocast with the gradient scaler (tools/paddlec/amp.c); resume is
+# bit-exact (the scaler's state, paddlec.scaler.*, is in the training state: a new
+# scaler would end with growth_tracker 2, not 4); --bf16 and --f16 exclude each other (below)
+"$bin" train $tiny --f16 --accum 2 --steps 4 --ckpt-every 2 --eval-every 0 --task-n 0 --out "$dir/f16" --metrics "$dir/f16.jsonl" >/dev/null 2>"$dir/f16.err"
+ok '[ $? -eq 0 ] && grep -q "f16 autocast and a gradient scaler" "$dir/f16.err" && [ $(grep -c "\"loss\":[0-9]" "$dir/f16.jsonl") -eq 4 ]'
+ok 'grep -aq "paddlec.scaler.growth_tracker" "$dir/f16/ckpt-2.safetensors" && ! grep -aq "paddlec.scaler" "$dir/a/final.state.safetensors"'
+cp "$dir/f16/final.safetensors" "$dir/f16-straight.safetensors"
+cp "$dir/f16/final.state.safetensors" "$dir/f16-straight.state.safetensors"
+"$bin" train --resume "$dir/f16/ckpt-2.safetensors" >/dev/null 2>"$dir/f16r.err"
+ok '[ $? -eq 0 ] && cmp -s "$dir/f16-straight.safetensors" "$dir/f16/final.safetensors" && cmp -s "$dir/f16-straight.state.safetensors" "$dir/f16/final.state.safetensors"'
+
 # ---- --config file, flags override it ------------------------------------------
 cat >"$dir/cfg.json" <<JSON
 {"dim": 32, "layers": 1, "heads": 2, "kv-heads": 1, "hidden": 64, "seq-len": 24, "batch": 4,
@@ -187,6 +198,7 @@ err "needs the built-in data" train --answer-loss --data "$dir/text.txt"
 err "exclude each other" train --resume "$ck" --config "$dir/cfg.json"
 err "cannot change when resuming" train --resume "$ck" --dim 64
 err "beyond --steps" train --resume "$ck" --steps 2
+err "--bf16 and --f16 exclude each other" train $tiny --bf16 --f16 --steps 2 --out "$dir/f16b"
 err "cannot load checkpoint" generate --ckpt "$dir/trunc.safetensors" --prompt x
 err "not a paddlec checkpoint" generate --ckpt "$dir/nometa.safetensors" --prompt x
 err "required" generate --prompt x

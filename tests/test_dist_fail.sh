@@ -6,7 +6,8 @@
 #   bash tests/test_dist_fail.sh build/dist_fail MPIRUN NP SCENARIO
 # Scenarios: kill (mpirun tears the job down), kill-kept (--enable-recovery:
 # mpirun keeps the job, so the timeout must end it), dp-kill-kept (the same in
-# data-parallel training), sleep, skip, late (a
+# data-parallel training), scaler-sleep (a rank that never reaches the
+# gradient scaler's all-reduce of its inf flag), sleep, skip, late (a
 # slow rank within the timeout: the job finishes), error, abort, oom, mpierr,
 # and in the ASan build leak (LeakSanitizer reports the last rank's leak
 # through tests/lsan-mpi.supp, and nothing of Open MPI's).
@@ -59,6 +60,11 @@ dp-kill-kept) # data-parallel steps, the last rank killed, mpirun keeps the job:
     [ $rc -ne 124 ] || fail "the job hung"
     within 25
     has "$waited" ;;
+scaler-sleep) # the last rank never reaches the gradient scaler's all-reduce
+    run 3 -- scaler
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"
+    within 25
+    has "paddle\.c: rank [0-9]+ of $np: grad_scaler: all-reduce[^:]* has waited [0-9.]+ s: .*; aborting the job" ;;
 sleep) # the last rank never arrives
     run 30 -- sleep 3
     [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "mpirun exited with $rc"

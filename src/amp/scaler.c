@@ -11,6 +11,12 @@
  *
  * The scaler owns nothing but its numbers; it reaches the gradients through
  * the optimizer's parameter list (src/optim/optim_internal.h).
+ *
+ * On distributed gradients (docs/distributed.md "f16 autocast and the
+ * gradient scaler") unscale first finishes the data-parallel reductions in
+ * flight, so no gradient is Partial; amp_unscale's SPMD rule then checks
+ * each rank's pieces and all-reduces the flag (max) over the mesh, so every
+ * rank skips the same steps and keeps the same scale.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -115,6 +121,11 @@ int pd_grad_scaler_unscale(struct pd_grad_scaler *s, struct pd_optimizer *o)
     if (!s || !o) return pdi_errorf(PD_ERR_NULL, "grad_scaler_unscale: NULL argument");
     if (s->unscaled)
         return pdi_errorf(PD_ERR_STATE, "grad_scaler_unscale: already called since the last update");
+    /* reductions in flight (pd_dp_attach) first, as the optimizer's step
+     * and clipping do: the gradients are then the reduced sums (never
+     * Partial), each unscaled once and checked whole; unscaling the pieces
+     * before would be undone when the reduction replaces them */
+    if (pdi_dist_hooks && pdi_dist_hooks->sync_grads()) return pd_last_status();
     int found = 0;
     double inv = (double)(float)(1.0 / s->scale); /* torch: the f32 reciprocal */
     int rc = unscale_grads(o, inv, &found);

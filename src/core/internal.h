@@ -320,10 +320,12 @@ struct pdi_spmd {
      * decomposition. local: run the local call with this instead of the
      * dispatcher (l holds the local pieces and s->a; fill l->out with new
      * tensors of the current scope), reading local_arg, the rule's
-     * per-rank values (a vocabulary-parallel lookup: the piece's start). */
+     * per-rank values (a vocabulary-parallel lookup: the piece's start),
+     * and g, the global call the stage set (its inputs' global shapes). */
     int (*decomp)(const struct pdi_call *c, struct pd_tensor **out);
     int (*local)(struct pdi_call *l, const struct pdi_spmd *s);
     int64_t local_arg[2];
+    const struct pdi_call *g;
 };
 typedef int (*pdi_spmd_fn)(const struct pdi_call *g, struct pdi_spmd *s);
 #define PDI_SPMD_BY_KIND pdi_spmd_by_kind

@@ -60,6 +60,14 @@ void *pdi_dist_copy(const void *dist);
 /* Install the distribute stage (spmd.c): called with the first distributed
  * tensor. */
 void pdi_spmd_install(void);
+/* Inputs whose placements the stage keeps on its stack (sdpa_backward's 7
+ * included; a variadic op with more allocates them); a rule that copies
+ * the rows keeps that many on its own stack too. */
+#define PDI_SPMD_SMALL_IN 8
+/* Local functions of the flip and diagonal rules (spmd_rules2.c): the
+ * local op, then the pieces exchanged (struct pdi_spmd's local). */
+int pdi_flip_local(struct pdi_call *l, const struct pdi_spmd *s);
+int pdi_diagonal_gather_local(struct pdi_call *l, const struct pdi_spmd *s);
 /* Calls the distribute stage ran, by op, since the last reset (the op
  * harness's distributed mode counts coverage with it). */
 void pdi_spmd_stats(int64_t *calls /* [PD_OP_COUNT] */);

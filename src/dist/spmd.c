@@ -291,9 +291,9 @@ static int dist_call(struct pdi_call *c)
     }
 
     /* 2. the rule */
-    struct pd_placement pl_small[4][PD_MAX_MESH_DIMS], (*pl)[PD_MAX_MESH_DIMS] = pl_small;
-    struct pd_tensor *loc_small[8] = {0}, **loc = loc_small;
-    if (ni > 4) { /* variadic ops (concat, stack, ...) */
+    struct pd_placement pl_small[PDI_SPMD_SMALL_IN][PD_MAX_MESH_DIMS], (*pl)[PD_MAX_MESH_DIMS] = pl_small;
+    struct pd_tensor *loc_small[2 * PDI_SPMD_SMALL_IN] = {0}, **loc = loc_small;
+    if (ni > PDI_SPMD_SMALL_IN) { /* variadic ops (concat, stack, ...) */
         pl = pdi_malloc(sizeof *pl * (size_t)ni);
         loc = pdi_calloc((size_t)2 * (size_t)ni, sizeof *loc);
         if (!pl || !loc) {
@@ -307,7 +307,7 @@ static int dist_call(struct pdi_call *c)
         if (di) memcpy(pl[i], di->pl, sizeof pl[i]);
         else replicate_all(pl[i], m->ndim);
     }
-    struct pdi_spmd s = {.mesh = m, .mdim = m->ndim, .n_in = ni, .n_out = no, .in = pl, .a = c->a};
+    struct pdi_spmd s = {.mesh = m, .mdim = m->ndim, .n_in = ni, .n_out = no, .in = pl, .a = c->a, .g = c};
     if (have_meta) {
         rc = d->spmd(c, &s);
     } else { /* a data-dependent shape: replicated */
@@ -375,7 +375,7 @@ static int dist_call(struct pdi_call *c)
             break;
         }
         struct pdi_dist *dj = c->out[j]->dist;
-        if (d->kind == PDI_KIND_VIEW) dj->view_copy = copied;
+        if (d->kind == PDI_KIND_VIEW) dj->view_copy = copied || s.local; /* a local function makes new tensors */
         int user = 0; /* a plain input passed through is the caller's handle: not the stage's to keep */
         for (int i = 0; i < ni; i++) user |= lout[j] == c->in[i];
         if (!user) pd_tensor_retain(dj->local = lout[j]);

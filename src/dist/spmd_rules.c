@@ -297,18 +297,16 @@ int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int64_t hq = g->in[0]->shape[1], hk = g->in[1]->shape[1];
     if (hq == hk) return spmd_dims(g, s, 3u);
+    struct pd_placement given[PDI_SPMD_SMALL_IN][PD_MAX_MESH_DIMS]; /* infer checked n_in: 3 to 7 */
+    if (s->n_in > PDI_SPMD_SMALL_IN) return pdi_spmd_replicate(g, s);
     size_t sz = sizeof *s->in * (size_t)s->n_in;
-    struct pd_placement(*given)[PD_MAX_MESH_DIMS] = pdi_malloc(sz);
-    if (!given) return pdi_errorf(PD_ERR_NOMEM, "%s: out of memory", pdi_ops[g->op].name);
     memcpy(given, s->in, sz);
     int rc = spmd_dims(g, s, 3u);
     int n = pieces(s, s->in[0], 1);
     if (rc == PD_OK && n > 1 && (hk % n != 0 || hq % n != 0)) { /* batch only */
         memcpy(s->in, given, sz);
-        free(given);
         return spmd_dims(g, s, 1u);
     }
-    free(given);
     for (int k = 0; k < s->mdim && rc == PD_OK; k++)
         if (is_shard(&s->in[0][k]) && s->in[0][k].dim == 1) {
             for (int i = 1; i < s->n_in; i++)
@@ -454,21 +452,40 @@ int pdi_spmd_nll_loss(const struct pdi_call *g, struct pdi_spmd *s)
     return PD_OK;
 }
 
-/* nll_loss_backward on this rank's classes [c0, c0 + C_local): a target
- * outside them (or ignored) becomes -1, which the local call ignores, so
- * each rank writes its own columns of d logp and nothing else. */
+/* nll_loss_backward's local call: logp is read for its shape and dtype
+ * only (the kernel zeroes the output and writes w at the targets), so
+ * when the rule left it in other placements than the output's it is
+ * replaced by a zero of the output's local shape, expanded (no storage):
+ * local_arg[1] is the output's local class extent (-1: logp as it is).
+ * With the classes split (local_arg[0] >= 0: the piece's first class), a
+ * target outside them (or ignored) becomes -1, which the local call
+ * ignores, so each rank writes its own columns of d logp and nothing
+ * else. */
 static int nllb_local(struct pdi_call *l, const struct pdi_spmd *s)
 {
-    struct pd_tensor *lp = l->in[0], *t = pd_cast(l->in[1], PD_I64);
+    struct pd_tensor *lp = l->in[0], *t = l->in[1], *in[3] = {lp, t, l->in[2]};
+    struct pdi_call c = *l;
+    c.in = in;
+    if (s->local_arg[1] >= 0) {
+        int64_t shape[PD_MAX_DIMS];
+        int nd = t->ndim + 1;
+        shape[0] = s->local_arg[1];
+        if (lp->ndim > 1) {
+            shape[0] = t->shape[0], shape[1] = s->local_arg[1];
+            memcpy(shape + 2, t->shape + 1, sizeof(int64_t) * (size_t)(t->ndim - 1));
+        }
+        in[0] = lp = pd_expand(pd_scalar(0, lp->dtype), shape, nd);
+        if (!lp) return pd_last_status();
+    }
+    if (s->local_arg[0] < 0) return pdi_dispatch(&c);
+    t = pd_cast(t, PD_I64);
     int64_t cl = lp->shape[lp->ndim == 1 ? 0 : 1];
     struct pd_tensor *sh = pd_sub(t, pd_scalar((double)s->local_arg[0], PD_I64));
     struct pd_tensor *valid =
         pd_logical_and(pd_ne(t, pd_scalar((double)l->a.nll_loss_backward.ignore_index, PD_I64)),
                        pd_logical_and(pd_ge(sh, pd_scalar(0, PD_I64)), pd_lt(sh, pd_scalar((double)cl, PD_I64))));
-    struct pd_tensor *in[3] = {lp, pd_where(valid, sh, pd_scalar(-1, PD_I64)), l->in[2]};
+    in[1] = pd_where(valid, sh, pd_scalar(-1, PD_I64));
     if (!in[1]) return pd_last_status();
-    struct pdi_call c = *l;
-    c.in = in;
     c.a.nll_loss_backward.ignore_index = -1;
     return pdi_dispatch(&c);
 }
@@ -479,10 +496,14 @@ static int nllb_local(struct pdi_call *l, const struct pdi_spmd *s)
  * class range (nllb_local): no collective and no replicated [N, C]. Rows
  * split (in logp, target or w): all three split alike. Otherwise a
  * Partial(sum|avg) w stays Partial in out (the op is linear in w). logp's
- * values are never read, so a Partial logp is left as it is. */
+ * values are never read: it keeps its placements whatever they are (a
+ * Partial logp beside split rows is not reduce-scattered), and the local
+ * call gets a stand-in of the output's local shape (nllb_local). */
 int pdi_spmd_nll_loss_backward(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int nd = g->in[0]->ndim, cax = nd == 1 ? 0 : 1, classes = 0;
+    struct pd_placement given[PD_MAX_MESH_DIMS];
+    memcpy(given, s->in[0], sizeof given);
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k], *t = &s->in[1][k], *w = &s->in[2][k];
         if (is_shard(p) && p->dim == cax) { /* vocabulary-parallel */
@@ -502,16 +523,19 @@ int pdi_spmd_nll_loss_backward(const struct pdi_call *g, struct pdi_spmd *s)
             continue;
         }
         *t = R;
-        if (!is_partial(p)) *p = R;
+        *p = R;
         if (is_linear_partial(w)) s->out[0][k] = *w;
         else *w = R, s->out[0][k] = R;
     }
-    if (classes) {
-        int64_t c0, c1;
-        pdi_dist_range(s->mesh, s->in[0], g->in[0]->shape, cax, &c0, &c1);
-        s->local = nllb_local;
-        s->local_arg[0] = c0;
+    int64_t c0 = 0, c1 = 0;
+    pdi_dist_range(s->mesh, s->out[0], g->in[0]->shape, cax, &c0, &c1);
+    s->local_arg[0] = classes ? c0 : -1;
+    s->local_arg[1] = -1;
+    if (!pdi_same_placements(given, s->in[0], s->mdim)) { /* logp stays: a stand-in */
+        memcpy(s->in[0], given, sizeof given);
+        s->local_arg[1] = c1 - c0;
     }
+    if (classes || s->local_arg[1] >= 0) s->local = nllb_local;
     return PD_OK;
 }
 
@@ -806,22 +830,27 @@ int pdi_spmd_keep(const struct pdi_call *g, struct pdi_spmd *s) { return spmd_ke
 
 /* amp_unscale: found_inf must be the whole tensors' flag before anything
  * is written. Each rank checks its pieces (nothing written), the flags
- * are all-reduced (max) over the mesh, and if none is set the written
+ * are all-reduced (max) over the mesh through the communication layer (so
+ * a rank that never arrives ends the job within the timeout, and a rank
+ * whose check failed is out of step), and if none is set the written
  * inputs are scaled as the op scales them (grad_scale's arithmetic). */
 static int unscale_local(struct pdi_call *l, const struct pdi_spmd *s)
 {
     struct pdi_call chk = *l;
     chk.a.amp_unscale.n_inplace = 0;
     int rc = pdi_dispatch(&chk);
-    if (rc) return rc;
-    struct pd_tensor *flag = pd_contiguous(chk.out[0]);
+    struct pd_tensor *flag = rc ? NULL : pd_contiguous(chk.out[0]);
     float *f = flag ? (float *)pd_tensor_data(flag) : NULL;
-    if (!f) return pd_last_status();
 #ifdef PD_HAVE_MPI
-    int e = MPI_Allreduce(MPI_IN_PLACE, f, 1, MPI_FLOAT, MPI_MAX, s->mesh->comm);
-    if (e != MPI_SUCCESS) return pdi_mpi_error(e, "amp_unscale", "MPI_Allreduce");
-    pdi_comm_count(PD_COMM_ALLREDUCE, sizeof *f);
+    /* the mesh caches its communicators: not const to the communication layer */
+    struct pdi_comm_on on = pdi_comm_on_axes("grad_scaler", (struct pd_mesh *)s->mesh, NULL, 0);
+    if (!f) pdi_comm_skip(&on, "all-reduce");
+    else rc = pdi_comm_allreduce(&on, NULL, f, 1, PD_F32, PD_RED_MAX);
+#else
+    PDI_UNUSED(s);
 #endif
+    if (!f) return rc ? rc : pd_last_status();
+    if (rc) return rc;
     l->out[0] = flag;
     if (*f != 0 || l->a.amp_unscale.n_inplace == 0) return PD_OK;
     struct pdi_call sc = {.op = PD_OP_grad_scale, .n_in = (int)l->a.amp_unscale.n_inplace, .n_out = 0, .in = l->in};
@@ -898,12 +927,54 @@ static void local_out_shape(struct pdi_spmd *s, const struct pdi_meta *o, struct
     for (int d = 0; d < o->ndim; d++) v->v[d] = ls[d];
 }
 
+static int64_t bytes_of(const struct pd_tensor *t) { return pd_tensor_numel(t) * (int64_t)pd_dtype_size(t->dtype); }
+
+/* index_add and scatter_add whose added rows are split: the sums of each
+ * rank's rows make a Partial(sum) output, x turned Partial too (R -> P: x
+ * on coordinate 0, zeros elsewhere), instead of gathering index and src.
+ * Taken on mesh axis k when src is split along the indexed dim there (the
+ * index with it: index_add's 1-d index on its dim 0, scatter_add's on the
+ * indexed dim with src's extent), x is replicated or Partial(sum) there,
+ * and the Partial output, reduced once later, moves less than the gather
+ * would: 2 |x| <= |src| + |index| (an all-reduce moves about twice its
+ * buffer, an all-gather the whole). The embedding's gradient is this
+ * index_add: data parallelism then all-reduces it with the other
+ * gradients (docs/distributed.md "Communication per step"). `o` holds the
+ * inputs' placements before the aligned rule replicated axis k. */
+static void index_add_partial(const struct pdi_call *g, struct pdi_spmd *s,
+                              const struct pd_placement o[3][PD_MAX_MESH_DIMS])
+{
+    int ax = (int)g->a.index_axis.axis, idim = g->op == PD_OP_index_add ? 0 : ax;
+    const struct pd_tensor *x = g->in[0], *idx = g->in[1], *src = g->in[2];
+    if (g->op == PD_OP_scatter_add && idx->shape[ax] != src->shape[ax]) return;
+    if (2 * bytes_of(x) > bytes_of(src) + bytes_of(idx)) return;
+    struct pd_placement psum = pd_partial(PD_RED_SUM);
+    for (int k = 0; k < s->mdim; k++) {
+        const struct pd_placement *ps = &o[2][k], *px = &o[0][k];
+        if (!is_shard(ps) || ps->dim != ax || pd_mesh_size(s->mesh, k) == 1) continue;
+        if (!(px->kind == PD_REPLICATE || (is_partial(px) && px->op == PD_RED_SUM))) continue;
+        /* the aligned rule kept nothing split on axis k: it replicated it */
+        if (s->out[0][k].kind != PD_REPLICATE) continue;
+        s->in[0][k] = psum;
+        s->in[1][k] = (struct pd_placement){PD_SHARD, idim, ps->order, PD_RED_SUM};
+        s->in[2][k] = *ps;
+        s->out[0][k] = psum;
+    }
+}
+
 /* gather, index_select, scatter, scatter_add, index_add: every dim but the
- * indexed one (an index of input 0's rank must match x there). */
+ * indexed one (an index of input 0's rank must match x there); the sums of
+ * split rows stay Partial (index_add_partial). */
 int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.index_axis.axis;
-    return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    int sums = (g->op == PD_OP_index_add || g->op == PD_OP_scatter_add) && g->n_in == 3;
+    struct pd_placement o[3][PD_MAX_MESH_DIMS];
+    if (sums)
+        for (int i = 0; i < 3; i++) memcpy(o[i], s->in[i], sizeof o[i]);
+    int rc = spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    if (rc == PD_OK && sums) index_add_partial(g, s, o);
+    return rc;
 }
 
 /* cumsum, cumprod, topk, sort: every dim but the scanned (sorted) one. */
@@ -914,67 +985,28 @@ int pdi_spmd_along_axis(const struct pdi_call *g, struct pdi_spmd *s)
     return spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
 }
 
-/* flip: the dims not reversed stay split; a reversed dim too when it
- * splits evenly: piece b reversed is piece np - 1 - b of the output, so
- * each rank flips its piece and swaps it with the rank at the mirrored
- * coordinates on the axes that split reversed dims (one send and one
- * receive, flip_local) instead of gathering the dim. An uneven reversed
- * dim is gathered (its pieces differ in size). A Partial input stays (a
+/* flip: every dim stays split, reversed ones included: each rank flips its
+ * piece, which then holds a contiguous range of the output's indices, and
+ * the pieces are exchanged point to point (pdi_flip_local, spmd_rules2.c):
+ * an even split swaps piece b with piece np - 1 - b (one send and one
+ * receive with the rank at the mirrored coordinates); an uneven one sends
+ * each overlap of a flipped piece with another rank's piece under the
+ * uneven rule (at most two per rank and dim). A Partial input stays (a
  * permutation commutes with the reduction). */
-static int flip_local(struct pdi_call *l, const struct pdi_spmd *s)
-{
-    int rc = pdi_dispatch(l);
-    if (rc) return rc;
-#ifdef PD_HAVE_MPI
-    const struct pd_mesh *m = s->mesh;
-    int idx = 0;
-    for (int k = 0; k < m->ndim; k++) {
-        const struct pd_placement *p = &s->in[0][k];
-        int c = m->coord[k], mirror = is_shard(p) && (s->a.flip.mask >> p->dim & 1);
-        idx = idx * m->shape[k] + (mirror ? m->shape[k] - 1 - c : c);
-    }
-    int peer = m->ranks[idx], me = m->ranks[m->index];
-    if (peer == me) return PD_OK;
-    struct pd_tensor *mine = pd_contiguous(l->out[0]), *theirs = pd_empty_like(mine);
-    if (!mine || !theirs) return pd_last_status();
-    int64_t bytes = pd_tensor_numel(mine) * (int64_t)pd_dtype_size(mine->dtype);
-    if (bytes > 0x7fffffff) return pdi_errorf(PD_ERR_UNSUPPORTED, "flip: a piece of %lld bytes (at most 2^31 - 1 "
-                                              "in one message)", (long long)bytes);
-    void *out = pd_tensor_data(theirs);
-    const void *in = pd_tensor_data(mine);
-    enum { TAG = 7301 }; /* the lower rank sends first: no deadlock */
-    int64_t t0 = pdi_now_ns();
-    for (int turn = 0; turn < 2 && rc == PD_OK; turn++)
-        rc = (me < peer) == (turn == 0) ? pdi_comm_send("flip", in, (int)bytes, peer, TAG)
-                                        : pdi_comm_recv("flip", out, (int)bytes, peer, TAG);
-    int64_t t1 = pdi_now_ns();
-    if (pd_profiler_enabled()) /* blocking: in flight and exposed alike, as a reshard */
-        for (int exposed = 0; exposed < 2; exposed++)
-            pdi_profiler_comm("flip send/recv", t0, t1, (double)bytes, exposed);
-    l->out[0] = theirs;
-    return rc;
-#else
-    PDI_UNUSED(s);
-    return PD_OK;
-#endif
-}
-
 int pdi_spmd_flip(const struct pdi_call *g, struct pdi_spmd *s)
 {
     const struct pd_tensor *x = g->in[0];
     unsigned mask = (unsigned)g->a.flip.mask;
-    int swap = 0, even[PD_MAX_DIMS];
-    for (int d = 0; d < x->ndim; d++) even[d] = x->shape[d] % pieces(s, s->in[0], d) == 0;
+    int swap = 0, even = 1;
     for (int k = 0; k < s->mdim; k++) {
-        struct pd_placement *p = &s->in[0][k];
-        if (is_shard(p) && (mask >> p->dim & 1) && !even[p->dim]) {
-            replicate_axis(s, k);
-            continue;
-        }
+        const struct pd_placement *p = &s->in[0][k];
         s->out[0][k] = *p;
-        swap |= is_shard(p) && (mask >> p->dim & 1) && s->mesh->shape[k] > 1;
+        if (is_shard(p) && (mask >> p->dim & 1) && s->mesh->shape[k] > 1) {
+            swap = 1;
+            even &= x->shape[p->dim] % pieces(s, s->in[0], p->dim) == 0;
+        }
     }
-    if (swap) s->local = flip_local;
+    if (swap) s->local = pdi_flip_local, s->local_arg[0] = even;
     return PD_OK;
 }
 
@@ -1062,8 +1094,11 @@ int pdi_spmd_norm_backward(const struct pdi_call *g, struct pdi_spmd *s)
  * A plane dim split by rows stays split when every row holds a diagonal
  * element and the diagonal has one per row (offset >= 0 and rows + offset
  * <= columns: the diagonal's pieces are then the rows' pieces, and a piece
- * from row r0 holds the local diagonal offset + r0); columns alike. Any
- * other split plane dim is gathered. */
+ * from row r0 holds the local diagonal offset + r0); columns alike. The
+ * input stays as it is on the other axes that split a plane dim: each rank
+ * takes the diagonal of its piece (offset + r0 - c0), and only those
+ * pieces of the diagonal are all-gathered over those axes
+ * (pdi_diagonal_gather_local, spmd_rules2.c), never the plane. */
 struct diag_geom {
     int a1, a2, nb;       /* the plane dims; the diagonal's dim in the output (the batch dims before it) */
     int64_t off;          /* clamped by infer */
@@ -1097,14 +1132,15 @@ int pdi_spmd_diagonal(const struct pdi_call *g, struct pdi_spmd *s)
     const struct pd_tensor *x = g->in[0];
     const struct pdi_attrs_diagonal *a = &g->a.diagonal;
     struct diag_geom dg = diag_geom(x->shape, x->ndim, a->offset, a->axis1, a->axis2);
-    int keep = diag_plane(s, s->in[0], &dg);
+    int keep = diag_plane(s, s->in[0], &dg), gather = 0;
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k];
         if (!is_shard(p)) s->out[0][k] = *p; /* a selection: Partial stays */
         else if (p->dim == keep) s->out[0][k] = (struct pd_placement){PD_SHARD, dg.nb, p->order, 0};
-        else if (p->dim == dg.a1 || p->dim == dg.a2) replicate_axis(s, k);
+        else if (p->dim == dg.a1 || p->dim == dg.a2) s->out[0][k] = R, gather |= s->mesh->shape[k] > 1;
         else s->out[0][k] = (struct pd_placement){PD_SHARD, diag_batch_dim(&dg, p->dim), p->order, 0};
     }
+    if (gather) s->local = pdi_diagonal_gather_local;
     int64_t r0, r1, c0, c1;
     pdi_dist_range(s->mesh, s->in[0], x->shape, dg.a1, &r0, &r1);
     pdi_dist_range(s->mesh, s->in[0], x->shape, dg.a2, &c0, &c1);

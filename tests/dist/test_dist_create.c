@@ -4,10 +4,12 @@
  *     mesh and of a 2 x 2 mesh, even and uneven, equal the single-process
  *     tensors bit for bit, and no collective runs to make them;
  *   - diagonal keeps a split of rows (columns) when the diagonal has one
- *     element per row (column), slice keeps a split that fits its pieces,
- *     flip keeps an even split with one send and one receive: each is
- *     checked for values (bit for bit), gradients, and for the
- *     communication it does not do. */
+ *     element per row (column) and all-gathers only the diagonal's pieces
+ *     over the axes of a plane dim it does not keep; slice keeps a split
+ *     that fits its pieces; flip keeps an even split with one send and one
+ *     receive, an uneven one with a send of each overlap of the flipped
+ *     piece with another rank's piece: each is checked for values (bit
+ *     for bit), gradients, and for the bytes it moves. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -156,8 +158,10 @@ static struct pd_tensor *matrix(const int64_t *shape, int ndim)
  * then the gradient of sum(y * w) for a fixed w. */
 typedef struct pd_tensor *(*view_fn)(struct pd_tensor *x, const int64_t *arg);
 
-static void check_view(const char *name, view_fn f, const int64_t *arg, const int64_t *shape, int ndim,
-                       struct pd_mesh *m, const struct pd_placement *pl, int want_calls, int sends)
+/* Returns the bytes the forward call moved on this rank (pd_comm_stats:
+ * what it sent). */
+static int64_t check_view(const char *name, view_fn f, const int64_t *arg, const int64_t *shape, int ndim,
+                          struct pd_mesh *m, const struct pd_placement *pl, int want_calls, int sends)
 {
     char b[64];
     int tok = pd_scope_begin();
@@ -165,7 +169,10 @@ static void check_view(const char *name, view_fn f, const int64_t *arg, const in
     struct pd_tensor *xd = pd_requires_grad_(pd_shard_tensor(x, m, pl), 1);
     pd_comm_stats_reset();
     struct pd_tensor *y2 = f(xd, arg);
-    int64_t calls = comm_calls_of(0), sent = comm_calls_of(1);
+    int64_t calls = comm_calls_of(0), sent = comm_calls_of(1), moved = 0;
+    struct pd_comm_stats st;
+    pd_comm_stats(&st);
+    for (int k = 0; k < PD_COMM_COUNT; k++) moved += st.bytes[k];
     CHECK(y2 && (want_calls < 0 ? calls > 0 : calls == want_calls) && sent == sends,
           "%s [%s]: %lld collectives and %lld sends, want %s%d and %d", name, pl_str(pl, pd_mesh_ndim(m), b),
           (long long)calls, (long long)sent, want_calls < 0 ? "more than " : "", want_calls < 0 ? 0 : want_calls,
@@ -180,6 +187,7 @@ static void check_view(const char *name, view_fn f, const int64_t *arg, const in
     CHECK(l2 && pd_grad(&l2, 1, &xd, 1, &g2, NULL) == 0, "%s [%s]: gradient", name, pl_str(pl, pd_mesh_ndim(m), b));
     CHECK(g1 && g2 && same(g2, g1), "%s [%s]: gradient values", name, pl_str(pl, pd_mesh_ndim(m), b));
     pd_scope_end(tok);
+    return moved;
 }
 
 static struct pd_tensor *diag(struct pd_tensor *x, const int64_t *a)
@@ -196,6 +204,60 @@ static struct pd_tensor *flip(struct pd_tensor *x, const int64_t *a)
     return pd_flip(x, axes, (int)a[0]);
 }
 
+/* Flipping a dim of extent n split into np pieces, the piece `me` holds
+ * the output indices [n - i1, n - i0) once flipped ([i0, i1): its input
+ * piece); each overlap with another piece's range goes to that piece's
+ * rank (include/pd/dist.h's uneven rule). *rows: the indices this rank
+ * sends, *msgs: to how many ranks. */
+static void flip_sends(int64_t n, int np, int me, int64_t *rows, int *msgs)
+{
+    int64_t i0, i1;
+    pd_dist_piece(n, np, me, &i0, &i1);
+    *rows = 0, *msgs = 0;
+    for (int q = 0; q < np; q++) {
+        int64_t q0, q1;
+        pd_dist_piece(n, np, q, &q0, &q1);
+        int64_t lo = n - i1 > q0 ? n - i1 : q0, hi = n - i0 < q1 ? n - i0 : q1;
+        if (q != me && hi > lo) *rows += hi - lo, ++*msgs;
+    }
+}
+
+/* The diagonal elements (i, i + off) of a piece holding rows [r0, r1) and
+ * columns [c0, c1). */
+static int64_t diag_count(int64_t off, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
+{
+    int64_t a = r0 > c0 - off ? r0 : c0 - off, b = r1 < c1 - off ? r1 : c1 - off;
+    return b > a ? b - a : 0;
+}
+
+/* The diagonal of x [rows, cols] (batch `b` elements before the plane),
+ * rows split into nr pieces (this rank: ir) and columns into nc (ic): one
+ * all-gather of this rank's diagonal elements, b of them each, and nothing
+ * else (before, the columns or the rows were gathered whole). */
+static void check_diag_moves(const char *name, const int64_t *arg, const int64_t *shape, int ndim, struct pd_mesh *m,
+                             const struct pd_placement *pl, int nr, int ir, int nc, int ic)
+{
+    int64_t rows = shape[arg[1]], cols = shape[arg[2]], b = 1, r0, r1, c0, c1;
+    for (int d = 0; d < ndim; d++) b *= d == arg[1] || d == arg[2] ? 1 : shape[d];
+    pd_dist_piece(rows, nr, ir, &r0, &r1);
+    pd_dist_piece(cols, nc, ic, &c0, &c1);
+    int64_t want = diag_count(arg[0], r0, r1, c0, c1) * b * 4;
+    int64_t moved = check_view(name, diag, arg, shape, ndim, m, pl, 1, 0);
+    CHECK(moved == want, "%s: moved %lld bytes, want this rank's diagonal, %lld", name, (long long)moved,
+          (long long)want);
+}
+
+static void check_flip_moves(const char *name, int64_t n, int64_t cols, struct pd_mesh *m,
+                             const struct pd_placement *pl, int np, int me)
+{
+    int64_t rows;
+    int msgs;
+    flip_sends(n, np, me, &rows, &msgs);
+    int64_t moved = check_view(name, flip, (int64_t[]){1, 0, 0}, (int64_t[]){n, cols}, 2, m, pl, 0, msgs);
+    CHECK(moved == rows * cols * 4, "%s: sent %lld bytes, want %lld", name, (long long)moved,
+          (long long)(rows * cols * 4));
+}
+
 static void check_views(struct pd_mesh *line, struct pd_mesh *grid)
 {
     int n = world;
@@ -208,9 +270,11 @@ static void check_views(struct pd_mesh *line, struct pd_mesh *grid)
     check_view("diagonal, axes swapped", diag, (int64_t[]){0, 1, 0}, (int64_t[]){6, 9}, 2, line, s0, 0, 0);
     check_view("diagonal batch", diag, (int64_t[]){1, 1, 2}, (int64_t[]){4, 5, 5}, 3, line, s0, 0, 0);
     check_view("diagonal batch last", diag, (int64_t[]){0, 0, 1}, (int64_t[]){5, 5, 4}, 3, line, s2, 0, 0);
-    /* the diagonal misses rows: gathered */
-    check_view("diagonal rows, offset -1", diag, (int64_t[]){-1, 0, 1}, (int64_t[]){6, 9}, 2, line, s0, -1, 0);
-    check_view("diagonal rows, short", diag, (int64_t[]){0, 0, 1}, (int64_t[]){9, 6}, 2, line, s0, -1, 0);
+    /* the diagonal misses rows: its pieces gathered, not the rows */
+    int me = pd_mesh_coord(line, 0);
+    check_diag_moves("diagonal rows, offset -1", (int64_t[]){-1, 0, 1}, (int64_t[]){6, 9}, 2, line, s0, n, me, 1, 0);
+    check_diag_moves("diagonal rows, short", (int64_t[]){0, 0, 1}, (int64_t[]){9, 6}, 2, line, s0, n, me, 1, 0);
+    check_diag_moves("diagonal batch, short", (int64_t[]){1, 1, 2}, (int64_t[]){3, 7, 5}, 3, line, s1, n, me, 1, 0);
     /* slice: a trimmed tail and an even stride fit; a shifted start does not */
     check_view("slice tail", slice, (int64_t[]){0, 0, 4 * n - 1, 1}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
     check_view("slice stride", slice, (int64_t[]){0, 0, 4 * n, 2}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
@@ -220,7 +284,14 @@ static void check_views(struct pd_mesh *line, struct pd_mesh *grid)
     check_view("slice other dim", slice, (int64_t[]){1, 1, 3, 1}, (int64_t[]){4 * n, 3}, 2, line, s0, 0, 0);
     /* flip: an even split swaps pieces (one send per rank that moves); uneven gathers */
     check_view("flip even", flip, (int64_t[]){1, 0, 0}, (int64_t[]){2 * n, 3}, 2, line, s0, 0, 1);
-    check_view("flip uneven", flip, (int64_t[]){1, 0, 0}, (int64_t[]){2 * n + 1, 3}, 2, line, s0, -1, 0);
+    /* uneven: each rank sends the overlaps of its flipped piece with the
+     * others' pieces, and nothing is gathered (9 rows over 4: an empty piece) */
+    int64_t flip_n[] = {2 * n + 1, 7, 9, 1, 3 * n - 1};
+    for (size_t i = 0; i < sizeof flip_n / sizeof flip_n[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "flip uneven, %lld rows", (long long)flip_n[i]);
+        check_flip_moves(name, flip_n[i], 3, line, s0, n, me);
+    }
     check_view("flip other dim", flip, (int64_t[]){1, 1, 0}, (int64_t[]){2 * n, 3}, 2, line, s0, 0, 0);
     /* the exchange is on the profiler's communication track, with its bytes */
     {
@@ -240,11 +311,40 @@ static void check_views(struct pd_mesh *line, struct pd_mesh *grid)
         struct pd_placement bp[2] = {pd_shard(0), pd_partial(PD_RED_SUM)};
         check_view("diagonal rows nested", diag, (int64_t[]){0, 0, 1}, (int64_t[]){8, 9}, 2, grid, rr, 0, 0);
         check_view("diagonal rows, order 1", diag, (int64_t[]){1, 0, 1}, (int64_t[]){7, 9}, 2, grid, rr1, 0, 0);
-        check_view("diagonal rows and columns", diag, (int64_t[]){0, 0, 1}, (int64_t[]){6, 9}, 2, grid, rc, -1, 0);
+        /* rows and columns split: the rows (columns) kept when the diagonal
+         * follows them, and only the diagonal's pieces gathered on the other axis */
+        int c0 = pd_mesh_coord(grid, 0), c1 = pd_mesh_coord(grid, 1);
+        struct pd_placement cr[2] = {pd_shard(1), pd_shard(0)}, b12[2] = {pd_shard(1), pd_shard(2)};
+        check_diag_moves("diagonal rows and columns", (int64_t[]){0, 0, 1}, (int64_t[]){6, 9}, 2, grid, rc, 2, c0, 2, c1);
+        check_diag_moves("diagonal columns and rows", (int64_t[]){-2, 0, 1}, (int64_t[]){9, 6}, 2, grid, rc, 2, c0, 2, c1);
+        check_diag_moves("diagonal, neither kept", (int64_t[]){-1, 0, 1}, (int64_t[]){7, 7}, 2, grid, cr, 2, c1, 2, c0);
+        check_diag_moves("diagonal batch, both", (int64_t[]){1, 1, 2}, (int64_t[]){3, 5, 9}, 3, grid, b12, 2, c0, 2, c1);
+        check_diag_moves("diagonal, axes swapped", (int64_t[]){0, 1, 0}, (int64_t[]){9, 6}, 2, grid, rc, 2, c1, 2, c0);
+        { /* the gathered diagonal is a copy: writing into it is refused */
+            int tok = pd_scope_begin();
+            struct pd_tensor *x = pd_shard_tensor(matrix((int64_t[]){6, 9}, 2), grid, rc);
+            struct pd_tensor *y = pd_diagonal(x, 0, 0, 1);
+            CHECK(y && !pd_add_(y, pd_scalar(1, PD_F32)) && strstr(pd_last_error(), "copy"),
+                  "diagonal of rows and columns: a write into it must be refused");
+            pd_scope_end(tok);
+        }
         check_view("diagonal, partial", diag, (int64_t[]){0, 1, 2}, (int64_t[]){4, 5, 5}, 3, grid, bp, 0, 0);
         check_view("slice nested", slice, (int64_t[]){0, 0, 16, 2}, (int64_t[]){16, 3}, 2, grid, rr, 0, 0);
         check_view("flip both dims", flip, (int64_t[]){2, 0, 1}, (int64_t[]){4, 6}, 2, grid, rc, 0, 1);
         check_view("flip nested", flip, (int64_t[]){1, 0, 0}, (int64_t[]){8, 3}, 2, grid, rr1, 0, 1);
+        /* uneven on a grid: nested (piece index tp * 2 + dp), and both dims
+         * reversed (one exchange per dim: rows over dp, then columns over tp) */
+        check_flip_moves("flip nested, uneven", 7, 3, grid, rr1, 4, c1 * 2 + c0);
+        int64_t rows0, cols1, r0, r1, k0, k1;
+        int m0, m1;
+        flip_sends(5, 2, c0, &rows0, &m0);
+        flip_sends(7, 2, c1, &cols1, &m1);
+        pd_dist_piece(5, 2, c0, &r0, &r1);
+        pd_dist_piece(7, 2, c1, &k0, &k1);
+        int64_t moved = check_view("flip both dims, uneven", flip, (int64_t[]){2, 0, 1}, (int64_t[]){5, 7}, 2, grid, rc, 0,
+                                   m0 + m1);
+        CHECK(moved == (rows0 * (k1 - k0) + cols1 * (r1 - r0)) * 4, "flip both dims, uneven: sent %lld bytes",
+              (long long)moved);
     }
 }
 

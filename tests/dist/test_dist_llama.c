@@ -37,15 +37,17 @@ static struct pd_llama_config config(void)
 }
 
 /* The batch of a step, the same on every rank: ids and next-token targets. */
-static void batch(int step, struct pd_tensor **x, struct pd_tensor **y)
+static void batch_v(int step, int64_t V, struct pd_tensor **x, struct pd_tensor **y)
 {
     int64_t ids[B * (T + 1)];
     for (int b = 0; b < B; b++)
-        for (int t = 0; t <= T; t++) ids[b * (T + 1) + t] = (step * 7 + b * 13 + t * (2 + b % 2)) % 40; /* learnable */
+        for (int t = 0; t <= T; t++) ids[b * (T + 1) + t] = (step * 7 + b * 13 + t * (2 + b % 2)) % V; /* learnable */
     struct pd_tensor *all = pd_from_buffer(ids, (int64_t[]){B, T + 1}, 2, PD_I64);
     *x = pd_contiguous(pd_slice(all, 1, 0, T, 1));
     *y = pd_contiguous(pd_slice(all, 1, 1, T + 1, 1));
 }
+
+static void batch(int step, struct pd_tensor **x, struct pd_tensor **y) { batch_v(step, 40, x, y); }
 
 /* bf16 autocast around the forward (train's losses), as paddlec train --bf16:
  * one process and the mesh then round partial sums to bf16 at different
@@ -191,7 +193,9 @@ static void flashmask_split(struct pd_mesh *m)
  *       backward every gradient but the embedding's all-reduced, 4 (P - V D)
  *       bytes, plus the 4 bytes of the count; the embedding's gradient is
  *       made whole from the gathered ids and rows: all-gathers of
- *       (B/n) T 8 and (B/n) T D 4 bytes.
+ *       (B/n) T 8 and (B/n) T D 4 bytes. With a vocabulary small enough
+ *       that 2 V D 4 <= B T (D 4 + 8) (V = 16 here), the embedding's
+ *       gradient is Partial instead: 4 P + 4 bytes all-reduced, no gather.
  *   TP: forward  2 L all-reduces of B T D 4 (attention and MLP outputs,
  *       row-parallel) and 2 of B T 4 (the vocabulary-parallel loss's row
  *       max and row sum); backward 2 L + 1 all-reduces of B T D 4 (the
@@ -206,32 +210,41 @@ static void flashmask_split(struct pd_mesh *m)
 static void comm_volume(struct pd_mesh *dpm, struct pd_mesh *tpm)
 {
     struct pd_llama_config c = config();
-    const int64_t L = c.n_layers, D = c.dim, V = c.vocab_size, n = 2, BT = B * T;
+    const int64_t L = c.n_layers, D = c.dim, n = 2, BT = B * T;
     struct {
         const char *label;
         struct pd_mesh *m;
         int tp, sp;
         int64_t want[2][PD_COMM_COUNT][2]; /* forward/backward, kind, calls/bytes */
-    } cases[3] = {
-        {"DP2", dpm, 0, 0, {{{0, 0}, {1, 4}}, {{2, BT / n * 8 + BT / n * D * 4}, {0, 0}}}},
+        int64_t vocab;                     /* 0: config()'s */
+    } cases[4] = {
+        {"DP2", dpm, 0, 0, {{{0, 0}, {1, 4}}, {{2, BT / n * 8 + BT / n * D * 4}, {0, 0}}}, 0},
+        {"DP2 (vocabulary 16)", dpm, 0, 0, {{{0, 0}, {1, 4}}, {{0, 0}, {0, 0}}}, 16},
         {"TP2", tpm, 1, 0, {{{0, 0}, {2 * L + 2, 2 * L * BT * D * 4 + 2 * BT * 4}}, {{0, 0}, {2 * L + 2, (2 * L + 1) * BT * D * 4 + BT * 4}}}},
         {"TP2+SP", tpm, 1, 1, {{{2 * L + 1, (2 * L + 1) * BT / n * D * 4}, {2, 2 * BT * 4}, {2 * L, 2 * L * BT * D * 4}},
                                {{2 * L + 1, (2 * L + 1) * BT / n * D * 4}, {2 * L + 2, (2 * L + 1) * D * 4 + BT * 4},
                                 {2 * L + 1, (2 * L + 1) * BT * D * 4}}}},
     };
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < 4; ci++) {
         int tok = pd_scope_begin();
-        struct pd_llama *model = pd_llama_create(&c, 3);
+        struct pd_llama_config cc = c;
+        if (cases[ci].vocab) cc.vocab_size = cases[ci].vocab;
+        int64_t Vc = cc.vocab_size;
+        struct pd_llama *model = pd_llama_create(&cc, 3);
         struct pd_state_dict *sd = pd_llama_state_dict(model);
         struct pd_shard_plan plan[16];
         int np = cases[ci].tp ? pd_llama_shard_plan(cases[ci].sp, plan, 16) : 0;
         CHECK(np >= 0 && pd_shard_layer(sd, cases[ci].m, cases[ci].tp ? "tp" : NULL, plan, np) == 0, "shard");
         int64_t P = 0;
         for (int i = 0; i < pd_state_dict_size(sd); i++) P += pd_tensor_numel(pd_state_dict_tensor(sd, i));
-        if (ci == 0) cases[0].want[1][PD_COMM_ALLREDUCE][1] = 4 * (P - V * D) + 4;
-        if (ci == 0) cases[0].want[1][PD_COMM_ALLREDUCE][0] = -1; /* one per parameter: not the point */
+        if (!cases[ci].tp) { /* the embedding's gradient: Partial when its table is the smaller move */
+            int partial = 2 * Vc * D * 4 <= BT * (D * 4 + 8);
+            CHECK(partial == (cases[ci].vocab != 0), "%s: the formula's choice", cases[ci].label);
+            cases[ci].want[1][PD_COMM_ALLREDUCE][1] = 4 * (partial ? P : P - Vc * D) + 4;
+            cases[ci].want[1][PD_COMM_ALLREDUCE][0] = -1; /* one per parameter: not the point */
+        }
         struct pd_tensor *x, *y;
-        batch(0, &x, &y);
+        batch_v(0, Vc, &x, &y);
         const char *dp = cases[ci].tp ? NULL : "dp";
         x = pd_shard_batch(x, cases[ci].m, dp), y = pd_shard_batch(y, cases[ci].m, dp);
         struct pd_comm_stats s0, s1, s2;

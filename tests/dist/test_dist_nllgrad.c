@@ -11,7 +11,9 @@
  * bytes. nll_loss's backward used to build one_hot(target, C), an int64
  * [N, C] on every rank (twice the f32 logits), then products of that size.
  * The backward must add no collective beyond log_softmax's per-row sum,
- * and every gradient must equal the single-process one.
+ * and every gradient must equal the single-process one. nll_loss_backward
+ * called alone with a Partial logp (which it never reads) beside split
+ * targets must run no collective.
  */
 #include <math.h>
 #include <mpi.h>
@@ -24,6 +26,7 @@
 #include "pd/memory.h"
 #include "pd/pd.h"
 
+#include "dist/dist_internal.h" /* pdi_calln: nll_loss_backward called directly */
 #include "dist_check.h"
 
 /* ---- the counting allocator: the host one, plus the largest block ---- */
@@ -116,6 +119,34 @@ static void run(struct pd_mesh *m, const struct pd_placement *lpl, const struct 
     pd_scope_end(tok);
 }
 
+/* nll_loss_backward reads logp for its shape and dtype only, so a Partial
+ * logp beside targets split by rows must not be reduced: no collective at
+ * all (it was reduce-scattered, N C floats, before). lpl, tpl: logp's and
+ * the targets' (and w's) placements. The values equal one process's. */
+static void partial_logp(struct pd_mesh *m, const struct pd_placement *lpl, const struct pd_placement *tpl,
+                         const char *what)
+{
+    enum { N = 9, C = 7 };
+    int tok = pd_scope_begin();
+    struct pd_tensor *logp = values((int64_t[]){N, C}, 2, 2, 0), *target = values((int64_t[]){N}, 1, 5, C);
+    struct pd_tensor *w = values((int64_t[]){N}, 1, 4, 0);
+    struct pdi_attrs a;
+    pdi_attrs_default(PD_OP_nll_loss_backward, &a);
+    a.nll_loss_backward.ignore_index = -1;
+    struct pd_tensor *y1 = pdi_calln(PD_OP_nll_loss_backward, (struct pd_tensor *[]){logp, target, w}, 3, &a);
+    struct pd_tensor *in[3] = {pd_shard_tensor(logp, m, lpl), pd_shard_tensor(target, m, tpl), pd_shard_tensor(w, m, tpl)};
+    pd_comm_stats_reset();
+    struct pd_tensor *y2 = pdi_calln(PD_OP_nll_loss_backward, in, 3, &a);
+    struct pd_comm_stats st;
+    pd_comm_stats(&st);
+    int64_t calls = 0, bytes = 0;
+    for (int k = 0; k < PD_COMM_COUNT; k++) calls += st.calls[k], bytes += st.bytes[k];
+    CHECK(y2 && calls == 0, "%s: %lld collectives (%lld bytes) for a logp it never reads", what, (long long)calls,
+          (long long)bytes);
+    CHECK(y1 && y2 && dist_diff(pd_dtensor_full(y2), y1) == 0, "%s: values differ", what);
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     rank = pd_dist_world_rank();
@@ -129,6 +160,10 @@ int main(void)
         snprintf(what, sizeof what, "tp=%d, reduction %s", world, names[red]);
         run(line, (struct pd_placement[]){pd_shard(1)}, (struct pd_placement[]){pd_replicate()}, world, 1, red, what);
     }
+    partial_logp(line, (struct pd_placement[]){pd_partial(PD_RED_SUM)}, (struct pd_placement[]){pd_shard(0)},
+                 "Partial logp, rows split");
+    partial_logp(line, (struct pd_placement[]){pd_shard(0)}, (struct pd_placement[]){pd_replicate()},
+                 "logp split by rows, targets replicated");
     if (world == 4) {
         struct pd_mesh *grid = pd_mesh_create((int[]){2, 2}, 2, (const char *const[]){"dp", "tp"}, NULL);
         for (int red = 0; red < 3; red++) {
@@ -136,6 +171,10 @@ int main(void)
             run(grid, (struct pd_placement[]){pd_shard(0), pd_shard(1)},
                 (struct pd_placement[]){pd_shard(0), pd_replicate()}, 2, 2, red, what);
         }
+        partial_logp(grid, (struct pd_placement[]){pd_partial(PD_RED_SUM), pd_shard(1)},
+                     (struct pd_placement[]){pd_shard(0), pd_replicate()}, "Partial logp on dp, classes on tp");
+        partial_logp(grid, (struct pd_placement[]){pd_partial(PD_RED_MAX), pd_shard(0)},
+                     (struct pd_placement[]){pd_replicate(), pd_shard(0)}, "Partial(max) logp on dp, rows on tp");
         pd_mesh_release(grid);
     }
     pd_mesh_release(line);

@@ -16,7 +16,13 @@
  *     indices on every rank;
  *   - an invalid call (shapes that do not match) fails on every rank
  *     before any collective (it once gathered its inputs first, taking the
- *     infer error for a data-dependent shape).
+ *     infer error for a data-dependent shape);
+ *   - index_add and scatter_add of split rows into a small replicated x
+ *     give a Partial(sum) output with no collective (they gathered index
+ *     and src), and the embedding's gradient with split ids is one
+ *     all-reduce of the table (data parallelism all-reduces it with the
+ *     other gradients); a large
+ *     x still gathers the rows (the cheaper of the two).
  * Values and gradients equal the single-process ones. */
 #include <math.h>
 #include <mpi.h>
@@ -214,6 +220,68 @@ static void invalid_call(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+static int all_partial(const struct pd_tensor *t, int mdim, int axis)
+{
+    const struct pd_placement *p = t ? pd_dtensor_placements(t) : NULL;
+    return p && p[axis].kind == PD_PARTIAL && p[axis].op == PD_RED_SUM && (mdim >= 1);
+}
+
+/* Rows split on `axis` (1-d mesh: the only one; 2 x 2: the other axis
+ * replicates everything). */
+static void split_sums(struct pd_mesh *m, int axis)
+{
+    int tok = pd_scope_begin(), mdim = pd_mesh_ndim(m);
+    const int64_t V = 6, D = 5, N = 24;
+    struct pd_placement rows[PD_MAX_MESH_DIMS], rep[PD_MAX_MESH_DIMS];
+    with(rows, mdim, axis, pd_shard(0), -1);
+    with(rep, mdim, axis, pd_replicate(), -1);
+    int64_t iv[24];
+    for (int64_t i = 0; i < N; i++) iv[i] = (i * 7 + 3) % V;
+    struct pd_tensor *ids = pd_from_buffer(iv, (int64_t[]){N}, 1, PD_I64), *src = values((int64_t[]){N, D}, 2, 5);
+    struct pd_tensor *x = values((int64_t[]){V, D}, 2, 6);
+    struct pd_tensor *idsd = pd_shard_tensor(ids, m, rows), *srcd = pd_shard_tensor(src, m, rows);
+    struct pd_tensor *xd = pd_shard_tensor(x, m, rep);
+    struct pd_comm_stats st;
+    /* index_add: 2 |x| = 240 bytes <= |src| + |index| = 672 */
+    pd_comm_stats_reset();
+    struct pd_tensor *y = pd_index_add(xd, 0, idsd, srcd);
+    pd_comm_stats(&st);
+    CHECK(y && moved(&st) == 0 && all_partial(y, mdim, axis),
+          "index_add of split rows into a small x: %lld bytes moved, output %s (want none, Partial(sum))",
+          (long long)moved(&st), all_partial(y, mdim, axis) ? "Partial(sum)" : "not Partial(sum)");
+    CHECK(dist_diff(pd_dtensor_full(y), pd_index_add(x, 0, ids, src)) < 1e-6, "index_add of split rows: values differ");
+    /* scatter_add along dim 0 with a [N, D] index */
+    struct pd_tensor *ix2 = pd_contiguous(pd_expand(pd_unsqueeze(ids, 1), (int64_t[]){N, D}, 2));
+    struct pd_tensor *ix2d = pd_shard_tensor(ix2, m, rows);
+    pd_comm_stats_reset();
+    struct pd_tensor *z = pd_scatter_add(xd, 0, ix2d, srcd);
+    pd_comm_stats(&st);
+    CHECK(z && moved(&st) == 0 && all_partial(z, mdim, axis),
+          "scatter_add of split rows into a small x: %lld bytes moved (want none, Partial(sum))", (long long)moved(&st));
+    CHECK(dist_diff(pd_dtensor_full(z), pd_scatter_add(x, 0, ix2, src)) < 1e-6, "scatter_add of split rows: values differ");
+    /* a large x: gathering the rows moves less than reducing x would */
+    struct pd_tensor *big = values((int64_t[]){200, D}, 2, 7), *bigd = pd_shard_tensor(big, m, rep);
+    struct pd_tensor *b = pd_index_add(bigd, 0, idsd, srcd);
+    CHECK(b && !all_partial(b, mdim, axis) && dist_diff(pd_dtensor_full(b), pd_index_add(big, 0, ids, src)) < 1e-6,
+          "index_add of split rows into a large x: want the rows gathered (a replicated output), the same values");
+    /* the embedding's gradient: Partial, nothing moved in backward */
+    struct pd_tensor *w = pd_requires_grad_(pd_detach(x), 1), *wd = pd_requires_grad_(pd_shard_tensor(x, m, rep), 1);
+    struct pd_tensor *e = pd_embedding(idsd, wd), *ep = pd_embedding(ids, w);
+    struct pd_tensor *c = pd_shard_tensor(src, m, rows);
+    struct pd_tensor *l = e ? pd_sum(pd_mul(e, c), NULL, 0, 0) : NULL, *lp = pd_sum(pd_mul(ep, src), NULL, 0, 0);
+    pd_comm_stats_reset();
+    CHECK(l && pd_backward(l, NULL, 0) == PD_OK && pd_backward(lp, NULL, 0) == PD_OK, "embedding backward");
+    pd_comm_stats(&st);
+    struct pd_tensor *gw = pd_tensor_grad(wd);
+    /* the leaf's gradient is replicated as the leaf is: one all-reduce of
+     * V D floats (the ids and rows were gathered: N 8 + N D 4 bytes) */
+    CHECK(moved(&st) == V * D * 4 && st.calls[PD_COMM_ALLGATHER] == 0 && st.calls[PD_COMM_ALLREDUCE] == 1,
+          "embedding gradient of split ids: %lld bytes moved in backward, %lld all-gathers (want one all-reduce of "
+          "%lld bytes)", (long long)moved(&st), (long long)st.calls[PD_COMM_ALLGATHER], (long long)(V * D * 4));
+    CHECK(gw && dist_diff(pd_dtensor_full(gw), pd_tensor_grad(w)) < 1e-5, "embedding gradient: values differ");
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     struct pd_mesh *line, *grid;
@@ -224,7 +292,9 @@ int main(void)
     flashmask_batch(line);
     flashmask_helpers(line);
     invalid_call(line);
+    split_sums(line, 0);
     if (grid) {
+        split_sums(grid, 1);
         saved_reshard(grid, 1);
         growing(grid, 1);
     }

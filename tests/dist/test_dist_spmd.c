@@ -5,7 +5,8 @@
  * once on tensors placed by the case (data, tensor and mixed parallel, on
  * 1-D and 2-D meshes), and the loss and every input's gradient (gathered
  * with pd_dtensor_full) must agree to f32 rounding. Backward has no rules
- * of its own: the VJPs' ops come through the stage. */
+ * of its own: the VJPs' ops come through the stage. The grouped-query
+ * attention rule, called alone, must allocate nothing. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "pd/dist.h"
 #include "pd/pd.h"
 
+#include "dist/dist_internal.h" /* the sdpa rule, called directly */
 #include "dist_check.h"
 
 static struct pd_tensor *randn(const int64_t *shape, int ndim, int salt)
@@ -36,6 +38,10 @@ static struct pd_tensor *randn(const int64_t *shape, int ndim, int salt)
  * was 4.5e-4 of the values' scale; the tolerance is one bf16 rounding,
  * 2^-8, nine times that. */
 #define TOL_BF16 3.9e-3
+/* f16 autocast: the same, with f16's rounding (2^-11 relative, 8 times
+ * finer than bf16's). The largest difference measured (2 and 4 ranks) was
+ * 6.0e-5; the tolerance is one f16 rounding, 2^-11, eight times that. */
+#define TOL_F16 4.9e-4
 struct dcase {
     const char *name;
     int n_in;
@@ -54,17 +60,24 @@ static struct pd_tensor *make_input(const struct dcase *c, int i)
     return pd_cast(pd_clip(pd_floor(pd_scale(pd_add_scalar(t, 0.8), c->int_hi / 1.6001)), 0, c->int_hi - 1), PD_I64);
 }
 
-/* bf16 autocast around both runs (autocast_case): tolerances bf16's (TOL_BF16). */
-static int autocast_bf16;
-static double worst_bf16; /* the largest difference seen under it, reported */
+/* Autocast to this dtype (PD_BF16, PD_F16; -1: off) around both runs
+ * (autocast_case): tolerances the dtype's (TOL_BF16, TOL_F16). */
+static int autocast_dt = -1;
+static double worst_ac[2]; /* the largest difference seen under bf16, f16 autocast, reported */
 
-/* c->f(in), under bf16 autocast when autocast_bf16 is set. */
+/* c->f(in), under autocast to autocast_dt when it is set. */
 static struct pd_tensor *call_f(const struct dcase *c, struct pd_tensor **in)
 {
-    int ac = autocast_bf16 ? pd_autocast_begin(PD_BF16) : 0;
+    int ac = autocast_dt >= 0 ? pd_autocast_begin((enum pd_dtype)autocast_dt) : 0;
     struct pd_tensor *l = c->f(in);
-    if (autocast_bf16) pd_autocast_end(ac);
+    if (autocast_dt >= 0) pd_autocast_end(ac);
     return l;
+}
+
+/* Record a difference seen under autocast. */
+static void seen(double d)
+{
+    if (autocast_dt >= 0) worst_ac[autocast_dt == PD_F16] = fmax(worst_ac[autocast_dt == PD_F16], d);
 }
 
 /* Run c on plain tensors and on tensors in placements pl[i] on m. */
@@ -82,11 +95,11 @@ static void run_case(const struct dcase *c, struct pd_mesh *m, struct pd_placeme
         if (!c->is_int[i]) pd_requires_grad_(dist[i], 1);
     }
     struct pd_tensor *l1 = call_f(c, plain), *l2 = call_f(c, dist);
-    double tol = autocast_bf16 ? TOL_BF16 : 2e-5;
+    double tol = autocast_dt == PD_BF16 ? TOL_BF16 : autocast_dt == PD_F16 ? TOL_F16 : 2e-5;
     CHECK(l1 && l2, "%s %s: loss", c->name, label);
     if (!l1 || !l2) { pd_scope_end(tok); return; }
     double v1 = pd_item(l1), v2 = pd_item(l2);
-    if (autocast_bf16) worst_bf16 = fmax(worst_bf16, fabs(v1 - v2) / (1 + fabs(v1)));
+    seen(fabs(v1 - v2) / (1 + fabs(v1)));
     CHECK(fabs(v1 - v2) <= tol * (1 + fabs(v1)), "%s %s: loss %.9g, single process %.9g", c->name, label, v2, v1);
     CHECK(pd_backward(l1, NULL, 0) == 0, "%s: backward (single)", c->name);
     CHECK(pd_backward(l2, NULL, 0) == 0, "%s %s: backward", c->name, label);
@@ -101,7 +114,7 @@ static void run_case(const struct dcase *c, struct pd_mesh *m, struct pd_placeme
                       (gp[a].kind != PD_SHARD || gp[a].dim == pl[i][a].dim),
                   "%s %s: input %d's gradient is not in the input's placements (axis %d)", c->name, label, i, a);
         double d = dist_diff(pd_dtensor_full(g2), g1);
-        if (autocast_bf16) worst_bf16 = fmax(worst_bf16, d);
+        seen(d);
         CHECK(d <= tol, "%s %s: gradient of input %d differs by %.3g", c->name, label, i, d);
         CHECK(pd_tensor_dtype(g2) == pd_tensor_dtype(plain[i]), "%s %s: gradient %d is %s", c->name, label, i,
               pd_dtype_name(pd_tensor_dtype(g2)));
@@ -221,32 +234,33 @@ static int64_t bytes_since(const struct pd_comm_stats *before)
     return n;
 }
 
-/* y = x @ w on x [4, 6], w [6, 8] in placements pl (under bf16 autocast when
- * ac), then whole: the bytes both moved. */
+/* y = x @ w on x [4, 6], w [6, 8] in placements pl (under autocast to ac when
+ * ac >= 0), then whole: the bytes both moved. */
 static int64_t matmul_bytes(struct pd_mesh *m, struct pd_placement pl[][PD_MAX_MESH_DIMS], int ac, struct pd_tensor **y)
 {
     struct pd_tensor *x = pd_shard_tensor(randn((int64_t[]){4, 6}, 2, 1), m, pl[0]);
     struct pd_tensor *w = pd_shard_tensor(randn((int64_t[]){6, 8}, 2, 2), m, pl[1]);
     struct pd_comm_stats before;
     pd_comm_stats(&before);
-    int tok = ac ? pd_autocast_begin(PD_BF16) : 0;
+    int tok = ac >= 0 ? pd_autocast_begin((enum pd_dtype)ac) : 0;
     *y = pd_matmul(x, w, 0, 0);
-    if (ac) pd_autocast_end(tok);
+    if (ac >= 0) pd_autocast_end(tok);
     pd_dtensor_full(*y);
     return bytes_since(&before);
 }
 
-/* bf16 autocast on a distributed matmul (docs/distributed.md "bf16
- * autocast"), x [4, 6] @ w [6, 8] in every placement of R, S0, S1 per mesh
- * axis, and Partial(sum) too on a 1-D mesh: the product is bf16, its piece too (the casts
- * ran on the pieces); without a Partial input, the matmul and gathering its
- * result move exactly half the bytes of the same program in f32 (the same
+/* bf16 or f16 (dt) autocast on a distributed matmul (docs/distributed.md
+ * "bf16 autocast", "f16 autocast and the gradient scaler"), x [4, 6] @ w
+ * [6, 8] in every placement of R, S0, S1 per mesh axis, and Partial(sum)
+ * too on a 1-D mesh: the product is dt, its piece too (the casts ran on the
+ * pieces); without a Partial input, the matmul and gathering its result
+ * move exactly half the bytes of the same program in f32 (the same
  * collectives, on 2-byte elements: nothing gathered to cast, a Partial
- * product reduced in bf16; a Partial f32 input is summed in f32 before its
+ * product reduced in dt; a Partial f32 input is summed in f32 before its
  * cast, as one process casts the whole value); it, and the f32 gradients in
- * the inputs' placements, equal one process's autocast within bf16 rounding
- * (TOL_BF16). */
-static void autocast_matmul(struct pd_mesh *m)
+ * the inputs' placements, equal one process's autocast within dt's
+ * rounding (TOL_BF16, TOL_F16). */
+static void autocast_matmul(struct pd_mesh *m, enum pd_dtype dt)
 {
     int nd = pd_mesh_ndim(m), n_codes = 1, n_kinds = nd == 1 ? 4 : 3; /* Partial on 1-D meshes (time) */
     for (int a = 0; a < nd; a++) n_codes *= n_kinds * n_kinds;
@@ -266,14 +280,14 @@ static void autocast_matmul(struct pd_mesh *m)
         pl_str(&mm_case, m, pl, label);
         int tok = pd_scope_begin();
         struct pd_tensor *y16, *y32;
-        int64_t b16 = matmul_bytes(m, pl, 1, &y16), b32 = matmul_bytes(m, pl, 0, &y32);
-        CHECK(y16 && pd_tensor_dtype(y16) == PD_BF16 && pd_tensor_dtype(pd_dtensor_local(y16)) == PD_BF16,
-              "autocast matmul %s: not bf16", label);
+        int64_t b16 = matmul_bytes(m, pl, (int)dt, &y16), b32 = matmul_bytes(m, pl, -1, &y32);
+        CHECK(y16 && pd_tensor_dtype(y16) == dt && pd_tensor_dtype(pd_dtensor_local(y16)) == dt,
+              "autocast matmul %s: not %s", label, pd_dtype_name(dt));
         CHECK(partial || b32 == 2 * b16, "autocast matmul %s: %lld bytes moved, f32 %lld", label, (long long)b16, (long long)b32);
         pd_scope_end(tok);
-        autocast_bf16 = 1;
+        autocast_dt = (int)dt;
         run_case(&mm_case, m, pl, label);
-        autocast_bf16 = 0;
+        autocast_dt = -1;
     }
 }
 
@@ -332,6 +346,35 @@ static void vocab_parallel(struct pd_mesh *m, int axis)
     pd_scope_end(tok);
 }
 
+/* The grouped-query sdpa rule allocates nothing (pd_fault_count counts
+ * every allocation the library makes): it copied the placements into a
+ * pdi_malloc'd block on every call. q [2, 4, 5, 8] split by heads, k and
+ * v [2, 2, 5, 8]: at 2 ranks the heads stay split; at 4 they cannot (2
+ * key heads), and q is replicated. */
+static void gqa_rule_allocs(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_tensor *in[3] = {pd_zeros((int64_t[]){2, 4, 5, 8}, 4, PD_F32), pd_zeros((int64_t[]){2, 2, 5, 8}, 4, PD_F32),
+                               pd_zeros((int64_t[]){2, 2, 5, 8}, 4, PD_F32)};
+    struct pdi_meta meta[PDI_SPMD_MAX_OUT];
+    struct pdi_call g = {.op = PD_OP_sdpa, .n_in = 3, .n_out = 2, .in = in, .meta = meta};
+    pdi_attrs_default(PD_OP_sdpa, &g.a);
+    CHECK(pdi_ops[PD_OP_sdpa].infer(&g) == PD_OK, "sdpa: infer");
+    struct pd_placement pl[3][PD_MAX_MESH_DIMS];
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < pd_mesh_ndim(m); k++) pl[i][k] = i == 0 && k == 0 ? pd_shard(1) : pd_replicate();
+    struct pdi_spmd s = {.mesh = m, .mdim = pd_mesh_ndim(m), .n_in = 3, .n_out = 2, .in = pl, .a = g.a};
+    pd_fault_inject(INT64_MAX, 0);
+    int rc = pdi_ops[PD_OP_sdpa].spmd(&g, &s);
+    int64_t allocs = pd_fault_count();
+    pd_fault_inject(0, 0);
+    CHECK(rc == PD_OK && allocs == 0, "sdpa grouped-query rule: %lld allocations per call", (long long)allocs);
+    int heads = world == 2; /* 2 key heads split evenly over 2 ranks, not over 4 */
+    CHECK(pl[0][0].kind == (heads ? PD_SHARD : PD_REPLICATE) && pl[1][0].kind == pl[0][0].kind,
+          "sdpa grouped-query rule: the heads split at 2 ranks only");
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     struct pd_mesh *line, *grid;
@@ -356,15 +399,18 @@ int main(void)
             }
         }
     }
+    gqa_rule_allocs(line);
     vocab_parallel(line, 0);
     if (grid) vocab_parallel(grid, 1);
-    autocast_matmul(line);
-    if (grid) autocast_matmul(grid);
-    { /* the MLP under bf16 autocast, sharded on each dim in turn, then random placements */
+    for (int k = 0; k < 2; k++) { /* bf16, then f16 */
+        enum pd_dtype dt = k ? PD_F16 : PD_BF16;
+        autocast_matmul(line, dt);
+        if (grid) autocast_matmul(grid, dt);
+        /* the MLP under autocast, sharded on each dim in turn, then random placements */
         const struct dcase *c = &cases[2];
         struct pd_placement pl[MAX_IN][PD_MAX_MESH_DIMS];
         char b[256];
-        autocast_bf16 = 1;
+        autocast_dt = (int)dt;
         for (int d = -1; d < 3; d++) {
             for (int i = 0; i < c->n_in; i++) pl[i][0] = d >= 0 && d < c->ndim[i] ? pd_shard(d) : pd_replicate();
             run_case(c, line, pl, pl_str(c, line, pl, b));
@@ -373,9 +419,11 @@ int main(void)
             random_placements(c, grid, pl);
             run_case(c, grid, pl, pl_str(c, grid, pl, b));
         }
-        autocast_bf16 = 0;
+        autocast_dt = -1;
     }
-    if (rank == 0) printf("bf16 autocast: largest difference from one process %.3g (tolerance %.3g)\n", worst_bf16, TOL_BF16);
+    if (rank == 0)
+        printf("autocast: largest difference from one process %.3g under bf16 (tolerance %.3g), %.3g under f16 "
+               "(tolerance %.3g)\n", worst_ac[0], TOL_BF16, worst_ac[1], TOL_F16);
     pd_mesh_release(line);
     pd_mesh_release(grid);
     int all = dist_check_total();

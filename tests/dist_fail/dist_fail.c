@@ -19,6 +19,9 @@
  *   dp      (a data-parallel loop instead of reshards) raise(SIGKILL)
  *           before its third backward: the others wait for its gradient
  *           all-reduce (or a collective of the loss)
+ *   scaler  (a loop of gradient scaler steps on a sharded weight instead)
+ *           sleeps 60 s before its third unscale: the others wait at the
+ *           scaler's all-reduce of the inf flag
  *   mpierr  (before the loop) receives 8 bytes where rank 0 sends 16: the
  *           MPI error comes back as a status; its next reshard fails at
  *           once (out of step); it returns 0 from main
@@ -60,6 +63,38 @@ static int dp_loop(struct pd_mesh *m, int last)
     return dp ? 0 : 1;
 }
 
+/* Gradient scaler steps on a weight split over the mesh; the last rank
+ * never reaches the third unscale (the first collective of a step after
+ * its backward). */
+static int scaler_loop(struct pd_mesh *m, int last)
+{
+    struct pd_placement s0 = pd_shard(0);
+    int tok = pd_scope_begin();
+    struct pd_tensor *w = pd_keep(pd_shard_tensor(pd_full((int64_t[]){8, 8}, 2, 0.1, PD_F32), m, &s0));
+    pd_scope_end(tok);
+    pd_requires_grad_(w, 1);
+    struct pd_optim_config oc;
+    pd_optim_config_default(&oc, PD_OPTIM_SGD);
+    struct pd_state_dict *sd = pd_state_dict_create();
+    struct pd_optimizer *opt = sd && !pd_state_dict_set(sd, "w", w, 0) ? pd_optimizer_create_for(&oc, sd) : NULL;
+    struct pd_grad_scaler *sc = pd_grad_scaler_create(NULL);
+    for (int i = 0; i < 10 && opt && sc; i++) {
+        tok = pd_scope_begin();
+        struct pd_tensor *loss = pd_sum(pd_mul(w, w), NULL, 0, 0);
+        int rc = loss ? pd_backward(pd_grad_scaler_scale(sc, loss), NULL, 0) : pd_last_status();
+        if (i == 2 && last) sleep(60);
+        rc = rc ? rc : pd_grad_scaler_step(sc, opt) < 0;
+        rc = rc ? rc : pd_grad_scaler_update(sc);
+        pd_optimizer_zero_grad(opt);
+        pd_scope_end(tok);
+        if (rc) return fprintf(stderr, "step %d: %s\n", i, pd_last_error()), 1;
+    }
+    pd_grad_scaler_destroy(sc);
+    pd_optimizer_destroy(opt);
+    pd_state_dict_destroy(sd);
+    return opt && sc ? 0 : 1;
+}
+
 /* A block no pointer reaches once this returns (volatile: kept at any -O). */
 static void *volatile leak_sink;
 static void leak_on_purpose(void)
@@ -76,6 +111,7 @@ int main(int argc, char **argv)
     struct pd_mesh *m = pd_mesh_create(&world, 1, NULL, NULL);
     if (!m) return fprintf(stderr, "rank %d: %s\n", rank, pd_last_error()), 2;
     if (!strcmp(mode, "dp")) return dp_loop(m, last);
+    if (!strcmp(mode, "scaler")) return scaler_loop(m, last);
     if (!strcmp(mode, "mpierr") && world > 1 && rank < 2) {
         char buf[16] = {0};
         int rc = rank == 0 ? pdi_comm_send("dist_fail", buf, 16, 1, 5) : pdi_comm_recv("dist_fail", buf, 8, 0, 5);

@@ -1,8 +1,9 @@
 /* paddle.c — op test rows: the transformer blocks (rope, swiglu, sdpa,
  * sdpa_backward).
  *
- * rope with [T] and [B, T] positions, transposed and strided x, the
- * inverse rotation (sign -1: rope's VJP), int32 positions. swiglu on
+ * rope with [T] and [B, T] positions (spread, and packed: repeated
+ * values), transposed and strided x, the inverse rotation (sign -1: rope's
+ * VJP), int32 positions. swiglu on
  * contiguous, transposed, strided and large inputs. sdpa: plain, causal with
  * S == T, S > T (KV-cache step) and S < T (leading rows see nothing: zeros),
  * grouped-query heads, bool masks (including sparse ones that mask whole
@@ -111,6 +112,10 @@ static const struct opt_row rows[] = {
     /* rope: x [B, T, H, D] */
     {"rope/positions_T", PD_OP_rope, 2, {OPT_F(2, 5, 3, 8), OPT_IDX(0, 40, 5)}, f_rope, FL},
     {"rope/positions_BT", PD_OP_rope, 2, {OPT_F(2, 4, 2, 6), OPT_IDX(0, 1000, 2, 4)}, f_rope, FL},
+    /* positions whose range is shorter than their list (packed documents):
+     * the kernel tables cos/sin by position value */
+    {"rope/packed_positions", PD_OP_rope, 2, {OPT_F(3, 6, 2, 6), OPT_IDX(0, 5, 3, 6)}, f_rope, FL},
+    {"rope/repeated_T", PD_OP_rope, 2, {OPT_F(2, 7, 2, 4), OPT_IDX(-2, 3, 7)}, f_rope_inverse, FL},
     {"rope/small_theta", PD_OP_rope, 2, {OPT_F(1, 3, 2, 10), OPT_IDX(0, 9, 3)}, f_rope_small_theta, FL},
     {"rope/inverse", PD_OP_rope, 2, {OPT_F(2, 3, 2, 4), OPT_IDX(-5, 20, 2, 3)}, f_rope_inverse, FL},
     {"rope/transposed", PD_OP_rope, 2, {OPT_FT(2, 3, 4, 6), OPT_IDX(0, 30, 3)}, f_rope, FL},

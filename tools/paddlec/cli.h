@@ -293,4 +293,16 @@ void cli_dist_backward_done(void);
 struct pd_llama *cli_dist_eval_model(struct pd_llama *m);
 struct pd_state_dict *cli_dist_gather(struct pd_state_dict *sd);
 
+/* ---- train --bf16 / --f16 (amp.c) ---- */
+/* The autocast dtype; --f16: the gradient scaler, its state from ck when
+ * ck has it. Usage errors exit. */
+void cli_amp_setup(int bf16, int f16, const struct pd_state_dict *ck, const char *path);
+int cli_amp_begin(void);                                  /* autocast on: a token, -1 without */
+void cli_amp_end(int tok);
+struct pd_tensor *cli_amp_scale(struct pd_tensor *loss);  /* --f16: loss * scale; else loss */
+int cli_amp_unscale(struct pd_optimizer *opt);            /* --f16: 1 when a gradient is inf/NaN (the step is skipped) */
+int cli_amp_step(struct pd_optimizer *opt);               /* the step (--f16: skipped on inf/NaN); status */
+double cli_amp_loss_scale(void);                          /* 1 without --f16 */
+void cli_amp_save(struct pd_state_dict *sd);              /* --f16: the scaler's state as metadata */
+
 #endif

@@ -56,7 +56,7 @@ struct recipe {
     int keep_last;
     int dim, layers, heads, kv_heads, hidden, seq_len, tie;
     int steps, batch, accum, warmup, eval_every, eval_batches, ckpt_every, log_every, task_n, digits, heldout, profile;
-    int bf16, answer_loss, pack_documents;
+    int bf16, f16, answer_loss, pack_documents;
     double lr, min_lr, wd, beta1, beta2, clip, val_fraction, dropout;
     int64_t seed, lines;
     const char *init_hf;   /* --init-hf (hf.c) */
@@ -157,6 +157,7 @@ static struct cli_opt *recipe_opts(struct recipe *r)
         {"beta2", CLI_DOUBLE, &r->beta2, 0, 0.999999, "AdamW beta2", 0},
         {"clip", CLI_DOUBLE, &r->clip, 0, 1e9, "clip the global gradient norm to this (0: off)", 0},
         {"bf16", CLI_FLAG, &r->bf16, 0, 1, "bf16 autocast for matmuls (f32 master weights)", 0},
+        {"f16", CLI_FLAG, &r->f16, 0, 1, "f16 autocast for matmuls with a dynamic gradient scaler (f32 master weights)", 0},
         {"pack-documents", CLI_FLAG, &r->pack_documents, 0, 1,
          "mask attention between documents (built-in: problems; --data: paragraphs, off unless given) packed in a sequence", 0},
         {"answer-loss", CLI_FLAG, &r->answer_loss, 0, 1,
@@ -361,6 +362,7 @@ static void save_checkpoint(struct run *R, const char *path, int parts)
             pd_generator_get_state(dg, &s, &o);
             set_meta_u64x2(sd, "paddlec.dropout_rng", s, o);
         }
+        cli_amp_save(sd);   /* --f16: the gradient scaler (amp.c) */
     }
     char *mj = cli_hold(pd_llama_config_to_json(&R->mc), free), *rj = cli_hold(recipe_to_json(R->opts), free),
          *tj = cli_hold(pd_tokenizer_to_json(R->tok), free);
@@ -860,6 +862,7 @@ static void build(struct run *R, struct pd_state_dict *ck)
         if (R->step > r->steps)
             cli_fail(CLI_EXIT_USAGE, "%s: the checkpoint is at step %lld, beyond --steps %d", cli_q(path), (long long)R->step, r->steps);
     }
+    cli_amp_setup(r->bf16, r->f16, ck, R->resume_file);   /* --bf16, --f16 (amp.c) */
     cli_dist_setup(r->mesh, r->sp, R->params, R->opt);   /* --mesh (dist.c) */
     /* What runs after the last step is checked now. The held-out task draws
      * no numbers from pd generators: building it here changes nothing. */
@@ -924,7 +927,8 @@ int cmd_train(int argc, char **argv)
             (long long)pd_llama_num_params(R.model), r->dim, r->layers, r->heads, r->hidden, R.mc.vocab_size,
             r->data ? r->data : "built-in arithmetic", (long long)pd_text_dataset_num_tokens(R.ds, PD_SPLIT_TRAIN),
             r->batch, r->seq_len, r->accum, r->steps, R.step ? " (resumed)" : "",
-            r->bf16 ? "f32 weights with bf16 autocast" : "f32", cli_threads_desc(threads_buf, sizeof threads_buf));
+            r->bf16 ? "f32 weights with bf16 autocast" : r->f16 ? "f32 weights with f16 autocast and a gradient scaler" : "f32",
+            cli_threads_desc(threads_buf, sizeof threads_buf));
     struct cli_progress prog;
     cli_progress_init(&prog, r->steps, r->log_every);
     double t_start = cli_now(), loss = NAN, win_s = 0;
@@ -943,23 +947,26 @@ int cmd_train(int argc, char **argv)
             if (cli_dist_draw(R.ds, r->batch, r->seq_len, R.data_gen, &x, &y))   /* --mesh: this dp rank's rows */
                 cli_fail_pd("cannot draw a batch");
             if (r->answer_loss) y = cli_answer_targets(x, y);
-            int ac = r->bf16 ? pd_autocast_begin(PD_BF16) : -1;
-            if (r->bf16 && ac < 0) cli_fail_pd("--bf16");
+            int ac = cli_amp_begin();   /* --bf16, --f16 (amp.c) */
             struct pd_tensor *l = cli_loss(R.model, x, y, r->pack_documents ? &R.pack : NULL);
-            if (r->bf16) pd_autocast_end(ac);
+            cli_amp_end(ac);
             if (l && pd_tensor_dtype(l) != PD_F32) l = pd_cast(l, PD_F32);
-            if (!l || pd_backward(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l, NULL, 0))
+            if (!l || pd_backward(cli_amp_scale(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l), NULL, 0))
                 cli_fail_pd("step %lld failed", (long long)R.step + 1);
             cli_dist_backward_done();   /* --mesh dp: the gradients reduced */
             sum += pd_item(l);
         }
+        int skip = cli_amp_unscale(R.opt);   /* --f16: an inf/NaN gradient skips the step */
         double gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
         if (r->clip > 0 && gnorm < 0) cli_fail_pd("gradient clipping failed");
         loss = sum / r->accum;
-        if (!isfinite(loss) || (r->clip > 0 && !isfinite(gnorm)))
+        if (!isfinite(loss) || (r->clip > 0 && !isfinite(gnorm) && !skip))
             cli_fail(CLI_EXIT_FAIL, "step %lld: loss %g, gradient norm %g are not finite (lower --lr?)",
                      (long long)R.step + 1, loss, gnorm);
-        if (pd_optimizer_set_lr(R.opt, -1, lr) || pd_optimizer_step(R.opt)) cli_fail_pd("optimizer step failed");
+        if (pd_optimizer_set_lr(R.opt, -1, lr) || cli_amp_step(R.opt)) cli_fail_pd("optimizer step failed");
+        if (skip)
+            cli_progress_note(&prog, "step %lld: inf/NaN gradient, step skipped; loss scale now %g", (long long)R.step + 1,
+                              cli_amp_loss_scale());
         pd_optimizer_zero_grad(R.opt);
         cli_scope_end(scope_tok);
         R.step++;

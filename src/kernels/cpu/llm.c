@@ -68,17 +68,32 @@ static float vsum(const float *x, int64_t n) /* n a multiple of PDI_GEMM_VW */
 }
 
 /* ---- rope ------------------------------------------------------------ */
-/* cos/sin of angle = sign * pos * theta^(-2i/D) per position row, in
+/* cos/sin of angle = sign * pos * theta^(-2i/D) per distinct position, in
  * double (positions reach the thousands; f32 angles would lose digits),
- * then the rotation of each (i, i + D/2) pair in f32. */
+ * then the rotation of each (i, i + D/2) pair in f32. The table covers the
+ * positions' range [lo, hi] when that is shorter than the list: packed
+ * documents give [B, T] positions that all lie in [0, T), so a training
+ * step takes T rows of cos/sin instead of B T (the trig dominated the op).
+ * A row's values depend on its position only, so either table gives the
+ * same bits. */
 static int cpu_rope(const struct pdi_kcall *k)
 {
     const struct pd_kview *x = &k->in[0], *p = &k->in[1], *y = &k->out[0];
     int64_t B = x->shape[0], T = x->shape[1], H = x->shape[2], D = x->shape[3], h2 = D / 2;
     int64_t np = pdi_kview_numel(p), rows = B * T;
     if (rows * H * D == 0) return PD_OK;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t r = 0; r < np; r++) {
+        int64_t v = pdi_load_int(pdi_kview_ptr(p, r), p->dtype);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    /* by value when the range is shorter than the list (hi - lo cannot
+     * overflow a comparison against np this way) */
+    int by_value = hi >= lo && (uint64_t)hi - (uint64_t)lo < (uint64_t)np;
+    int64_t nt = by_value ? hi - lo + 1 : np;
     double sign = (double)k->a->rope.sign, theta = k->a->rope.theta;
-    size_t ib = sizeof(double) * (size_t)h2, cb = sizeof(float) * (size_t)(np * h2 * 2);
+    size_t ib = sizeof(double) * (size_t)h2, cb = sizeof(float) * (size_t)(nt * h2 * 2);
     double *inv = pdi_kscratch(k, ib);
     float *cs = pdi_kscratch(k, cb);
     if (!inv || !cs) {
@@ -87,8 +102,8 @@ static int cpu_rope(const struct pdi_kcall *k)
     }
     for (int64_t i = 0; i < h2; i++) inv[i] = pow(theta, -2.0 * (double)i / (double)D);
     int par = rows * H * D >= PDI_PAR_GRAIN;
-    PDI_FOR(par && np * h2 >= 4096, r, np, {
-        double pos = sign * (double)pdi_load_int(pdi_kview_ptr(p, r), p->dtype);
+    PDI_FOR(par && nt * h2 >= 4096, r, nt, {
+        double pos = sign * (double)(by_value ? lo + r : pdi_load_int(pdi_kview_ptr(p, r), p->dtype));
         float *c = cs + r * h2 * 2;
         for (int64_t i = 0; i < h2; i++) {
             double a = pos * inv[i];
@@ -98,8 +113,9 @@ static int cpu_rope(const struct pdi_kcall *k)
     });
     size_t es = pd_dtype_size(x->dtype);
     PDI_FOR(par, r, rows, {
-        int64_t b = r / T, t = r % T;
-        const float *c = cs + (p->ndim == 1 ? t : r) * h2 * 2, *s = c + h2;
+        int64_t b = r / T, t = r % T, pr = p->ndim == 1 ? t : r;
+        if (by_value) pr = pdi_load_int(pdi_kview_ptr(p, pr), p->dtype) - lo;
+        const float *c = cs + pr * h2 * 2, *s = c + h2;
         for (int64_t h = 0; h < H; h++) {
             const char *xp = x->data + (b * x->strides[0] + t * x->strides[1] + h * x->strides[2]) * (int64_t)es;
             char *yp = y->data + ((r * H + h) * D) * (int64_t)es;

@@ -165,10 +165,12 @@ static struct pd_tensor *whole(struct pd_tensor *t)
 /* ---- one row, one draw ------------------------------------------------- */
 /* Ops that only move values (views, injective ops) must be bit for bit.
  * Arithmetic may not be: a kernel's vector body and scalar tail can round
- * differently, and a piece puts elements in other lanes. */
+ * differently, and a piece puts elements in other lanes. index_add and
+ * scatter_add are injective in the op table but add: split rows summed as
+ * a Partial output (pdi_spmd_index) add duplicate targets in another order. */
 static int has_kind_exact(enum pd_op op)
 {
-    if ((unsigned)op >= PD_OP_COUNT) return 0;
+    if ((unsigned)op >= PD_OP_COUNT || op == PD_OP_index_add || op == PD_OP_scatter_add) return 0;
     enum pdi_kind k = pdi_ops[op].kind;
     return k == PDI_KIND_VIEW || k == PDI_KIND_INJECTIVE;
 }
