@@ -214,6 +214,16 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
  * data-dependent shape: it runs the op whole) from one that refused the
  * input (an error, returned before any communication). */
 extern _Thread_local unsigned pdi_host_dist_refusals;
+/* A validation read: an infer that reads values only to check them, never
+ * to compute a shape (flashmask's mask indices), reads them through this.
+ * It is pdi_host_read, except inside the distribute stage's global infer
+ * (pdi_global_infer > 0, src/dist/spmd.c), where a distributed t is not
+ * read: PD_OK with *data NULL, and the caller skips the check (each rank's
+ * local call checks its piece). A read that determines a shape (nonzero,
+ * unique, masked_select) stays a pdi_host_read: refused on a distributed
+ * tensor, so the stage runs the op whole. Status; *data is t's element 0. */
+extern PDI_TLS int pdi_global_infer;
+int pdi_host_validate(const struct pd_tensor *t, const char *what, const void **data);
 /* The write side: the one function through which host bytes enter a tensor
  * outside an op (host bytes cannot be an op's attribute). Copies
  * numel * dtype-size bytes from src into t (contiguous; any offset), bumps

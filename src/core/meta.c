@@ -69,6 +69,15 @@ void pdi_host_observer_remove(pdi_host_observer_fn fn, void *ctx)
 }
 
 _Thread_local unsigned pdi_host_dist_refusals;
+PDI_TLS int pdi_global_infer;
+
+int pdi_host_validate(const struct pd_tensor *t, const char *what, const void **data)
+{
+    *data = NULL;
+    if (t && t->dist && pdi_global_infer > 0) return PD_OK; /* the stage's global infer: not read here */
+    *data = pdi_host_read(t, what);
+    return *data ? PD_OK : pd_last_status();
+}
 
 void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *what)
 {

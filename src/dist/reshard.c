@@ -118,6 +118,24 @@ static struct pd_tensor *divide(struct pd_tensor *x, int n)
     return pd_div(x, pd_full(NULL, 0, (double)n, x->dtype));
 }
 
+/* The dtype a Partial(op) tensor of dt is reduced in over n ranks. Most
+ * reductions run in the dtype (f16 and bf16 as 2-byte elements: comm.c).
+ * An average over a number of ranks that is not a power of two sums in a
+ * wider dtype (f32 in f64, f16 and bf16 in f32) and divides there, rounding
+ * once to dt: in dt, n equal values summed and divided by n need not give
+ * the value back ((x + x + x) / 3 != x for about one f32 in seven), and R ->
+ * P(avg) holds the value on every rank. The wider sum of n equal values is
+ * exact, so such a tensor comes back bit for bit. Dividing by a power of two
+ * is exact, so 2 and 4 ranks move dt as before. f64 has no wider dtype. */
+static enum pd_dtype reduce_dtype(enum pd_dtype dt, enum pd_reduce_op op, int n)
+{
+    if (op == PD_RED_AVG && (n & (n - 1)) != 0) {
+        if (dt == PD_F32) return PD_F64;
+        if (dt == PD_F16 || dt == PD_BF16) return PD_F32;
+    }
+    return pdi_comm_reducible(dt) ? dt : PD_F32;
+}
+
 /* S -> R over the axes sharding dim d: an all-gather (uneven pieces by the rule). */
 static struct pd_tensor *gather_dim(struct pd_tensor *x, struct pd_mesh *m, const int *axes, int na, int d,
                                     int64_t extent)
@@ -159,8 +177,8 @@ static struct pd_tensor *gather_dim(struct pd_tensor *x, struct pd_mesh *m, cons
 static struct pd_tensor *reduce_axis(struct pd_tensor *x, struct pd_mesh *m, int a, enum pd_reduce_op op)
 {
     struct pdi_comm_on on = pdi_comm_on_axes(FN, m, &a, 1);
-    enum pd_dtype dt = x->dtype;
-    struct pd_tensor *w = pd_contiguous(!pdi_comm_reducible(dt) ? pd_cast(x, PD_F32) : x);
+    enum pd_dtype dt = x->dtype, rt = reduce_dtype(dt, op, m->shape[a]);
+    struct pd_tensor *w = pd_contiguous(rt != dt ? pd_cast(x, rt) : x);
     int64_t n = w ? pd_tensor_numel(w) : 0;
     size_t bytes = w ? (size_t)n * pd_dtype_size(w->dtype) : 0;
     const void *src = w && fits_int(n, "an all-reduce") ? pdi_host_read(w, FN) : NULL;
@@ -181,8 +199,8 @@ static struct pd_tensor *reduce_axis(struct pd_tensor *x, struct pd_mesh *m, int
 static struct pd_tensor *reduce_scatter(struct pd_tensor *x, struct pd_mesh *m, int a, enum pd_reduce_op op, int d)
 {
     struct pdi_comm_on on = pdi_comm_on_axes(FN, m, &a, 1);
-    enum pd_dtype dt = x->dtype;
-    struct pd_tensor *f = front(!pdi_comm_reducible(dt) ? pd_cast(x, PD_F32) : x, d);
+    enum pd_dtype dt = x->dtype, rt = reduce_dtype(dt, op, m->shape[a]);
+    struct pd_tensor *f = front(rt != dt ? pd_cast(x, rt) : x, d);
     int n = m->shape[a];
     int64_t row = f ? row_elems(f, 0) : 0, extent = f ? f->shape[0] : 0, s, e;
     int *counts = f ? pdi_calloc((size_t)n, sizeof *counts) : NULL;

@@ -258,7 +258,9 @@ static int dist_call(struct pdi_call *c)
     int rc = has_attrs ? pdi_attrs_check(c) : PD_OK;
     if (rc) return rc;
     unsigned refusals = pdi_host_dist_refusals;
+    pdi_global_infer++; /* validation reads of distributed inputs are skipped (pdi_host_validate) */
     rc = d->infer(c);
+    pdi_global_infer--;
     int have_meta = rc == PD_OK;
     if (!have_meta) {
         if (has_attrs) c->a = a0;

@@ -294,12 +294,17 @@ struct pd_tensor *pd_flashmask_to_dense(struct pd_tensor *idx, int causal, int64
     if (!idx) return NULL;
     if (Sq < 0) return pdi_error(PD_ERR_INVALID, "%s: Sq = %lld must be >= 0", fn, (long long)Sq);
     int r4 = idx->ndim == 4;
-    if (pdi_flashmask_check_indices(fn, idx, causal != 0, r4 ? idx->shape[0] : 0, Sq, r4 ? idx->shape[2] : 0,
-                                    r4 ? idx->shape[1] : 0))
-        return NULL;
     /* public ops, shared with the decomposition; the inner scope frees the
-     * intermediate [B, Hm, Sq, Sk] masks at once */
+     * intermediate [B, Hm, Sq, Sk] masks at once. Not an op: a distributed
+     * idx is checked whole on every rank (an all-gather of the indices),
+     * so every rank refuses alike, and the mask is made from its pieces. */
     int scope_tok = pd_scope_begin();
+    struct pd_tensor *whole = idx->dist && pdi_dist_hooks ? pdi_dist_hooks->full(idx) : idx;
+    if (!whole || pdi_flashmask_check_indices(fn, whole, causal != 0, r4 ? idx->shape[0] : 0, Sq,
+                                              r4 ? idx->shape[2] : 0, r4 ? idx->shape[1] : 0)) {
+        pd_scope_end(scope_tok);
+        return NULL;
+    }
     struct pd_tensor *d = pd_keep(pdi_flashmask_dense(idx, causal != 0, Sq));
     pd_scope_end(scope_tok);
     return d;

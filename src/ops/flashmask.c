@@ -67,12 +67,13 @@ int pdi_flashmask_check_indices(const char *op, const struct pd_tensor *idx, int
                           "non-causal ones 2 (LTS, UTE) or 4 (LTS, LTE, UTS, UTE)",
                           op, (long long)C);
     static const char *names[2][4] = {{"LTS", "UTE", "", ""}, {"LTS", "LTE", "UTS", "UTE"}};
-    /* A distributed idx: the global call checks shapes only; each rank's
-     * local call checks its piece's values (src/dist/spmd.c). A host read
-     * here would be refused, and the stage would then run the op whole on
-     * every rank (its data-dependent fallback). */
-    if (idx->dist) return PD_OK;
-    if (!pdi_host_read(idx, op)) return pd_last_status(); /* the values are checked on the host */
+    /* The values are checked on the host, a validation read: the
+     * distribute stage's global infer skips it on a distributed idx (the
+     * shapes above are checked), and each rank's local call checks its
+     * piece's values. */
+    const void *data;
+    int rc = pdi_host_validate(idx, op, &data);
+    if (rc || !data) return rc;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hm; h++)
             for (int64_t j = 0; j < Sk; j++)
@@ -265,11 +266,17 @@ int pd_flashmask_count_tiles(struct pd_tensor *idx, int causal, int64_t B, int64
                           "pd_flashmask_count_tiles: B = %lld, Hq = %lld, Sq = %lld, Sk = %lld are too large "
                           "(Sq, Sk <= 2^31 - 1; B * Hq * Sq * Sk must fit an int64)",
                           (long long)B, (long long)Hq, (long long)Sq, (long long)Sk);
-    int rc = idx ? pdi_flashmask_check_indices("pd_flashmask_count_tiles", idx, causal != 0, B, Sq, Sk, Hk) : PD_OK;
-    if (rc) return rc;
+    /* Not an op: a distributed idx is counted whole on every rank (an
+     * all-gather of the indices), never its piece as if it were whole. */
+    int tok = pd_scope_begin();
+    struct pd_tensor *whole = idx && idx->dist && pdi_dist_hooks ? pdi_dist_hooks->full(idx) : idx;
+    int rc = idx && !whole ? pd_last_status() : PD_OK;
+    if (!rc && whole) rc = pdi_flashmask_check_indices("pd_flashmask_count_tiles", whole, causal != 0, B, Sq, Sk, Hk);
     struct pd_kview iv;
-    if (idx) pdi_kview_of(idx, &iv);
-    return pdi_flashmask_count_tiles(idx ? &iv : NULL, causal, B, Sq, Sk, Hq, out);
+    if (!rc && whole) pdi_kview_of(whole, &iv);
+    if (!rc) rc = pdi_flashmask_count_tiles(whole ? &iv : NULL, causal, B, Sq, Sk, Hq, out);
+    pd_scope_end(tok);
+    return rc;
 }
 
 struct pd_tensor *pdi_flashmask_window(int64_t B, int64_t Sq, int64_t Sk, int64_t left, int64_t right, int causal)

@@ -639,7 +639,12 @@ static struct pd_tensor *rdec_var(const struct pdi_call *c, const struct rdec *r
 {
     struct pd_tensor *mean = pd_div(rdec_sum(r, r->x), rdec_scalar(r, (double)r->count));
     double div = (double)r->count - (double)c->a.reduce_var.correction;
-    return pd_div(rdec_sum(r, pd_square(pd_sub(r->x, mean))), rdec_scalar(r, div > 0 ? div : 0));
+    struct pd_tensor *ss = rdec_sum(r, pd_square(pd_sub(r->x, mean)));
+    /* S / 0 is not the sum of its parts over 0 (a part of 0 gives NaN where
+     * S / 0 is inf): abs, the identity on S >= 0, is not linear, so a
+     * distributed S that is Partial over a split axis is reduced first */
+    if (!(div > 0)) ss = pd_abs(ss);
+    return pd_div(ss, rdec_scalar(r, div > 0 ? div : 0));
 }
 
 int pdi_decomp_var(const struct pdi_call *c, struct pd_tensor **out)

@@ -122,8 +122,10 @@ static struct pd_state_dict *whole(struct pd_state_dict *sd, int dist)
 {
     if (dist) return pd_state_dict_gather(sd);
     struct pd_state_dict *w = pd_state_dict_create();
+    int tok = pd_scope_begin(); /* the clones' own references (the dict takes one): called outside a scope too */
     for (int i = 0; w && i < pd_state_dict_size(sd); i++)
         pd_state_dict_set(w, pd_state_dict_name(sd, i), pd_clone(pd_detach(pd_state_dict_tensor(sd, i))), 0);
+    pd_scope_end(tok);
     return w;
 }
 

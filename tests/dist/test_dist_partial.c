@@ -11,6 +11,9 @@
  *     backward (its global infer once read the indices' values, was
  *     refused on a distributed tensor, and the stage gathered q, k, v and
  *     the indices and ran the whole batch on every rank);
+ *   - the mask helpers that are not ops (pd_flashmask_to_dense,
+ *     pd_flashmask_count_tiles) on split rows check and count the whole
+ *     indices on every rank;
  *   - an invalid call (shapes that do not match) fails on every rank
  *     before any collective (it once gathered its inputs first, taking the
  *     infer error for a data-dependent shape);
@@ -156,6 +159,48 @@ static void flashmask_batch(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+/* The mask helpers that are not ops, on split rows: they check (and
+ * count) the whole indices on every rank. pd_flashmask_count_tiles once
+ * counted this rank's piece as if it were the whole tensor (a read past the
+ * piece: a heap overflow under ASan), and pd_flashmask_to_dense took any
+ * values (flashmask's check returned early on every distributed idx, not
+ * only in the distribute stage's global infer). */
+static void flashmask_helpers(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    const int64_t B = 4, S = 8, H = 2;
+    struct pd_tensor *one = pd_flashmask_causal_document(S, (int64_t[]){3, 5}, 2);
+    struct pd_tensor *idx = pd_contiguous(pd_expand(one, (int64_t[]){B, 1, S, 1}, 4));
+    struct pd_placement pl[1] = {pd_shard(0)};
+    struct pd_tensor *idxd = pd_shard_tensor(idx, m, pl);
+    struct pd_flashmask_tiles t1, t2;
+    memset(&t1, 0, sizeof t1), memset(&t2, 1, sizeof t2);
+    CHECK(pd_flashmask_count_tiles(idx, 1, B, S, S, H, H, &t1) == PD_OK, "count_tiles, one process");
+    int rc = pd_flashmask_count_tiles(idxd, 1, B, S, S, H, H, &t2);
+    CHECK(rc == PD_OK && !memcmp(&t1, &t2, sizeof t1),
+          "count_tiles on split rows: status %d, skipped %lld partial %lld full %lld (one process: %lld %lld %lld)", rc,
+          (long long)t2.skipped, (long long)t2.partial, (long long)t2.full, (long long)t1.skipped,
+          (long long)t1.partial, (long long)t1.full);
+    struct pd_tensor *dense = pd_flashmask_to_dense(idxd, 1, S);
+    CHECK(dense && pd_dtensor_is_dist(dense) && dist_diff(pd_dtensor_full(dense), pd_flashmask_to_dense(idx, 1, S)) == 0,
+          "to_dense on split rows");
+    /* an index outside [0, S] in the last batch row (the last rank's piece) */
+    int32_t *v = malloc(sizeof *v * (size_t)(B * S));
+    pd_to_buffer(idx, v, PD_I32);
+    v[B * S - 1] = (int32_t)S + 1;
+    struct pd_tensor *bad = pd_shard_tensor(pd_from_buffer(v, (int64_t[]){B, 1, S, 1}, 4, PD_I32), m, pl);
+    free(v);
+    pd_clear_error();
+    struct pd_tensor *bd = pd_flashmask_to_dense(bad, 1, S);
+    CHECK(!bd && strstr(pd_last_error(), "outside [0, Sq = 8]"), "to_dense of an index out of range on split rows: %s",
+          bd ? "accepted" : "refused with another message");
+    pd_clear_error();
+    rc = pd_flashmask_count_tiles(bad, 1, B, S, S, H, H, &t2);
+    CHECK(rc != PD_OK && strstr(pd_last_error(), "outside [0, Sq = 8]"),
+          "count_tiles of an index out of range on split rows: status %d", rc);
+    pd_scope_end(tok);
+}
+
 static void invalid_call(struct pd_mesh *m)
 {
     int tok = pd_scope_begin();
@@ -245,6 +290,7 @@ int main(void)
     saved_reshard(line, 0);
     growing(line, 0);
     flashmask_batch(line);
+    flashmask_helpers(line);
     invalid_call(line);
     split_sums(line, 0);
     if (grid) {

@@ -25,6 +25,10 @@
  *   mpierr  (before the loop) receives 8 bytes where rank 0 sends 16: the
  *           MPI error comes back as a status; its next reshard fails at
  *           once (out of step); it returns 0 from main
+ *   leak    (after the loop, which finishes) leaks a block in
+ *           leak_on_purpose and returns 0: under ASan, LeakSanitizer must
+ *           report it through tests/lsan-mpi.supp (the PD_SANITIZE build
+ *           only)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -91,6 +95,14 @@ static int scaler_loop(struct pd_mesh *m, int last)
     return opt && sc ? 0 : 1;
 }
 
+/* A block no pointer reaches once this returns (volatile: kept at any -O). */
+static void *volatile leak_sink;
+static void leak_on_purpose(void)
+{
+    leak_sink = malloc(4096);
+    leak_sink = NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "late";
@@ -134,6 +146,7 @@ int main(int argc, char **argv)
     }
     pd_scope_end(tok);
     pd_mesh_release(m);
+    if (!strcmp(mode, "leak") && last) leak_on_purpose();
     if (rank == 0) printf("dist_fail %s: finished\n", mode);
     return 0;
 }
