@@ -136,14 +136,17 @@ const struct pd_placement *pd_dtensor_placements(const struct pd_tensor *t);
  * params: distributed leaves (f32/f64, requiring grad) replicated on the
  * mesh axis named `axis`. Autograd then keeps their gradients Partial on
  * that axis and hands each to a hook as soon as it is final; the hook
- * copies it into a bucket (about bucket_bytes; 0: 25 MiB, filled in
- * reverse parameter order), and a full bucket starts a non-blocking
- * all-reduce while backward goes on. pd_dp_finish waits and makes each
+ * copies it into a bucket (about bucket_bytes; 0: PD_DP_BUCKET_DEFAULT;
+ * filled in reverse parameter order), and a full bucket starts a
+ * non-blocking all-reduce while backward goes on (backward tests the
+ * buckets in flight between its nodes). Only the last bucket waits after
+ * backward, so buckets much smaller than the model overlap more. pd_dp_finish waits and makes each
  * gradient the reduced one, Replicate on the axis; pd_optimizer_step and
  * pd_clip_grad_norm call it for every attached reducer. Gradients summed
  * over several backwards need pd_dp_finish after each. Collective over the
  * mesh. */
 struct pd_dp;
+#define PD_DP_BUCKET_DEFAULT ((size_t)4 << 20) /* docs/distributed.md "Data parallelism" */
 struct pd_dp *pd_dp_attach(struct pd_tensor *const *params, int n, struct pd_mesh *m, const char *axis,
                            size_t bucket_bytes);
 int pd_dp_finish(struct pd_dp *dp);

@@ -141,7 +141,7 @@ struct pd_dp *pd_dp_attach(struct pd_tensor *const *params, int n, struct pd_mes
     if (n < 1) return pdi_error(PD_ERR_INVALID, "%s: %d parameters", fn, n);
     int ax = pd_mesh_axis(m, axis);
     if (ax < 0) return pdi_error(PD_ERR_INVALID, "%s: the mesh has no axis named %.32s", fn, axis);
-    if (bucket_bytes == 0) bucket_bytes = (size_t)25 << 20;
+    if (bucket_bytes == 0) bucket_bytes = PD_DP_BUCKET_DEFAULT;
     for (int i = 0; i < n; i++) {
         const struct pd_tensor *p = params[i];
         const struct pdi_dist *d = p ? p->dist : NULL;
