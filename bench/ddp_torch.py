@@ -37,12 +37,15 @@ The peer gets its best settings, as in llama_torch.py:
   the buckets: no copy into them), broadcast_buffers=False (the model's only
   buffers are the constant RoPE tables); every step all-reduces (no
   no_sync), one thread per rank for torch's ops, gloo over loopback.
+A rank waits at most PD_PEER_GLOO_TIMEOUT seconds (default 300) for the
+others (gloo's default is 30 minutes: a rank whose peer died sat there); a
+failed rank's stderr is part of the "skipped" line.
 Timing: W warm-up steps, then N timed steps, each step zero_grad + forward
 + loss + backward (with DDP's all-reduce) + AdamW step + loss.item(); per
 step the slowest rank's time (MAX all-reduce of the per-rank times after
 the run), then the median.
 """
-import os, socket, subprocess, sys
+import datetime, os, socket, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -83,14 +86,21 @@ def run_config(args, what, core):
     env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world))
     env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     argv = [sys.executable] + dc.child_argv(__file__, args, what, world, th, VARIANTS) + ["--coretype", core]
-    procs = []
+    procs, errs = [], []
     for r in range(world):
         e = dict(env, RANK=str(r), LOCAL_RANK=str(r))
-        # rank 0 prints the results; the others' stdout is dropped
+        # rank 0 prints the results; the others' stdout is dropped, their
+        # stderr kept in a file for the failure line
+        errs.append(None if r == 0 else tempfile.TemporaryFile(mode="w+"))
         procs.append(subprocess.Popen(argv, env=e, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE if r == 0 else subprocess.DEVNULL, text=True))
+                                      stderr=subprocess.PIPE if r == 0 else errs[r], text=True))
     out, err = procs[0].communicate()
     rcs = [procs[0].returncode] + [p.wait() for p in procs[1:]]
+    for r in range(1, world):
+        errs[r].seek(0)
+        if rcs[r]:
+            err += errs[r].read()
+        errs[r].close()
     result = dc.relay(out)
     if any(rcs) or result is None:
         impl = "pytorch-ddp" if what == "ddp" else "pytorch"
@@ -127,7 +137,10 @@ def child(args):
     ddp = args.what == "ddp"
     rank = int(os.environ.get("RANK", "0"))
     if ddp:
-        dist.init_process_group("gloo", rank=rank, world_size=world)
+        # a rank that waits longer than this for its peer fails (gloo's own
+        # default is 30 minutes): PD_PEER_GLOO_TIMEOUT seconds, default 300
+        wait = datetime.timedelta(seconds=int(os.environ.get("PD_PEER_GLOO_TIMEOUT", "300")))
+        dist.init_process_group("gloo", rank=rank, world_size=world, timeout=wait)
     Llama = lt.build(torch)
     torch.manual_seed(0)
     model = Llama()
