@@ -139,8 +139,9 @@ const struct pd_placement *pd_dtensor_placements(const struct pd_tensor *t);
  * copies it into a bucket (about bucket_bytes; 0: PD_DP_BUCKET_DEFAULT;
  * filled in reverse parameter order), and a full bucket starts a
  * non-blocking all-reduce while backward goes on (backward tests the
- * buckets in flight between its nodes). Only the last bucket waits after
- * backward, so buckets much smaller than the model overlap more. pd_dp_finish waits and makes each
+ * buckets in flight between its nodes). Buckets still in flight when
+ * backward ends are waited for then (the last one always is), so buckets
+ * much smaller than the model overlap more. pd_dp_finish waits and makes each
  * gradient the reduced one, Replicate on the axis; pd_optimizer_step and
  * pd_clip_grad_norm call it for every attached reducer. Gradients summed
  * over several backwards need pd_dp_finish after each. Collective over the

@@ -42,6 +42,7 @@ struct run {
     struct target *targets;   /* NULL: accumulate into leaves' .grad */
     int n_targets;
     int create_graph, retain_graph;
+    int any_dist; /* a node of the graph is distributed: this is MPI's thread (MPI_THREAD_FUNNELED) */
 };
 
 static uint64_t run_epoch;
@@ -67,6 +68,7 @@ static int add_node(struct run *r, struct pdi_node *n)
     }
     n->epoch = r->epoch;
     r->nodes[r->n++] = n;
+    r->any_dist |= n->dist != NULL;
     return 0;
 }
 
@@ -395,7 +397,7 @@ static int run_backward(struct run *r, struct pd_tensor *const *roots, struct pd
         int scope_tok = pd_scope_begin();
         rc = run_node(r, k);
         pd_scope_end(scope_tok);
-        if (pdi_dist_hooks) pdi_dist_hooks->progress(); /* data-parallel buckets in flight */
+        if (r->any_dist) pdi_dist_hooks->progress(); /* data-parallel buckets in flight */
         for (int j = 0; j < r->nodes[k]->n_out; j++) { pd_tensor_release(r->buf[k][j]); r->buf[k][j] = NULL; }
         if (rc == PD_OK && r->any_ready) rc = flush_ready(r);
     }

@@ -49,9 +49,13 @@ struct pd_dp {
 };
 
 static struct pd_dp *attached;
-static int in_flight; /* buckets started and not completed, over every reducer */
 
 #ifdef PD_HAVE_MPI
+/* Buckets started and not completed, over every reducer; read and written
+ * on MPI's thread only (MPI_THREAD_FUNNELED: backward calls
+ * pdi_dp_progress_all only from a graph with distributed nodes). */
+static int in_flight;
+
 /* The profiler's view: the all-reduce was in flight until now. */
 static void bucket_done(struct dp_bucket *b)
 {
@@ -248,7 +252,13 @@ int pd_dp_finish(struct pd_dp *dp)
         dp->ps[i].prev = NULL;
         dp->ps[i].arrived = 0;
     }
-    for (int i = 0; i < dp->nb; i++) dp->bs[i].started = 0, dp->bs[i].n_arrived = 0;
+    /* after an error, nothing may still write a bucket reused by the next
+     * backward: wait what is in flight (the communication layer fails at
+     * once once out of step) */
+    for (int i = 0; i < dp->nb; i++) {
+        if (dp->bs[i].req) pdi_comm_wait(dp->bs[i].req), dp->bs[i].req = NULL, in_flight--;
+        dp->bs[i].started = 0, dp->bs[i].n_arrived = 0;
+    }
     return rc;
 #else
     return pdi_errorf(PD_ERR_STATE, "dp_finish: paddle.c was built without MPI");

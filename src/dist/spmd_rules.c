@@ -972,7 +972,14 @@ int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
     struct pd_placement o[3][PD_MAX_MESH_DIMS];
     if (sums)
         for (int i = 0; i < 3; i++) memcpy(o[i], s->in[i], sizeof o[i]);
-    int rc = spmd_aligned(g, s, all_dims(g->in[0]->ndim) & ~(1u << ax));
+    unsigned allowed = all_dims(g->in[0]->ndim) & ~(1u << ax);
+    /* scatter's index does not broadcast: an index of extent 1 on a dim
+     * that x has longer writes only x's first slice there, which a split x
+     * would take as each piece's first slice; such a dim stays whole */
+    if (g->op == PD_OP_scatter || g->op == PD_OP_scatter_add)
+        for (int d = 0; d < g->in[0]->ndim; d++)
+            if (g->in[1]->ndim == g->in[0]->ndim && g->in[1]->shape[d] != g->in[0]->shape[d]) allowed &= ~(1u << d);
+    int rc = spmd_aligned(g, s, allowed);
     if (rc == PD_OK && sums) index_add_partial(g, s, o);
     return rc;
 }

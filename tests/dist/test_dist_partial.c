@@ -22,7 +22,10 @@
  *     and src), and the embedding's gradient with split ids is one
  *     all-reduce of the table (data parallelism all-reduces it with the
  *     other gradients); a large
- *     x still gathers the rows (the cheaper of the two).
+ *     x still gathers the rows (the cheaper of the two);
+ *   - scatter/scatter_add with an index of extent 1 on a dim x splits: the
+ *     index does not broadcast, so the dim is gathered (each rank wrote
+ *     its own first column before).
  * Values and gradients equal the single-process ones. */
 #include <math.h>
 #include <mpi.h>
@@ -282,6 +285,26 @@ static void split_sums(struct pd_mesh *m, int axis)
     pd_scope_end(tok);
 }
 
+/* scatter and scatter_add whose index has extent 1 on a dim that x and src
+ * split: the index does not broadcast (only x's first column is written),
+ * so that dim must not stay split (each rank wrote its piece's first
+ * column). */
+static void scatter_narrow_index(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_placement cols[1] = {pd_shard(1)}, rep[1] = {pd_replicate()};
+    struct pd_tensor *x = values((int64_t[]){4, 4}, 2, 8), *src = values((int64_t[]){2, 4}, 2, 9);
+    struct pd_tensor *idx = pd_from_buffer((int64_t[]){3, 1}, (int64_t[]){2, 1}, 2, PD_I64);
+    struct pd_tensor *xd = pd_shard_tensor(x, m, cols), *sd = pd_shard_tensor(src, m, cols);
+    struct pd_tensor *id = pd_shard_tensor(idx, m, rep);
+    struct pd_tensor *y = pd_scatter(xd, 0, id, sd), *z = pd_scatter_add(xd, 0, id, sd);
+    CHECK(y && dist_diff(pd_dtensor_full(y), pd_scatter(x, 0, idx, src)) == 0,
+          "scatter with an index of extent 1 on a split dim: values differ from one process");
+    CHECK(z && dist_diff(pd_dtensor_full(z), pd_scatter_add(x, 0, idx, src)) == 0,
+          "scatter_add with an index of extent 1 on a split dim: values differ from one process");
+    pd_scope_end(tok);
+}
+
 int main(void)
 {
     struct pd_mesh *line, *grid;
@@ -293,6 +316,7 @@ int main(void)
     flashmask_helpers(line);
     invalid_call(line);
     split_sums(line, 0);
+    scatter_narrow_index(line);
     if (grid) {
         split_sums(grid, 1);
         saved_reshard(grid, 1);

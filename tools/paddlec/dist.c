@@ -103,6 +103,7 @@ void cli_dist_setup(const char *spec, int sp, double dp_bucket_mb, struct pd_sta
         if (!ps) cli_fail(CLI_EXIT_FAIL, "out of memory");
         for (int i = 0; i < n_params; i++) ps[i] = pd_state_dict_tensor(params, i);
         size_t bucket = (size_t)(dp_bucket_mb * 1048576.0); /* 0: pd_dp_attach's default */
+        if (dp_bucket_mb > 0 && bucket == 0) bucket = 1;     /* the smallest asked for, not the default */
         D.dp_reducer = cli_hold(pd_dp_attach(ps, n_params, D.mesh, "dp", bucket), dp_detach);
         if (!D.dp_reducer) cli_fail_pd("--mesh: cannot attach the data-parallel reduction");
         cli_free(ps);
