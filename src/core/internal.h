@@ -213,7 +213,7 @@ void *pdi_host_access(const struct pd_tensor *t, unsigned access, const char *wh
  * thread: the distribute stage tells an infer that needs the values (a
  * data-dependent shape: it runs the op whole) from one that refused the
  * input (an error, returned before any communication). */
-extern _Thread_local unsigned pdi_host_dist_refusals;
+extern PDI_TLS unsigned pdi_host_dist_refusals;
 /* A validation read: an infer that reads values only to check them, never
  * to compute a shape (flashmask's mask indices), reads them through this.
  * It is pdi_host_read, except inside the distribute stage's global infer

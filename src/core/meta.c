@@ -68,7 +68,7 @@ void pdi_host_observer_remove(pdi_host_observer_fn fn, void *ctx)
     }
 }
 
-_Thread_local unsigned pdi_host_dist_refusals;
+PDI_TLS unsigned pdi_host_dist_refusals;
 PDI_TLS int pdi_global_infer;
 
 int pdi_host_validate(const struct pd_tensor *t, const char *what, const void **data)

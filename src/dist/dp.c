@@ -63,6 +63,16 @@ static void bucket_done(struct dp_bucket *b)
                       (double)b->count * (double)pd_dtype_size(b->dt), 0);
 }
 
+/* Waits a started bucket's all-reduce (a completed one returns at once)
+ * and forgets the request. */
+static int bucket_wait(struct dp_bucket *b)
+{
+    int rc = pdi_comm_wait(b->req);
+    b->req = NULL;
+    in_flight--;
+    return rc;
+}
+
 /* Through the communication layer: counted, and its wait has the timeout. */
 static int start_bucket(struct pd_dp *dp, struct dp_bucket *b)
 {
@@ -82,11 +92,9 @@ static void progress(struct pd_dp *dp)
         if (dp->bs[i].req) {
             int done = 0;
             pdi_comm_test(dp->bs[i].req, &done);
-            if (done) { /* the wait of a completed request returns at once and frees it */
+            if (done) {
                 bucket_done(&dp->bs[i]);
-                pdi_comm_wait(dp->bs[i].req);
-                dp->bs[i].req = NULL;
-                in_flight--;
+                bucket_wait(&dp->bs[i]);
             }
         }
 }
@@ -225,9 +233,7 @@ int pd_dp_finish(struct pd_dp *dp)
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) {
         if (!dp->bs[i].req) continue; /* completed during backward */
         int64_t t0 = pdi_now_ns();
-        rc = pdi_comm_wait(dp->bs[i].req);
-        dp->bs[i].req = NULL;
-        in_flight--;
+        rc = bucket_wait(&dp->bs[i]);
         bucket_done(&dp->bs[i]);
         pdi_profiler_comm("wait for data-parallel gradients", t0, pdi_now_ns(), 0, 1);
     }
@@ -256,7 +262,7 @@ int pd_dp_finish(struct pd_dp *dp)
      * backward: wait what is in flight (the communication layer fails at
      * once once out of step) */
     for (int i = 0; i < dp->nb; i++) {
-        if (dp->bs[i].req) pdi_comm_wait(dp->bs[i].req), dp->bs[i].req = NULL, in_flight--;
+        if (dp->bs[i].req) bucket_wait(&dp->bs[i]);
         dp->bs[i].started = 0, dp->bs[i].n_arrived = 0;
     }
     return rc;
@@ -283,7 +289,7 @@ void pd_dp_detach(struct pd_dp *dp)
         }
 #ifdef PD_HAVE_MPI
     for (int i = 0; dp->bs && i < dp->nb; i++)
-        if (dp->bs[i].req) pdi_comm_wait(dp->bs[i].req), in_flight--;
+        if (dp->bs[i].req) bucket_wait(&dp->bs[i]);
 #endif
     for (int i = 0; dp->ps && i < dp->n; i++) {
         struct dp_param *q = &dp->ps[i];

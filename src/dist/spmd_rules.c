@@ -62,6 +62,20 @@ static int pieces(const struct pdi_spmd *s, const struct pd_placement *pl, int d
     return n;
 }
 
+/* Input i's own placement on mesh axis k (a plain input: replicated), as
+ * the stage handed it to the rule in s->in before the rule rewrote it. */
+static struct pd_placement given_pl(const struct pdi_call *g, int i, int k)
+{
+    const struct pdi_dist *d = g->in[i]->dist;
+    return d ? d->pl[k] : R;
+}
+
+/* s->in[i] back to input i's own placements. */
+static void given_in(const struct pdi_call *g, struct pdi_spmd *s, int i)
+{
+    for (int k = 0; k < s->mdim; k++) s->in[i][k] = given_pl(g, i, k);
+}
+
 /* The replicated rule: every deterministic op, whatever its attributes
  * (the local call is the global one). */
 int pdi_spmd_replicate(const struct pdi_call *g, struct pdi_spmd *s)
@@ -297,14 +311,10 @@ int pdi_spmd_attention(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int64_t hq = g->in[0]->shape[1], hk = g->in[1]->shape[1];
     if (hq == hk) return spmd_dims(g, s, 3u);
-    struct pd_placement given[PDI_SPMD_SMALL_IN][PD_MAX_MESH_DIMS]; /* infer checked n_in: 3 to 7 */
-    if (s->n_in > PDI_SPMD_SMALL_IN) return pdi_spmd_replicate(g, s);
-    size_t sz = sizeof *s->in * (size_t)s->n_in;
-    memcpy(given, s->in, sz);
     int rc = spmd_dims(g, s, 3u);
     int n = pieces(s, s->in[0], 1);
     if (rc == PD_OK && n > 1 && (hk % n != 0 || hq % n != 0)) { /* batch only */
-        memcpy(s->in, given, sz);
+        for (int i = 0; i < s->n_in; i++) given_in(g, s, i);
         return spmd_dims(g, s, 1u);
     }
     for (int k = 0; k < s->mdim && rc == PD_OK; k++)
@@ -502,8 +512,6 @@ static int nllb_local(struct pdi_call *l, const struct pdi_spmd *s)
 int pdi_spmd_nll_loss_backward(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int nd = g->in[0]->ndim, cax = nd == 1 ? 0 : 1, classes = 0;
-    struct pd_placement given[PD_MAX_MESH_DIMS];
-    memcpy(given, s->in[0], sizeof given);
     for (int k = 0; k < s->mdim; k++) {
         struct pd_placement *p = &s->in[0][k], *t = &s->in[1][k], *w = &s->in[2][k];
         if (is_shard(p) && p->dim == cax) { /* vocabulary-parallel */
@@ -531,10 +539,10 @@ int pdi_spmd_nll_loss_backward(const struct pdi_call *g, struct pdi_spmd *s)
     pdi_dist_range(s->mesh, s->out[0], g->in[0]->shape, cax, &c0, &c1);
     s->local_arg[0] = classes ? c0 : -1;
     s->local_arg[1] = -1;
-    if (!pdi_same_placements(given, s->in[0], s->mdim)) { /* logp stays: a stand-in */
-        memcpy(s->in[0], given, sizeof given);
-        s->local_arg[1] = c1 - c0;
-    }
+    struct pd_placement asked[PD_MAX_MESH_DIMS];
+    memcpy(asked, s->in[0], sizeof asked);
+    given_in(g, s, 0);
+    if (!pdi_same_placements(asked, s->in[0], s->mdim)) s->local_arg[1] = c1 - c0; /* logp stays: a stand-in */
     if (classes || s->local_arg[1] >= 0) s->local = nllb_local;
     return PD_OK;
 }
@@ -939,10 +947,9 @@ static int64_t bytes_of(const struct pd_tensor *t) { return pd_tensor_numel(t) *
  * would: 2 |x| <= |src| + |index| (an all-reduce moves about twice its
  * buffer, an all-gather the whole). The embedding's gradient is this
  * index_add: data parallelism then all-reduces it with the other
- * gradients (docs/distributed.md "Communication per step"). `o` holds the
- * inputs' placements before the aligned rule replicated axis k. */
-static void index_add_partial(const struct pdi_call *g, struct pdi_spmd *s,
-                              const struct pd_placement o[3][PD_MAX_MESH_DIMS])
+ * gradients (docs/distributed.md "Communication per step"). The inputs'
+ * own placements (given_pl): the aligned rule has replicated axis k. */
+static void index_add_partial(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.index_axis.axis, idim = g->op == PD_OP_index_add ? 0 : ax;
     const struct pd_tensor *x = g->in[0], *idx = g->in[1], *src = g->in[2];
@@ -950,14 +957,14 @@ static void index_add_partial(const struct pdi_call *g, struct pdi_spmd *s,
     if (2 * bytes_of(x) > bytes_of(src) + bytes_of(idx)) return;
     struct pd_placement psum = pd_partial(PD_RED_SUM);
     for (int k = 0; k < s->mdim; k++) {
-        const struct pd_placement *ps = &o[2][k], *px = &o[0][k];
-        if (!is_shard(ps) || ps->dim != ax || pd_mesh_size(s->mesh, k) == 1) continue;
-        if (!(px->kind == PD_REPLICATE || (is_partial(px) && px->op == PD_RED_SUM))) continue;
+        struct pd_placement ps = given_pl(g, 2, k), px = given_pl(g, 0, k);
+        if (!is_shard(&ps) || ps.dim != ax || pd_mesh_size(s->mesh, k) == 1) continue;
+        if (!(px.kind == PD_REPLICATE || (is_partial(&px) && px.op == PD_RED_SUM))) continue;
         /* the aligned rule kept nothing split on axis k: it replicated it */
         if (s->out[0][k].kind != PD_REPLICATE) continue;
         s->in[0][k] = psum;
-        s->in[1][k] = (struct pd_placement){PD_SHARD, idim, ps->order, PD_RED_SUM};
-        s->in[2][k] = *ps;
+        s->in[1][k] = (struct pd_placement){PD_SHARD, idim, ps.order, PD_RED_SUM};
+        s->in[2][k] = ps;
         s->out[0][k] = psum;
     }
 }
@@ -969,9 +976,6 @@ int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
 {
     int ax = (int)g->a.index_axis.axis;
     int sums = (g->op == PD_OP_index_add || g->op == PD_OP_scatter_add) && g->n_in == 3;
-    struct pd_placement o[3][PD_MAX_MESH_DIMS];
-    if (sums)
-        for (int i = 0; i < 3; i++) memcpy(o[i], s->in[i], sizeof o[i]);
     unsigned allowed = all_dims(g->in[0]->ndim) & ~(1u << ax);
     /* scatter's index does not broadcast: an index of extent 1 on a dim
      * that x has longer writes only x's first slice there, which a split x
@@ -980,7 +984,7 @@ int pdi_spmd_index(const struct pdi_call *g, struct pdi_spmd *s)
         for (int d = 0; d < g->in[0]->ndim; d++)
             if (g->in[1]->ndim == g->in[0]->ndim && g->in[1]->shape[d] != g->in[0]->shape[d]) allowed &= ~(1u << d);
     int rc = spmd_aligned(g, s, allowed);
-    if (rc == PD_OK && sums) index_add_partial(g, s, o);
+    if (rc == PD_OK && sums) index_add_partial(g, s);
     return rc;
 }
 
