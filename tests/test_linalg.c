@@ -357,8 +357,11 @@ static void test_kernel_paths(void)
                 for (int t = 0; t < 4; t++) cmp_shape(ms[i], ns[j], ks[q], t & 1, t >> 1, PD_F32);
     /* GEMM: edge tiles (M % 6, N % 16), an MC boundary (144 rows), K in
      * two and three chunks, threaded tasks with N split (M*N*K >= 2e6) */
-    static const int64_t g[][3] = {{7, 17, 9}, {150, 40, 10}, {13, 31, 385}, {6, 16, 769}, {151, 130, 200}, {40, 300, 400}};
-    for (int i = 0; i < 6; i++)
+    /* (and packing B~: whole 16-column panels and a narrower last one, K
+     * off a multiple of the 8 x 8 transposed blocks, K in three chunks) */
+    static const int64_t g[][3] = {{7, 17, 9},    {150, 40, 10},   {13, 31, 385}, {6, 16, 769},
+                                   {151, 130, 200}, {40, 300, 400}, {100, 50, 777}, {64, 48, 8}};
+    for (int i = 0; i < 8; i++)
         for (int t = 0; t < 4; t++) cmp_shape(g[i][0], g[i][1], g[i][2], t & 1, t >> 1, PD_F32);
     /* 16-bit dtypes are widened into the same kernels; f64 has its own */
     enum pd_dtype dts[] = {PD_BF16, PD_F16, PD_F64};
@@ -387,6 +390,10 @@ static void test_kernel_paths(void)
     cmp_ref("strided gemm", pd_slice(as, 1, 0, 30, 1), bs, 0, 1);           /* [15,30] [20,30]^T */
     cmp_ref("strided gemv", pd_slice(as, 0, 0, 2, 1), pd_transpose(pd_slice(as, 0, 0, 7, 1), 0, 1), 0, 0);
     cmp_ref("transposed view", pd_transpose(rnd2(50, 9, PD_F32), 0, 1), rnd2(50, 33, PD_F32), 0, 0);
+    /* the same with M >= 64 (the packed GEMM): a packed A~, and a b with no
+     * unit stride (B~ packed element by element) */
+    cmp_ref("transposed view gemm", pd_transpose(rnd2(50, 90, PD_F32), 0, 1), rnd2(50, 33, PD_F32), 0, 0);
+    cmp_ref("strided b gemm", rnd2(70, 30, PD_F32), bs, 0, 1);
     /* K = 0: zeros */
     struct pd_tensor *z = pd_matmul(rnd2(3, 0, PD_F32), rnd2(0, 5, PD_F32), 0, 0);
     PT_CHECK(z && pd_tensor_numel(z) == 15);

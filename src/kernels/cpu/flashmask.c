@@ -47,6 +47,9 @@
  * strides).
  */
 #include <math.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,9 +199,16 @@ struct fm {
     const struct pdi_kcall *kc; /* scratch comes from its allocator (NULL: the default) */
 };
 
+/* Bytes per element of the kernels' dtypes, inline (pd_dtype_size is a
+ * call through the PLT, once per row). */
+static inline int64_t elem_size(enum pd_dtype dt)
+{
+    return dt == PD_F32 ? 4 : dt == PD_BF16 || dt == PD_F16 ? 2 : (int64_t)pd_dtype_size(dt);
+}
+
 static inline char *row_ptr(const struct pd_kview *t, int64_t b, int64_t i, int64_t h)
 {
-    return t->data + (b * t->strides[0] + i * t->strides[1] + h * t->strides[2]) * (int64_t)pd_dtype_size(t->dtype);
+    return t->data + (b * t->strides[0] + i * t->strides[1] + h * t->strides[2]) * elem_size(t->dtype);
 }
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -212,7 +222,7 @@ static inline void prefetch_row(const struct pd_kview *t, int64_t b, int64_t i, 
 {
     if (i >= t->shape[1] || t->strides[3] != 1) return;
     const char *p = row_ptr(t, b, i, h);
-    int64_t bytes = n * (int64_t)pd_dtype_size(t->dtype);
+    int64_t bytes = n * elem_size(t->dtype);
     for (int64_t o = 0; o < bytes; o += 64) {
         if (write) __builtin_prefetch(p + o, 1);
         else __builtin_prefetch(p + o, 0);
@@ -280,6 +290,44 @@ static int64_t visit_list(const struct fm *g, int64_t b, int64_t h, int64_t qt, 
     return n;
 }
 
+/* dst[d][y] = src[y][d] (dst rows LDS apart, src rows ld apart) for the BC
+ * rows y and the first D columns d: 8 x 8 blocks transposed in registers
+ * with AVX2 (an element-by-element transpose was about half of packing a
+ * tile), the columns past the last whole block one by one. */
+static void transpose_tile(float *dst, const float *src, int64_t ld, int64_t D)
+{
+    int64_t d0 = 0;
+#ifdef __AVX2__
+    for (; d0 + 8 <= D; d0 += 8)
+        for (int64_t y0 = 0; y0 < BC; y0 += 8) {
+            const float *s = src + y0 * ld + d0;
+            __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld);
+            __m256 r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld);
+            __m256 r5 = _mm256_loadu_ps(s + 5 * ld), r6 = _mm256_loadu_ps(s + 6 * ld);
+            __m256 r7 = _mm256_loadu_ps(s + 7 * ld);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            float *o = dst + d0 * LDS + y0;
+            _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
+            _mm256_storeu_ps(o + LDS, _mm256_permute2f128_ps(u1, u5, 0x20));
+            _mm256_storeu_ps(o + 2 * LDS, _mm256_permute2f128_ps(u2, u6, 0x20));
+            _mm256_storeu_ps(o + 3 * LDS, _mm256_permute2f128_ps(u3, u7, 0x20));
+            _mm256_storeu_ps(o + 4 * LDS, _mm256_permute2f128_ps(u0, u4, 0x31));
+            _mm256_storeu_ps(o + 5 * LDS, _mm256_permute2f128_ps(u1, u5, 0x31));
+            _mm256_storeu_ps(o + 6 * LDS, _mm256_permute2f128_ps(u2, u6, 0x31));
+            _mm256_storeu_ps(o + 7 * LDS, _mm256_permute2f128_ps(u3, u7, 0x31));
+        }
+#endif
+    for (int64_t d = d0; d < D; d++)
+        for (int64_t y = 0; y < BC; y++) dst[d * LDS + y] = src[y * ld + d];
+}
+
 /* Key tile kt of (b, kv head kvh) as f32 panels: kr [BC][Dp] and vr
  * [BC][Dvp] (rows past the sequence and columns past D zero), and when
  * asked kt_ = kr^T [D][LDS], vt = vr^T [Dv][LDS]. */
@@ -287,20 +335,17 @@ static void pack_tile(const struct fm *g, int64_t b, int64_t kvh, int64_t kt, fl
                       float *vt)
 {
     int64_t c0 = kt * BC, nc = min64(BC, g->Sk - c0);
-    memset(kr, 0, sizeof *kr * (size_t)(BC * g->Dp));
-    memset(vr, 0, sizeof *vr * (size_t)(BC * g->Dvp));
+    /* zeros only where the rows do not write: past the sequence and past D */
+    if (nc < BC || g->D < g->Dp) memset(kr, 0, sizeof *kr * (size_t)(BC * g->Dp));
+    if (nc < BC || g->Dv < g->Dvp) memset(vr, 0, sizeof *vr * (size_t)(BC * g->Dvp));
     for (int64_t y = 0; y < nc; y++) {
         prefetch_row(&g->k, b, c0 + y + FM_PREFETCH_AHEAD, kvh, g->D, 0);
         prefetch_row(&g->v, b, c0 + y + FM_PREFETCH_AHEAD, kvh, g->Dv, 0);
         load_f32(kr + y * g->Dp, row_ptr(&g->k, b, c0 + y, kvh), g->k.dtype, g->D, g->k.strides[3]);
         load_f32(vr + y * g->Dvp, row_ptr(&g->v, b, c0 + y, kvh), g->v.dtype, g->Dv, g->v.strides[3]);
     }
-    if (kt_)
-        for (int64_t d = 0; d < g->D; d++)
-            for (int64_t y = 0; y < BC; y++) kt_[d * LDS + y] = kr[y * g->Dp + d];
-    if (vt)
-        for (int64_t d = 0; d < g->Dv; d++)
-            for (int64_t y = 0; y < BC; y++) vt[d * LDS + y] = vr[y * g->Dvp + d];
+    if (kt_) transpose_tile(kt_, kr, g->Dp, g->D);
+    if (vt) transpose_tile(vt, vr, g->Dvp, g->Dv);
 }
 
 /* Dropout: words of row i of (b, h) for the nc keys from c0; keeps or zeroes
@@ -523,9 +568,11 @@ static void prep_bwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
         for (int64_t h = 0; h < g->Hq; h++) {
             int64_t r = (b * g->Hq + h) * g->Sq + i;
             float *qp = g->Qp + r * Dp, *dop = g->dOp + r * Dvp;
-            memset(qp, 0, sizeof *qp * (size_t)Dp);
-            memset(dop, 0, sizeof *dop * (size_t)Dvp);
-            memset(w, 0, sizeof *w * (size_t)Dvp);
+            if (g->D < Dp) memset(qp + g->D, 0, sizeof *qp * (size_t)(Dp - g->D));
+            if (g->Dv < Dvp) {
+                memset(dop + g->Dv, 0, sizeof *dop * (size_t)(Dvp - g->Dv));
+                memset(w + g->Dv, 0, sizeof *w * (size_t)(Dvp - g->Dv));
+            }
             load_f32(qp, row_ptr(&g->q, b, i, h), g->q.dtype, g->D, g->q.strides[3]);
             for (int64_t d = 0; d < g->D; d++) qp[d] *= g->scale;
             load_f32(dop, row_ptr(&g->dout, b, i, h), g->dout.dtype, g->Dv, g->dout.strides[3]);
