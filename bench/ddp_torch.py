@@ -207,7 +207,18 @@ def child(args):
     if rank == 0:
         dc.emit(dc.result(args, common, choice, ts, loss))
     if ddp:
-        dist.destroy_process_group()
+        # PyTorch 1.13 can deadlock in its teardown: destroy_process_group
+        # (or interpreter exit) destroys the DDP Reducer, whose
+        # ProcessGroupGloo joins a worker thread blocked on a lock held by a
+        # thread waiting for the GIL (gdb on a hung rank, 2026-11-26: main
+        # thread in ~ProcessGroupGloo -> std::thread::join, the worker in
+        # ProcessGroupGloo::runLoop, another thread in PyEval_AcquireThread).
+        # The figures are out: wait for the peer, then leave without the
+        # teardown.
+        dist.barrier()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 
