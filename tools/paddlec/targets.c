@@ -85,10 +85,15 @@ int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
 
 const char *cli_nonfinite_hint(double loss, int64_t updates, int resumed, int f16, int init_hf)
 {
-    if (f16 && !isfinite(loss)) /* the scaler skips inf/NaN gradients, not a forward that overflowed */
-        return "the f16 forward overflowed (f16 ends at 65504; the gradient scaler cannot help there): try --bf16";
-    if (!updates && !resumed) /* no update yet: the learning rate has not acted */
-        return init_hf ? "before any update, so not the learning rate: the --init-hf weights give it"
-                       : "before any update, so not the learning rate: the initial weights give it (lower --init-std?)";
+    int fresh = !updates && !resumed;   /* no update yet: the learning rate has not acted */
+    if (f16 && !isfinite(loss))         /* the scaler skips inf/NaN gradients, not a forward that overflowed */
+        return fresh ? "the f16 forward overflows f16's range, 65504, before any update, and the gradient scaler "
+                       "cannot help there: try --bf16"
+                     : "the f16 forward overflowed f16's range, 65504, which the gradient scaler cannot help: try "
+                       "--bf16 or a lower --lr";
+    if (fresh)
+        return init_hf ? "this is before any update, so not the learning rate: the --init-hf weights give it"
+                       : "this is before any update, so not the learning rate: the initial weights give it (lower "
+                         "--init-std?)";
     return "the run diverged: lower --lr, or raise --warmup";
 }

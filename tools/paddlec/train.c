@@ -974,7 +974,7 @@ int cmd_train(int argc, char **argv)
             gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
             if (r->clip > 0 && gnorm < 0) cli_fail_pd("gradient clipping failed");
             if (!isfinite(step_loss) || (r->clip > 0 && !isfinite(gnorm) && !skip))
-                cli_fail(CLI_EXIT_FAIL, "step %lld: loss %g, gradient norm %g are not finite (%s)", (long long)R.step + 1,
+                cli_fail(CLI_EXIT_FAIL, "step %lld: loss %g, gradient norm %g are not finite: %s", (long long)R.step + 1,
                          step_loss, gnorm, cli_nonfinite_hint(step_loss, updates, resumed, r->f16, r->init_hf != NULL));
             if (pd_optimizer_set_lr(R.opt, -1, lr) || cli_amp_step(R.opt)) cli_fail_pd("optimizer step failed");
             if (skip)
