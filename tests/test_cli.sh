@@ -372,6 +372,11 @@ ok '[ -z "$(grep "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl" | grep -v 
 ok '[ $(grep -c "\"loss\":[0-9]" "$dir/sw/metrics.jsonl") -ge 1 ] && [ $(grep -c "^step [0-9]*: no answer target in the batch" "$dir/sw.err") -eq 1 ]'
 n=$(grep -c "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl")
 ok 'grep -q "^paddlec train: 12 steps in .* ($n of them skipped: no answer target)$" "$dir/sw.err"'
+# eval of that model refused its held-out problems the same way up front (it used to print
+# the validation figures, then fail in generation)
+err "the model's max_seq_len 4 cannot hold a held-out problem .*: pass --task-n 0" eval --ckpt "$dir/sw/final.safetensors"
+"$bin" eval --ckpt "$dir/sw/final.safetensors" --task-n 0 >"$dir/swe.out" 2>&1
+ok '[ $? -eq 0 ] && grep -q "^val loss [0-9.]* (answer tokens)$" "$dir/swe.out"'
 "$bin" train $short --accum 3 --seq-len 3 --out "$dir/swa" >/dev/null 2>&1   # micro-batches left out of their step
 ok '[ $? -eq 0 ] && ! grep -qi "nan" "$dir/swa/metrics.jsonl"'
 # the error for a non-finite loss names the cause: here f16 overflowing before any update

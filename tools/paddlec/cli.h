@@ -308,10 +308,11 @@ void cli_amp_save(struct pd_state_dict *sd);              /* --f16: the scaler's
 /* ---- short windows and skipped steps (targets.c; docs/cli.md) ---- */
 /* Tokens the held-out task generates after a prompt. */
 int cli_task_max_new(const struct pd_arith_config *ac);
-/* Exits (usage) when a held-out problem of task_n (and, quick, of the quick
- * score's 100) does not fit max_seq_len with its answer. */
+/* Exits (usage) when a held-out problem of task_n (train: and of the quick
+ * score's 100) does not fit max_seq_len with its answer; train or eval's
+ * wording. */
 void cli_task_check(const struct pd_tokenizer *tok, const struct pd_arith_config *ac, int max_seq_len, int task_n,
-                    uint64_t seed, int quick);
+                    uint64_t seed, int train);
 /* has[k] = 1 when y[k] holds a scored target (>= 0; --mesh: on some dp rank);
  * returns how many do. Collective under --mesh. */
 int cli_count_targets(struct pd_tensor *const *y, int n, int *has);

@@ -46,22 +46,25 @@ static int task_longest_prompt(const struct pd_tokenizer *tok, const struct pd_a
 }
 
 void cli_task_check(const struct pd_tokenizer *tok, const struct pd_arith_config *ac, int max_seq_len, int task_n,
-                    uint64_t seed, int quick)
+                    uint64_t seed, int train)
 {
     if (task_n <= 0) return;
-    /* the final score's problems and, during training, the quick score's
-     * first 100 (a task of its own, from the same seed) */
+    /* the final score's problems and, in training, the quick score's first
+     * 100 (a task of its own, from the same seed) */
     int longest = task_longest_prompt(tok, ac, task_n, seed, "--task-n");
-    if (quick && task_n > 100) {
+    if (train && task_n > 100) {
         int q = task_longest_prompt(tok, ac, 100, seed, "--task-n");
         if (q > longest) longest = q;
     }
     int need = longest + cli_task_max_new(ac);
-    if (need > max_seq_len)
-        cli_fail(CLI_EXIT_USAGE,
-                 "--seq-len %d cannot hold a held-out problem of the built-in task (a prompt of up to %d tokens and %d "
-                 "generated with --digits %d need %d): raise --seq-len to %d or pass --task-n 0",
-                 max_seq_len, longest, cli_task_max_new(ac), ac->max_digits, need, need);
+    if (need <= max_seq_len) return;
+    char fix[64] = "pass --task-n 0";
+    if (train) snprintf(fix, sizeof fix, "raise --seq-len to %d or pass --task-n 0", need);
+    cli_fail(CLI_EXIT_USAGE,
+             "%s %d cannot hold a held-out problem of the built-in task (a prompt of up to %d tokens and %d generated "
+             "with --digits %d need %d): %s",
+             train ? "--seq-len" : "the model's max_seq_len", max_seq_len, longest, cli_task_max_new(ac), ac->max_digits,
+             need, fix);
 }
 
 int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
