@@ -1066,7 +1066,10 @@ int cmd_train(int argc, char **argv)
     if (r->profile && pd_profiler_enabled()) finish_profile(r->out);
     cli_progress_done(&prog);
     double train_s = cli_now() - t_start;
-    fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss %.4f", (long long)(R.step - first), train_s, loss);
+    if (isfinite(loss)) /* else every step was skipped (targets.c) */
+        fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss %.4f", (long long)(R.step - first), train_s, loss);
+    else
+        fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss -", (long long)(R.step - first), train_s);
     if (no_target_steps) fprintf(stderr, " (%lld of them skipped: no answer target)", (long long)no_target_steps);
     fputc('\n', stderr);
     double acc = NAN;
