@@ -25,7 +25,7 @@
 
 #include "cli.h"
 
-int cli_task_max_new(const struct pd_arith_config *ac) { return ac->max_digits + 3; }   /* answer + newline, a margin */
+int cli_task_max_new(const struct pd_arith_config *ac) { return ac->max_digits + 3; } /* answer + newline, a margin */
 
 /* The longest "\n" + prompt of a task of n problems, in tokens. */
 static int task_longest_prompt(const struct pd_tokenizer *tok, const struct pd_arith_config *ac, int n, uint64_t seed,
@@ -63,8 +63,8 @@ void cli_task_check(const struct pd_tokenizer *tok, const struct pd_arith_config
     cli_fail(CLI_EXIT_USAGE,
              "%s %d cannot hold a held-out problem of the built-in task (a prompt of up to %d tokens and %d generated "
              "with --digits %d need %d): %s",
-             train ? "--seq-len" : "the model's max_seq_len", max_seq_len, longest, cli_task_max_new(ac), ac->max_digits,
-             need, fix);
+             train ? "--seq-len" : "the model's max_seq_len", max_seq_len, longest, cli_task_max_new(ac),
+             ac->max_digits, need, fix);
 }
 
 int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
@@ -72,14 +72,14 @@ int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
     double *cnt = cli_hold(calloc((size_t)n, sizeof *cnt), free);
     if (!cnt) cli_fail(CLI_EXIT_FAIL, "out of memory");
     for (int k = 0; k < n; k++) {
-        struct pd_tensor *yl = cli_local(y[k]);   /* --mesh: this rank's rows */
+        struct pd_tensor *yl = cli_local(y[k]); /* --mesh: this rank's rows */
         int64_t m = pd_tensor_numel(yl);
-        int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(m + 1)), free);   /* m + 1: no rows here */
+        int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(m + 1)), free); /* m + 1: no rows here */
         if (!ys || pd_to_buffer(yl, ys, PD_I64)) cli_fail_pd("cannot count the targets of a batch");
         for (int64_t i = 0; i < m; i++) cnt[k] += ys[i] >= 0;
         cli_free(ys);
     }
-    cli_dist_sum(cnt, n, 0);   /* --mesh: over the dp ranks, the same on every rank */
+    cli_dist_sum(cnt, n, 0); /* --mesh: over the dp ranks, the same on every rank */
     int used = 0;
     for (int k = 0; k < n; k++) used += has[k] = cnt[k] > 0;
     cli_free(cnt);
@@ -88,8 +88,8 @@ int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
 
 const char *cli_nonfinite_hint(double loss, int64_t updates, int resumed, int f16, int init_hf)
 {
-    int fresh = !updates && !resumed;   /* no update yet: the learning rate has not acted */
-    if (f16 && !isfinite(loss))         /* the scaler skips inf/NaN gradients, not a forward that overflowed */
+    int fresh = !updates && !resumed; /* no update yet: the learning rate has not acted */
+    if (f16 && !isfinite(loss))       /* the scaler skips inf/NaN gradients, not a forward that overflowed */
         return fresh ? "the f16 forward overflows f16's range, 65504, before any update, and the gradient scaler "
                        "cannot help there: try --bf16"
                      : "the f16 forward overflowed f16's range, 65504, which the gradient scaler cannot help: try "
