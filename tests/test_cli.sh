@@ -367,7 +367,7 @@ err "seq-len 4 cannot hold a held-out problem of the built-in task .* need 12): 
 ok '[ ! -e "$dir/sw0" ]'
 short="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --lines 3000 --task-n 0 --batch 1 --seq-len 4 --steps 12 --eval-every 6"
 "$bin" train $short --ckpt-every 6 --out "$dir/sw" >"$dir/sw.out" 2>"$dir/sw.err"
-ok '[ $? -eq 0 ] && [ $(grep -c "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl") -ge 1 ] && ! grep -qi "nan" "$dir/sw/metrics.jsonl" "$dir/sw.err"'
+ok '[ $? -eq 0 ] && [ $(grep -c "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl") -ge 1 ] && ! grep -qiw "nan" "$dir/sw/metrics.jsonl" "$dir/sw.err"'
 ok '[ -z "$(grep "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl" | grep -v "\"loss\":null,.*\"grad_norm\":null")" ]'
 ok '[ $(grep -c "\"loss\":[0-9]" "$dir/sw/metrics.jsonl") -ge 1 ] && [ $(grep -c "^step [0-9]*: no answer target in the batch" "$dir/sw.err") -eq 1 ]'
 n=$(grep -c "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl")
@@ -381,7 +381,7 @@ err "the model's max_seq_len 4 cannot hold a held-out problem .*: pass --task-n 
 "$bin" eval --ckpt "$dir/sw/final.safetensors" --task-n 0 >"$dir/swe.out" 2>&1
 ok '[ $? -eq 0 ] && grep -q "^val loss [0-9.]* (answer tokens)$" "$dir/swe.out"'
 "$bin" train $short --accum 3 --seq-len 3 --out "$dir/swa" >/dev/null 2>&1   # micro-batches left out of their step
-ok '[ $? -eq 0 ] && ! grep -qi "nan" "$dir/swa/metrics.jsonl"'
+ok '[ $? -eq 0 ] && ! grep -qiw "nan" "$dir/swa/metrics.jsonl"'
 # the error for a non-finite loss names the cause: here f16 overflowing before any update
 # (it used to say "lower --lr?" whatever the cause)
 "$bin" train $tiny --f16 --init-std 100 --task-n 0 --steps 2 --out "$dir/nanh" >/dev/null 2>"$dir/nanh.err"
