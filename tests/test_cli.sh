@@ -357,5 +357,48 @@ err "unknown option" inspect --threads 2 "$dir/a/final.safetensors"
 "$bin" generate --help >"$dir/h.out" 2>&1
 ok 'grep -q -- "--threads N" "$dir/h.out"'
 
+# ---- short windows (tools/paddlec/targets.c; docs/cli.md "Short windows and skipped steps"):
+# with --answer-loss a window can hold no answer target. --seq-len 4 used to fail at step 1
+# with "loss -nan ... (lower --lr?)" (a mean over zero targets); now the held-out task, which
+# needs 12 tokens with --digits 2, refuses it before anything is written, and with --task-n 0
+# the steps without a target are skipped (loss null, "skipped":"no_targets", no NaN)
+err "seq-len 4 cannot hold a held-out problem of the built-in task .* need 12): raise --seq-len to 12 or pass --task-n 0" \
+    train $tiny --batch 1 --seq-len 4 --out "$dir/sw0"
+ok '[ ! -e "$dir/sw0" ]'
+short="--dim 32 --layers 1 --heads 2 --kv-heads 1 --hidden 64 --lines 3000 --task-n 0 --batch 1 --seq-len 4 --steps 12 --eval-every 6"
+"$bin" train $short --ckpt-every 6 --out "$dir/sw" >"$dir/sw.out" 2>"$dir/sw.err"
+ok '[ $? -eq 0 ] && [ $(grep -c "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl") -ge 1 ] && ! grep -qiw "nan" "$dir/sw/metrics.jsonl" "$dir/sw.err"'
+ok '[ -z "$(grep "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl" | grep -v "\"loss\":null,.*\"grad_norm\":null")" ]'
+ok '[ $(grep -c "\"loss\":[0-9]" "$dir/sw/metrics.jsonl") -ge 1 ] && [ $(grep -c "^step [0-9]*: no answer target in the batch" "$dir/sw.err") -eq 1 ]'
+n=$(grep -c "\"skipped\":\"no_targets\"" "$dir/sw/metrics.jsonl")
+ok 'grep -q "^paddlec train: 12 steps in .* ($n of them skipped: no answer target)$" "$dir/sw.err"'
+cp "$dir/sw/final.safetensors" "$dir/sw-straight.safetensors"; cp "$dir/sw/final.state.safetensors" "$dir/sw-straight.state.safetensors"
+"$bin" train --resume "$dir/sw/ckpt-6.safetensors" >/dev/null 2>&1   # skipped steps resume bit-exactly too
+ok '[ $? -eq 0 ] && cmp -s "$dir/sw-straight.safetensors" "$dir/sw/final.safetensors" && cmp -s "$dir/sw-straight.state.safetensors" "$dir/sw/final.state.safetensors"'
+# eval of that model refused its held-out problems the same way up front (it used to print
+# the validation figures, then fail in generation)
+err "the model's max_seq_len 4 cannot hold a held-out problem .*: pass --task-n 0" eval --ckpt "$dir/sw/final.safetensors"
+"$bin" eval --ckpt "$dir/sw/final.safetensors" --task-n 0 >"$dir/swe.out" 2>&1
+ok '[ $? -eq 0 ] && grep -q "^val loss [0-9.]* (answer tokens)$" "$dir/swe.out"'
+"$bin" train $short --accum 3 --seq-len 3 --out "$dir/swa" >/dev/null 2>&1   # micro-batches left out of their step
+ok '[ $? -eq 0 ] && ! grep -qiw "nan" "$dir/swa/metrics.jsonl"'
+# the error for a non-finite loss names the cause: here f16 overflowing before any update
+# (it used to say "lower --lr?" whatever the cause)
+"$bin" train $tiny --f16 --init-std 100 --task-n 0 --steps 2 --out "$dir/nanh" >/dev/null 2>"$dir/nanh.err"
+ok '[ $? -eq 1 ] && tail -n 1 "$dir/nanh.err" | grep -q "^paddlec train: error: step 1: loss .* not finite: the f16 forward overflows .* before any update.*: try --bf16$"'
+
+# ---- --f16: each step line has the scaler's loss_scale (the scale of that step's loss) and
+# scaler_skipped_steps (the steps it skipped, since step 0); none without --f16. A small batch
+# overflows f16 at the initial 2^16 on step 1 (tests/dist/test_dist_cli.sh has the same run).
+ovf="--dim 32 --layers 1 --heads 2 --kv-heads 2 --hidden 64 --lines 3000 --task-n 0 --eval-every 0 --steps 3 --f16 --batch 2 --seq-len 6"
+"$bin" train $ovf --ckpt-every 2 --out "$dir/ovf" >/dev/null 2>&1
+ok '[ $? -eq 0 ] && grep -q "^{\"step\":1,.*,\"skipped\":\"inf_grad\",\"loss_scale\":65536,\"scaler_skipped_steps\":1}$" "$dir/ovf/metrics.jsonl"'
+ok 'grep -q "^{\"step\":3,.*[0-9],\"loss_scale\":32768,\"scaler_skipped_steps\":1}$" "$dir/ovf/metrics.jsonl"'
+ok '[ $(grep -c "\"loss_scale\":" "$dir/f16.jsonl") -eq 4 ] && ! grep -q "loss_scale\|scaler_skipped" "$dir/a.jsonl"'
+scaler() { grep -o '"step":[0-9]*,"loss":.*\|"loss_scale":.*' "$1" | grep -o "^\"step\":[0-9]*\|\"loss_scale.*"; }
+scaler "$dir/ovf/metrics.jsonl" >"$dir/ovf.scaler"
+"$bin" train --resume "$dir/ovf/ckpt-2.safetensors" >/dev/null 2>&1   # the count comes back with the checkpoint
+ok '[ $? -eq 0 ] && [ $(wc -l <"$dir/ovf.scaler") -eq 6 ] && scaler "$dir/ovf/metrics.jsonl" | cmp -s - "$dir/ovf.scaler"'
+
 echo "test_cli.sh: $checks checks, $fails failed"
 [ $fails -eq 0 ]

@@ -10,7 +10,9 @@
  * its defaults. The scaler's state goes into the training state of every
  * checkpoint (paddlec.scaler.scale, .growth_tracker, .skipped), so resume
  * stays bit-exact. Without --f16 these calls change nothing: the step is
- * pd_optimizer_step, as before.
+ * pd_optimizer_step, as before. Each step's metrics line carries the scale
+ * and the scaler's count of skipped steps (cli_amp_json; docs/training.md,
+ * "Metrics").
  */
 #include "cli.h"
 #include "pd/amp.h"
@@ -76,4 +78,13 @@ void cli_amp_save(struct pd_state_dict *sd)
 {
     if (scaler && pd_grad_scaler_state_dict(scaler, sd, "paddlec.scaler."))
         cli_fail_pd("checkpoint: cannot save the gradient scaler");
+}
+
+const char *cli_amp_json(char *buf, size_t n, double scale)
+{
+    char b[PD_DOUBLE_BUF];
+    if (!scaler) snprintf(buf, n, "%s", "");
+    else snprintf(buf, n, ",\"loss_scale\":%s,\"scaler_skipped_steps\":%lld", pd_format_double(scale, b, sizeof b),
+                  (long long)pd_grad_scaler_skipped_steps(scaler));
+    return buf;
 }

@@ -305,4 +305,21 @@ int cli_amp_step(struct pd_optimizer *opt);               /* the step (--f16: sk
 double cli_amp_loss_scale(void);                          /* 1 without --f16 */
 void cli_amp_save(struct pd_state_dict *sd);              /* --f16: the scaler's state as metadata */
 
+/* ---- short windows and skipped steps (targets.c; docs/cli.md) ---- */
+/* Tokens the held-out task generates after a prompt. */
+int cli_task_max_new(const struct pd_arith_config *ac);
+/* Exits (usage) when a held-out problem of task_n (train: and of the quick
+ * score's 100) does not fit max_seq_len with its answer; train or eval's
+ * wording. */
+void cli_task_check(const struct pd_tokenizer *tok, const struct pd_arith_config *ac, int max_seq_len, int task_n,
+                    uint64_t seed, int train);
+/* has[k] = 1 when y[k] holds a scored target (>= 0; --mesh: on some dp rank);
+ * returns how many do. Collective under --mesh. */
+int cli_count_targets(struct pd_tensor *const *y, int n, int *has);
+/* Why a step's loss or gradient norm is not finite, for the error line. */
+const char *cli_nonfinite_hint(double loss, int64_t updates, int resumed, int f16, int init_hf);
+/* --f16: ',"loss_scale":S,"scaler_skipped_steps":N' for a step's metrics line
+ * (S the scale its loss was multiplied by); "" without --f16 (amp.c). */
+const char *cli_amp_json(char *buf, size_t n, double scale);
+
 #endif

@@ -151,6 +151,8 @@ int cmd_eval(int argc, char **argv)
     struct cli_packer pack = {0};
     int packed = recipe_num(rj, "pack-documents", 0) != 0;
     if (packed) cli_packer_init(&pack, cm.tok, data != NULL);
+    if (!data) /* before anything is printed: the held-out problems fit the model (targets.c) */
+        cli_task_check(cm.tok, &ac, cm.cfg.max_seq_len, task_n, seed + 2, 0);
     struct cli_val v;
     if (cli_validate(cm.model, ds, cm.tok, batch, seq, batches, answer_only, packed ? &pack : NULL, &v))
         cli_fail_pd("validation failed");

@@ -75,12 +75,12 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
     if (!it) return pd_last_status();
     int nv = 0, bos = tok && pd_tokenizer_bos_id(tok) >= 0;
     int64_t *tb = tok ? token_bytes(tok, &nv) : NULL;
-    int64_t *ys = tb ? cli_hold(malloc(sizeof *ys * (size_t)batch * (size_t)seq_len), free) : NULL;
-    if (tb && !ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    int64_t *ys = cli_hold(malloc(sizeof *ys * ((size_t)batch * (size_t)seq_len + 1)), free);
+    if (!ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
     int was = pd_llama_is_training(m), ng = pd_no_grad_begin();
     pd_llama_train(m, 0);
     double sum = 0, nats = 0;
-    int64_t rows = 0;
+    int64_t rows = 0, seen = 0;
     int rc = PD_OK;
     for (int k = 0; k < max_batches; k++) {
         int scope_tok = cli_scope_begin();
@@ -88,23 +88,26 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
         int b = pd_dataset_iter_next(it, &x, &y);
         if (b > 0 && answer_only) y = cli_answer_targets(x, y);
         if (b > 0 && bos && !pack) with_bos(tok, &x, &y);
-        struct pd_tensor *l = b <= 0 ? NULL : val_loss_of(m, x, y, pack);
-        double lv = l ? pd_item(l) : NAN;
         double cb[2] = {0, 0};   /* scored targets and their bytes (this rank's rows) */
         struct pd_tensor *yl = b > 0 ? cli_local(y) : NULL;
-        if (yl && tb && !pd_to_buffer(yl, ys, PD_I64))
+        if (yl && !pd_to_buffer(yl, ys, PD_I64))
             for (int64_t i = 0; i < pd_tensor_numel(yl); i++)
-                if (ys[i] >= 0 && ys[i] < nv) {
+                if (ys[i] >= 0 && (!tb || ys[i] < nv)) {
                     cb[0]++;
-                    cb[1] += (double)tb[ys[i]];
+                    cb[1] += tb ? (double)tb[ys[i]] : 0;
                 }
-        if (b > 0 && tb) cli_dist_sum(cb, 2, 0);   /* --mesh: over the dp ranks */
+        if (b > 0) cli_dist_sum(cb, 2, 0);   /* --mesh: over the dp ranks */
         int64_t counted = (int64_t)cb[0], bytes = (int64_t)cb[1];
+        /* answer_only: a batch of short windows may hold no answer (targets.c); it is left out */
+        struct pd_tensor *l = b <= 0 || !counted ? NULL : val_loss_of(m, x, y, pack);
+        double lv = l ? pd_item(l) : NAN;
         cli_scope_end(scope_tok);
         if (b <= 0) {
             if (b < 0) rc = b;
             break;
         }
+        seen++;
+        if (!counted) continue;
         if (!l) {
             rc = pd_last_status();
             break;
@@ -120,7 +123,8 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
     cli_free(ys);
     cli_free(tb);
     cli_free(it);
-    if (rc || !rows) return rc ? rc : PD_ERR_INVALID;
+    if (rc || !seen) return rc ? rc : PD_ERR_INVALID;
+    if (!rows) return PD_OK;   /* no batch held a target: loss NaN, tokens 0 */
     out->loss = sum / (double)rows;
     if (out->bytes) out->bpb = nats / log(2.0) / (double)out->bytes;
     return PD_OK;

@@ -585,7 +585,7 @@ double cli_task_accuracy(struct pd_llama *m, const struct pd_tokenizer *tok, con
     int64_t *nl = cli_encode(tok, "\n", &nl_n);   /* no exit before its free */
     struct pd_generate_config gc;
     pd_generate_config_default(&gc);
-    gc.max_new_tokens = ac->max_digits + 3;   /* answer digits + newline, with a margin */
+    gc.max_new_tokens = cli_task_max_new(ac);   /* answer digits + newline, with a margin (targets.c) */
     if (nl_n == 1) gc.stop_tokens[gc.n_stop_tokens++] = nl[0];
     free(nl);
     double correct = 0;
@@ -870,11 +870,8 @@ static void build(struct run *R, struct pd_state_dict *ck)
     /* What runs after the last step is checked now. The held-out task draws
      * no numbers from pd generators: building it here changes nothing. */
     prepare_sample(R);
-    if (!r->data && r->task_n > 0) {
-        struct pd_arith_task *t = pd_arith_task_create(&R->ac, (uint64_t)r->seed + 2, r->task_n);
-        if (!t) cli_fail_pd("--task-n %d with --digits %d and --heldout %d", r->task_n, r->digits, r->heldout);
-        pd_arith_task_destroy(t);
-    }
+    if (!r->data) /* its problems fit --seq-len with their answers (targets.c) */
+        cli_task_check(R->tok, &R->ac, R->mc.max_seq_len, r->task_n, (uint64_t)r->seed + 2, 1);
 }
 
 /* The model (and batch, if given) a `train --config` file describes: the
@@ -934,10 +931,15 @@ int cmd_train(int argc, char **argv)
             cli_threads_desc(threads_buf, sizeof threads_buf));
     struct cli_progress prog;
     cli_progress_init(&prog, r->steps, r->log_every);
-    double t_start = cli_now(), loss = NAN, win_s = 0;
-    int64_t first = R.step, win_steps = 0;
-    char b1[32], b2[32], b3[32], b4[32], b5[32], line[512], path[4096];
+    double t_start = cli_now(), loss = NAN, win_s = 0;   /* loss: of the last step that trained */
+    int64_t first = R.step, win_steps = 0, updates = 0, no_target_steps = 0;
+    char b1[32], b2[32], b3[32], b4[32], b5[32], line[640], path[4096], extra[128];
     double tokens_per_step = (double)r->batch * r->seq_len * r->accum;
+    /* a step's micro-batches, drawn first: --answer-loss leaves out those
+     * without a scored target (targets.c) */
+    struct pd_tensor **bx = cli_hold(calloc((size_t)r->accum * 2, sizeof *bx), free), **by = bx + r->accum;
+    int *has = cli_hold(calloc((size_t)r->accum, sizeof *has), free);
+    if (!bx || !has) cli_fail(CLI_EXIT_FAIL, "out of memory");
     pd_llama_train(R.model, 1);
     if (r->profile && pd_profiler_begin()) cli_fail_pd("--profile");
     cli_interrupt_begin();   /* Ctrl-C: finish the step, save, exit (runs.c) */
@@ -945,31 +947,46 @@ int cmd_train(int argc, char **argv)
         double t_step = cli_now();
         double lr = pd_lr_schedule_at(&sched, R.step), sum = 0;
         int scope_tok = cli_scope_begin();
+        double scale = cli_amp_loss_scale();   /* --f16: this step's (amp.c) */
         for (int k = 0; k < r->accum; k++) {
-            struct pd_tensor *x, *y;
-            if (cli_dist_draw(R.ds, r->batch, r->seq_len, R.data_gen, &x, &y))   /* --mesh: this dp rank's rows */
+            if (cli_dist_draw(R.ds, r->batch, r->seq_len, R.data_gen, &bx[k], &by[k]))   /* --mesh: this dp rank's rows */
                 cli_fail_pd("cannot draw a batch");
-            if (r->answer_loss) y = cli_answer_targets(x, y);
+            if (r->answer_loss) by[k] = cli_answer_targets(bx[k], by[k]);
+            has[k] = 1;
+        }
+        /* the mean over the micro-batches with a target; none: the step is skipped */
+        int used = r->answer_loss ? cli_count_targets(by, r->accum, has) : r->accum;
+        for (int k = 0; k < r->accum; k++) {
+            if (!has[k]) continue;
             int ac = cli_amp_begin();   /* --bf16, --f16 (amp.c) */
-            struct pd_tensor *l = cli_loss(R.model, x, y, r->pack_documents ? &R.pack : NULL);
+            struct pd_tensor *l = cli_loss(R.model, bx[k], by[k], r->pack_documents ? &R.pack : NULL);
             cli_amp_end(ac);
             if (l && pd_tensor_dtype(l) != PD_F32) l = pd_cast(l, PD_F32);
-            if (!l || pd_backward(cli_amp_scale(r->accum > 1 ? pd_scale(l, 1.0 / r->accum) : l), NULL, 0))
+            if (!l || pd_backward(cli_amp_scale(used > 1 ? pd_scale(l, 1.0 / used) : l), NULL, 0))
                 cli_fail_pd("step %lld failed", (long long)R.step + 1);
             cli_dist_backward_done();   /* --mesh dp: the gradients reduced */
             sum += pd_item(l);
         }
-        int skip = cli_amp_unscale(R.opt);   /* --f16: an inf/NaN gradient skips the step */
-        double gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
-        if (r->clip > 0 && gnorm < 0) cli_fail_pd("gradient clipping failed");
-        loss = sum / r->accum;
-        if (!isfinite(loss) || (r->clip > 0 && !isfinite(gnorm) && !skip))
-            cli_fail(CLI_EXIT_FAIL, "step %lld: loss %g, gradient norm %g are not finite (lower --lr?)",
-                     (long long)R.step + 1, loss, gnorm);
-        if (pd_optimizer_set_lr(R.opt, -1, lr) || cli_amp_step(R.opt)) cli_fail_pd("optimizer step failed");
-        if (skip)
-            cli_progress_note(&prog, "step %lld: inf/NaN gradient, step skipped; loss scale now %g", (long long)R.step + 1,
-                              cli_amp_loss_scale());
+        double step_loss = used ? sum / used : NAN, gnorm = NAN;
+        int skip = 0;
+        if (used) {
+            skip = cli_amp_unscale(R.opt);   /* --f16: an inf/NaN gradient skips the step */
+            gnorm = r->clip > 0 ? pd_optimizer_clip_grad_norm(R.opt, r->clip) : NAN;
+            if (r->clip > 0 && gnorm < 0) cli_fail_pd("gradient clipping failed");
+            if (!isfinite(step_loss) || (r->clip > 0 && !isfinite(gnorm) && !skip))
+                cli_fail(CLI_EXIT_FAIL, "step %lld: loss %g, gradient norm %g are not finite: %s", (long long)R.step + 1,
+                         step_loss, gnorm, cli_nonfinite_hint(step_loss, updates, resumed, r->f16, r->init_hf != NULL));
+            if (pd_optimizer_set_lr(R.opt, -1, lr) || cli_amp_step(R.opt)) cli_fail_pd("optimizer step failed");
+            if (skip)
+                cli_progress_note(&prog, "step %lld: inf/NaN gradient, step skipped; loss scale now %g", (long long)R.step + 1,
+                                  cli_amp_loss_scale());
+            updates += !skip;
+            loss = step_loss;
+        } else if (!no_target_steps++) {
+            cli_progress_note(&prog, "step %lld: no answer target in the batch (windows of %d tokens can miss every '='): "
+                              "step skipped, weights unchanged; such steps are marked \"skipped\" in the metrics",
+                              (long long)R.step + 1, r->seq_len);
+        }
         pd_optimizer_zero_grad(R.opt);
         cli_scope_end(scope_tok);
         R.step++;
@@ -981,13 +998,15 @@ int cmd_train(int argc, char **argv)
         double tok_s = tokens_per_step / step_s;
         win_s += step_s;
         win_steps++;
-        cli_progress_update(&prog, (int)R.step, loss, lr, tokens_per_step * (double)win_steps / win_s,
+        cli_progress_update(&prog, (int)R.step, step_loss, lr, tokens_per_step * (double)win_steps / win_s,
                             el / (double)(R.step - first) * (double)(r->steps - R.step));
         if (R.step % r->log_every == 0) win_s = 0, win_steps = 0;
+        cli_amp_json(extra, sizeof extra, scale);   /* --f16: the scaler (amp.c) */
         snprintf(line, sizeof line,
-                 "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,\"tokens\":%.0f,\"elapsed_s\":%.3f}",
-                 (long long)R.step, jnum(b1, loss), jnum(b2, lr), jnum(b3, gnorm), jnum(b4, tok_s),
-                 tokens_per_step * (double)R.step, el);
+                 "{\"step\":%lld,\"loss\":%s,\"lr\":%s,\"grad_norm\":%s,\"tokens_per_s\":%s,\"tokens\":%.0f,\"elapsed_s\":%.3f%s%s}",
+                 (long long)R.step, jnum(b1, step_loss), jnum(b2, lr), jnum(b3, gnorm), jnum(b4, tok_s),
+                 tokens_per_step * (double)R.step, el, !used ? ",\"skipped\":\"no_targets\"" : skip ? ",\"skipped\":\"inf_grad\"" : "",
+                 extra);
         cli_metrics_write(mf, line);
         int last = R.step == r->steps;
         if ((r->eval_every && R.step % r->eval_every == 0) || last) {
@@ -1004,7 +1023,10 @@ int cmd_train(int argc, char **argv)
                                                 (uint64_t)r->seed + 2, 128, NULL)
                             : NAN;
             pd_llama_train(R.model, 1);
-            if (isnan(qa))
+            if (!v.tokens) /* short windows (targets.c): the line's values are null */
+                cli_progress_note(&prog, "step %lld: no validation batch held an answer target: val loss not measured",
+                                  (long long)R.step);
+            else if (isnan(qa))
                 cli_progress_note(&prog, "step %lld: val loss %.4f (ppl %.2f, %.4f bits/byte)", (long long)R.step, vl, exp(vl),
                                   v.bpb);
             else
@@ -1044,7 +1066,12 @@ int cmd_train(int argc, char **argv)
     if (r->profile && pd_profiler_enabled()) finish_profile(r->out);
     cli_progress_done(&prog);
     double train_s = cli_now() - t_start;
-    fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss %.4f\n", (long long)(R.step - first), train_s, loss);
+    if (isfinite(loss)) /* else every step was skipped (targets.c) */
+        fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss %.4f", (long long)(R.step - first), train_s, loss);
+    else
+        fprintf(stderr, "paddlec train: %lld steps in %.1f s, final loss -", (long long)(R.step - first), train_s);
+    if (no_target_steps) fprintf(stderr, " (%lld of them skipped: no answer target)", (long long)no_target_steps);
+    fputc('\n', stderr);
     double acc = NAN;
     char *sample = NULL;
     if (!r->data && r->task_n > 0) {

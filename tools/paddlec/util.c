@@ -329,8 +329,10 @@ static void fmt_time(double s, char *buf, size_t n)
 
 void cli_progress_update(struct cli_progress *p, int step, double loss, double lr, double tok_s, double eta_s)
 {
-    char eta[32];
+    char eta[32], ls[32];
     fmt_time(eta_s, eta, sizeof eta);
+    if (isfinite(loss)) snprintf(ls, sizeof ls, "%.4f", loss);
+    else snprintf(ls, sizeof ls, "-");   /* a step skipped without a target (targets.c) */
     if (p->tty) {
         double now = cli_now();
         if (step != p->total && now - p->last_draw < 0.1) return;   /* ~10 redraws a second at most */
@@ -339,11 +341,11 @@ void cli_progress_update(struct cli_progress *p, int step, double loss, double l
         char bar[32];
         for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
         bar[width] = 0;
-        fprintf(stderr, "\r\033[Kstep %d/%d [%s] loss %.4f lr %.2e %.0f tok/s ETA %s", step, p->total, bar, loss, lr,
+        fprintf(stderr, "\r\033[Kstep %d/%d [%s] loss %s lr %.2e %.0f tok/s ETA %s", step, p->total, bar, ls, lr,
                 tok_s, eta);
         fflush(stderr);
     } else if (step % p->every == 0 || step == p->total) {
-        fprintf(stderr, "step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %s\n", step, p->total, loss, lr, tok_s, eta);
+        fprintf(stderr, "step %d/%d loss %s lr %.2e %.0f tok/s ETA %s\n", step, p->total, ls, lr, tok_s, eta);
     }
 }
 
