@@ -47,9 +47,6 @@
  * strides).
  */
 #include <math.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +54,7 @@
 #include "core/kernel.h"
 #include "kernels/cpu/flashmask.h"
 #include "kernels/cpu/tile_gemm.h"
+#include "kernels/cpu/transpose8.h"
 #include "kernels/cpu/unary_math.h"
 #include "kernels/flashmask_rules.h"
 #include "pd/flashmask.h"
@@ -291,38 +289,14 @@ static int64_t visit_list(const struct fm *g, int64_t b, int64_t h, int64_t qt, 
 }
 
 /* dst[d][y] = src[y][d] (dst rows LDS apart, src rows ld apart) for the BC
- * rows y and the first D columns d: 8 x 8 blocks transposed in registers
- * with AVX2 (an element-by-element transpose was about half of packing a
- * tile), the columns past the last whole block one by one. */
+ * rows y and the first D columns d: 8 x 8 blocks in registers with AVX2
+ * (transpose8.h), the columns past the last whole block one by one. */
 static void transpose_tile(float *dst, const float *src, int64_t ld, int64_t D)
 {
     int64_t d0 = 0;
 #ifdef __AVX2__
     for (; d0 + 8 <= D; d0 += 8)
-        for (int64_t y0 = 0; y0 < BC; y0 += 8) {
-            const float *s = src + y0 * ld + d0;
-            __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld);
-            __m256 r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld);
-            __m256 r5 = _mm256_loadu_ps(s + 5 * ld), r6 = _mm256_loadu_ps(s + 6 * ld);
-            __m256 r7 = _mm256_loadu_ps(s + 7 * ld);
-            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-            float *o = dst + d0 * LDS + y0;
-            _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
-            _mm256_storeu_ps(o + LDS, _mm256_permute2f128_ps(u1, u5, 0x20));
-            _mm256_storeu_ps(o + 2 * LDS, _mm256_permute2f128_ps(u2, u6, 0x20));
-            _mm256_storeu_ps(o + 3 * LDS, _mm256_permute2f128_ps(u3, u7, 0x20));
-            _mm256_storeu_ps(o + 4 * LDS, _mm256_permute2f128_ps(u0, u4, 0x31));
-            _mm256_storeu_ps(o + 5 * LDS, _mm256_permute2f128_ps(u1, u5, 0x31));
-            _mm256_storeu_ps(o + 6 * LDS, _mm256_permute2f128_ps(u2, u6, 0x31));
-            _mm256_storeu_ps(o + 7 * LDS, _mm256_permute2f128_ps(u3, u7, 0x31));
-        }
+        for (int64_t y0 = 0; y0 < BC; y0 += 8) pdi_transpose8(src + y0 * ld + d0, ld, dst + d0 * LDS + y0, LDS);
 #endif
     for (int64_t d = d0; d < D; d++)
         for (int64_t y = 0; y < BC; y++) dst[d * LDS + y] = src[y * ld + d];

@@ -34,6 +34,8 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include "kernels/cpu/transpose8.h"
+
 #define MR 6
 #define NR 16
 #define KC_MAX 384
@@ -41,30 +43,6 @@
 #define MC 144
 
 /* ---- packing ---------------------------------------------------------- */
-/* dst[c][r] = src[r][c] for an 8 x 8 block (rows ls and ld floats apart). */
-static inline void transpose8(const float *src, int64_t ls, float *dst, int64_t ld)
-{
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ls), r2 = _mm256_loadu_ps(src + 2 * ls);
-    __m256 r3 = _mm256_loadu_ps(src + 3 * ls), r4 = _mm256_loadu_ps(src + 4 * ls), r5 = _mm256_loadu_ps(src + 5 * ls);
-    __m256 r6 = _mm256_loadu_ps(src + 6 * ls), r7 = _mm256_loadu_ps(src + 7 * ls);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(dst + ld, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
-
 /* B~ for rows k0..k0+kc of op(B), all N columns: micro-panel p holds
  * columns 16p..16p+15 as kc rows of 16 floats (zeros past N). */
 static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t k0, int64_t kc, int64_t n, float *dst, int64_t p0,
@@ -95,7 +73,7 @@ static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t k0, int64_t k
              * 8 x 8 blocks turned in registers */
             int64_t k = 0;
             for (; k + 8 <= kc; k += 8)
-                for (int64_t h = 0; h < NR; h += 8) transpose8(s + h * cs + k, cs, d + k * NR + h, NR);
+                for (int64_t h = 0; h < NR; h += 8) pdi_transpose8(s + h * cs + k, cs, d + k * NR + h, NR);
             for (; k < kc; k++)
                 for (int64_t j = 0; j < NR; j++) d[k * NR + j] = s[j * cs + k];
         } else if (rs == 1) {
