@@ -380,6 +380,9 @@ ok '[ $? -eq 0 ] && cmp -s "$dir/sw-straight.safetensors" "$dir/sw/final.safeten
 err "the model's max_seq_len 4 cannot hold a held-out problem .*: pass --task-n 0" eval --ckpt "$dir/sw/final.safetensors"
 "$bin" eval --ckpt "$dir/sw/final.safetensors" --task-n 0 >"$dir/swe.out" 2>&1
 ok '[ $? -eq 0 ] && grep -q "^val loss [0-9.]* (answer tokens)$" "$dir/swe.out"'
+# and when none of its windows holds a target it says so (it printed "val loss nan")
+err "no validation batch holds an answer target (windows of 2 tokens can miss every '='): raise --seq-len or --batches" \
+    eval --ckpt "$dir/sw/final.safetensors" --task-n 0 --seq-len 2 --batch 1 --batches 1
 "$bin" train $short --accum 3 --seq-len 3 --out "$dir/swa" >/dev/null 2>&1   # micro-batches left out of their step
 ok '[ $? -eq 0 ] && ! grep -qiw "nan" "$dir/swa/metrics.jsonl"'
 # the error for a non-finite loss names the cause: here f16 overflowing before any update

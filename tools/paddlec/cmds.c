@@ -157,6 +157,11 @@ int cmd_eval(int argc, char **argv)
     if (cli_validate(cm.model, ds, cm.tok, batch, seq, batches, answer_only, packed ? &pack : NULL, &v))
         cli_fail_pd("validation failed");
     cli_packer_free(&pack);
+    if (!v.tokens) /* short windows of the built-in task (targets.c): nothing was scored */
+        cli_fail(CLI_EXIT_USAGE,
+                 "no validation batch holds an answer target (windows of %d tokens can miss every '='): raise --seq-len "
+                 "or --batches",
+                 seq);
     double vl = v.loss;
     printf("step %lld\nval loss %.4f%s\nval perplexity %.3f\nval bits per byte %.4f (%lld tokens, %lld bytes)\n",
            (long long)cm.step, vl, answer_only ? " (answer tokens)" : "", exp(vl), v.bpb, (long long)v.tokens,

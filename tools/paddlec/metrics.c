@@ -90,7 +90,12 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
         if (b > 0 && bos && !pack) with_bos(tok, &x, &y);
         double cb[2] = {0, 0};   /* scored targets and their bytes (this rank's rows) */
         struct pd_tensor *yl = b > 0 ? cli_local(y) : NULL;
-        if (yl && !pd_to_buffer(yl, ys, PD_I64))
+        if (yl && pd_to_buffer(yl, ys, PD_I64)) { /* a failed read is an error, not a batch without targets */
+            rc = pd_last_status();
+            cli_scope_end(scope_tok);
+            break;
+        }
+        if (yl)
             for (int64_t i = 0; i < pd_tensor_numel(yl); i++)
                 if (ys[i] >= 0 && (!tb || ys[i] < nv)) {
                     cb[0]++;
