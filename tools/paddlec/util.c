@@ -29,15 +29,17 @@ const char *cli_q(const char *s)
     return pd_quote(s, buf[next], sizeof buf[next]);
 }
 
-/* The message goes out on one line whatever it holds: any control byte left
- * (a value the caller did not quote) is written as \xNN. */
-static void put_line(const char *s)
+/* The message goes out on one line whatever it holds: s is appended to buf
+ * (cap bytes, *len used) with any control byte left (a value the caller did
+ * not quote) written as \xNN; cut at the end of buf. */
+static void put_escaped(char *buf, size_t cap, size_t *len, const char *s)
 {
-    for (; *s; s++) {
+    for (; *s && *len + 5 < cap; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) fprintf(stderr, "\\x%02x", c);
-        else fputc(c, stderr);
+        if (c < 0x20 || c == 0x7f) *len += (size_t)snprintf(buf + *len, cap - *len, "\\x%02x", c);
+        else buf[(*len)++] = (char)c;
     }
+    buf[*len] = 0;
 }
 
 /* ---- what an exit frees ----------------------------------------------------
@@ -153,16 +155,21 @@ void cli_dtor_file(void *p) { fclose((FILE *)p); }
 static void vfail(int code, const char *fmt, va_list ap, const char *tail) __attribute__((noreturn));
 static void vfail(int code, const char *fmt, va_list ap, const char *tail)
 {
-    char msg[2048];
+    /* the whole line in one write: stderr is unbuffered, and under mpirun
+     * every rank's error goes to the same stream (a character at a time,
+     * two ranks' identical messages came out interleaved) */
+    char msg[2048], line[8192];
+    size_t len = 0;
     fflush(stdout);
-    fprintf(stderr, "paddlec%s%s: error: ", *cli_cmd ? " " : "", cli_cmd);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    put_line(msg);
+    len = (size_t)snprintf(line, sizeof line, "paddlec%s%s: error: ", *cli_cmd ? " " : "", cli_cmd);
+    put_escaped(line, sizeof line - 1, &len, msg);
     if (tail) {
-        fputs(": ", stderr);
-        put_line(tail);
+        put_escaped(line, sizeof line - 1, &len, ": ");
+        put_escaped(line, sizeof line - 1, &len, tail);
     }
-    fputc('\n', stderr);
+    line[len++] = '\n';
+    fwrite(line, 1, len, stderr);
     cli_exit(code);
 }
 
