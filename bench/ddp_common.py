@@ -155,21 +155,25 @@ def timed(step, warm, n, slowest):
 def probe(args, variants, trial, rank, common):
     """variants: {option: values}; options whose argument is not "best" keep it.
     trial(choice) -> the per-step times of 1 warm-up + 3 timed steps. Every
-    rank takes the same choice (the times are the slowest rank's)."""
+    rank takes the same choice (the times are the slowest rank's). Two
+    rounds over the variants, each variant keeping its better median: with
+    one round a burst of host load during one variant's 3 steps decided the
+    choice (PyTorch 2.15 took baddbmm or matmul in some runs, sdpa, its
+    fastest form here, in others; docs/benchmarks.md)."""
     choices = [{}]
     for opt, values in variants.items():
         given = getattr(args, opt.replace("-", "_"))
         choices = [dict(c, **{opt: v}) for c in choices for v in (values if given == "best" else [given])]
     if len(choices) == 1:
         return choices[0]
-    best = None
-    for c in choices:
-        m = median(trial(c))
-        if rank == 0:
-            emit(dict(common, variant_probe=True, step_ms=round(1e3 * m, 1), **c))
-        if best is None or m < best[0]:
-            best = (m, c)
-    return best[1]
+    best = [None] * len(choices)
+    for _ in range(2):
+        for i, c in enumerate(choices):
+            m = median(trial(c))
+            if rank == 0:
+                emit(dict(common, variant_probe=True, step_ms=round(1e3 * m, 1), **c))
+            best[i] = m if best[i] is None else min(best[i], m)
+    return choices[min(range(len(choices)), key=lambda i: best[i])]
 
 
 def result(args, common, choice, ts, loss):
