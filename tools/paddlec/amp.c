@@ -83,7 +83,7 @@ void cli_amp_save(struct pd_state_dict *sd)
 const char *cli_amp_json(char *buf, size_t n, double scale)
 {
     char b[PD_DOUBLE_BUF];
-    if (!scaler) snprintf(buf, n, "%s", "");
+    if (!scaler) buf[0] = 0;
     else snprintf(buf, n, ",\"loss_scale\":%s,\"scaler_skipped_steps\":%lld", pd_format_double(scale, b, sizeof b),
                   (long long)pd_grad_scaler_skipped_steps(scaler));
     return buf;

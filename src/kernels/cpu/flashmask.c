@@ -197,16 +197,9 @@ struct fm {
     const struct pdi_kcall *kc; /* scratch comes from its allocator (NULL: the default) */
 };
 
-/* Bytes per element of the kernels' dtypes, inline (pd_dtype_size is a
- * call through the PLT, once per row). */
-static inline int64_t elem_size(enum pd_dtype dt)
-{
-    return dt == PD_F32 ? 4 : dt == PD_BF16 || dt == PD_F16 ? 2 : (int64_t)pd_dtype_size(dt);
-}
-
 static inline char *row_ptr(const struct pd_kview *t, int64_t b, int64_t i, int64_t h)
 {
-    return t->data + (b * t->strides[0] + i * t->strides[1] + h * t->strides[2]) * elem_size(t->dtype);
+    return t->data + (b * t->strides[0] + i * t->strides[1] + h * t->strides[2]) * (int64_t)pd_dtype_size(t->dtype);
 }
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -220,7 +213,7 @@ static inline void prefetch_row(const struct pd_kview *t, int64_t b, int64_t i, 
 {
     if (i >= t->shape[1] || t->strides[3] != 1) return;
     const char *p = row_ptr(t, b, i, h);
-    int64_t bytes = n * elem_size(t->dtype);
+    int64_t bytes = n * (int64_t)pd_dtype_size(t->dtype);
     for (int64_t o = 0; o < bytes; o += 64) {
         if (write) __builtin_prefetch(p + o, 1);
         else __builtin_prefetch(p + o, 0);

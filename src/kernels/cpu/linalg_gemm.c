@@ -52,16 +52,14 @@ static void pack_b(const float *b, int64_t rs, int64_t cs, int64_t k0, int64_t k
      * row of B, which the hardware prefetchers follow (a panel at a time
      * walked B down its columns, one cache miss per row: ~2% of a training
      * step) */
-    int64_t pf = p0;
-    if (cs == 1) {
-        while (pf < p1 && n - pf * NR >= NR) pf++;
-        for (int64_t k = 0; k < kc && pf > p0; k++) {
-            const float *s = b + (k0 + k) * rs;
-            for (int64_t p = p0; p < pf; p++) {
-                float *d = dst + p * kc * NR + k * NR;
-                _mm256_store_ps(d, _mm256_loadu_ps(s + p * NR));
-                _mm256_store_ps(d + 8, _mm256_loadu_ps(s + p * NR + 8));
-            }
+    int64_t pf = cs == 1 ? n / NR : p0; /* panels [p0, pf): whole, packed here */
+    pf = pf < p0 ? p0 : pf > p1 ? p1 : pf;
+    for (int64_t k = 0; k < kc && pf > p0; k++) {
+        const float *s = b + (k0 + k) * rs;
+        for (int64_t p = p0; p < pf; p++) {
+            float *d = dst + p * kc * NR + k * NR;
+            _mm256_store_ps(d, _mm256_loadu_ps(s + p * NR));
+            _mm256_store_ps(d + 8, _mm256_loadu_ps(s + p * NR + 8));
         }
     }
     for (int64_t p = pf; p < p1; p++) {
