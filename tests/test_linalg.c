@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "kernels/cpu/tile_gemm.h"
 #include "pt.h"
 
 static double at(struct pd_tensor *t, int64_t i)
@@ -417,6 +418,38 @@ static void test_gemm_thread_alignment(void)
     }
 }
 
+/* The attention kernels' register-tiled gemm (kernels/cpu/tile_gemm.h):
+ * any N, padded to the vector or not (an N that was not a multiple of the
+ * vector used to loop for ever), strided A, accumulate or overwrite,
+ * against a plain triple loop in double. */
+static void test_tile_gemm(void)
+{
+    static const int64_t Ms[] = {1, 5, 13}, Ns[] = {3, 8, 12, 21, 64, 70}, Ks[] = {1, 7, 48};
+    float a[13 * 48], b[48 * 72], c[13 * 72];
+    for (int i = 0; i < 13 * 48; i++) a[i] = (float)((i * 37 % 23) - 11) / 8.0f;
+    for (int i = 0; i < 48 * 72; i++) b[i] = (float)((i * 53 % 19) - 9) / 4.0f;
+    int bad = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+                for (int tr = 0; tr < 2; tr++)
+                    for (int acc = 0; acc < 2; acc++) {
+                        int64_t M = Ms[mi], N = Ns[ni], K = Ks[ki], ldb = 72, ldc = 72;
+                        int64_t ars = tr ? 1 : K, acs = tr ? M : 1; /* A [M][K] or A^T stored [K][M] */
+                        for (int i = 0; i < 13 * 72; i++) c[i] = (float)(i % 5);
+                        gemm(M, N, K, a, ars, acs, b, ldb, c, ldc, acc);
+                        for (int64_t i = 0; i < M; i++)
+                            for (int64_t j = 0; j < N; j++) {
+                                double want = acc ? (double)((i * ldc + j) % 5) : 0.0;
+                                for (int64_t k = 0; k < K; k++) want += (double)a[i * ars + k * acs] * b[k * ldb + j];
+                                bad += fabs(c[i * ldc + j] - want) > 1e-4 * (1.0 + fabs(want));
+                            }
+                        for (int64_t i = 0; i < M; i++) /* nothing past column N */
+                            for (int64_t j = N; j < ldc; j++) bad += c[i * ldc + j] != (float)((i * ldc + j) % 5);
+                    }
+    PT_CHECK(bad == 0);
+}
+
 int main(void)
 {
     int64_t live = pd_live_tensors();
@@ -426,6 +459,7 @@ int main(void)
     test_threads();
     test_kernel_paths();
     test_gemm_thread_alignment();
+    test_tile_gemm();
     PT_CHECK(pd_live_tensors() == live);
     PT_DONE();
 }

@@ -340,15 +340,19 @@ static inline __attribute__((always_inline)) void panel_ks(int MR, int NV, int64
 #undef FM_KS_TILE
 }
 
-/* C[M][N] += A B (N a multiple of the vector) where row m of A is zero
- * outside the k span of its group: gemm's panels and tiles, each tile
- * over its own span. */
-static void gemm_ks(int64_t M, int64_t N, const int64_t *lo, const int64_t *hi, const float *a, int64_t ars,
+/* C[M][N] += A[M][K] B where row m of A is zero outside the k span of its
+ * group: gemm's panels and tiles, each tile over its own span (N a
+ * multiple of the vector; a rest, which no caller has, whole). */
+static void gemm_ks(int64_t M, int64_t N, int64_t K, const int64_t *lo, const int64_t *hi, const float *a, int64_t ars,
                     int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
     for (int64_t n0 = 0; n0 < N;) {
         int64_t nv = (N - n0) / PDI_GEMM_VW;
         nv = nv < PDI_GEMM_NV ? nv : PDI_GEMM_NV;
+        if (nv == 0) { /* an unpadded N (the callers pad it): the rest whole */
+            gemm_cols_plain(M, N, n0, K, a, ars, acs, b, ldb, c, ldc, 1);
+            return;
+        }
 #ifdef __AVX512F__
         if (nv == 4) panel_ks(6, 4, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
         else if (nv == 3) panel_ks(8, 3, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
@@ -594,7 +598,7 @@ static void fwd_unit(const struct fm *g, int64_t u, float *w, int64_t *cnt)
             }
             if (g->drop) drop_row(g, b, h, r0 + x, c0, nc, words, s);
         }
-        gemm_ks(R, Dvp, sp.ca, sp.ce, S, LDS, 1, g->Vrp + pu * BC * Dvp, Dvp, O, Dvp);
+        gemm_ks(R, Dvp, nc, sp.ca, sp.ce, S, LDS, 1, g->Vrp + pu * BC * Dvp, Dvp, O, Dvp);
     }
     float *lse = (float *)g->lse.data;
     for (int64_t x = 0; x < R; x++) {
@@ -700,7 +704,7 @@ static void bwd_pair(const struct fm *g, int64_t b, int64_t h, int64_t qt, int64
             for (int64_t y = 0; y < nc; y++) dp[y] = words[y] >= g->thr ? dp[y] * g->keep : 0.0f;
         }
     }
-    gemm_ks(nc, Dvp, sp.ra, sp.re, P, 1, LDS, dO, Dvp, dV, Dvp);
+    gemm_ks(nc, Dvp, R, sp.ra, sp.re, P, 1, LDS, dO, Dvp, dV, Dvp);
     for (int64_t x = 0; x < R; x++) { /* dS = P (dP - D_i), into dP; 0 where P is (dP may be unset there) */
         float *s = S + x * LDS, *dp = dP + x * LDS;
         vg di = bcg(g->Drow[row + x]);
@@ -709,9 +713,9 @@ static void bwd_pair(const struct fm *g, int64_t b, int64_t h, int64_t qt, int64
             stg(dp + y, (vg)((vgi)(p * (ldg(dp + y) - di)) & (p != bcg(0.0f))));
         }
     }
-    gemm_ks(nc, Dp, sp.ra, sp.re, dP, 1, LDS, Q, Dp, dK, Dp);
+    gemm_ks(nc, Dp, R, sp.ra, sp.re, dP, 1, LDS, Q, Dp, dK, Dp);
     float *dQ = g->dQp + (ch * g->B * g->Hq * g->Sq + row) * Dp;
-    gemm_ks(R, Dp, sp.ca, sp.ce, dP, LDS, 1, kr, Dp, dQ, Dp);
+    gemm_ks(R, Dp, nc, sp.ca, sp.ce, dP, LDS, 1, kr, Dp, dQ, Dp);
 }
 
 /* Key tiles [kt0, kt1) of (b, kv head): unit u = (b Hk + kvh) nch + chunk. */

@@ -173,16 +173,34 @@ static inline __attribute__((always_inline)) void panel(int MR, int NV, int64_t 
 #undef PDI_GEMM_REST
 }
 
-/* C[M][N] (+)= A[M][K] B[K][N]; N a multiple of PDI_GEMM_VW, B and C
- * row-major with leading dimensions ldb and ldc. Column panels outside, so
- * that a K x NV-vector panel of B stays in L1 while the rows of A stream
- * past it. */
+/* Columns [n0, N) of C (+)= A B element by element: the last N % VW
+ * columns of a caller that did not pad N (the attention kernels pad their
+ * panels, so it is never their path), so that any N is computed. */
+static inline void gemm_cols_plain(int64_t M, int64_t N, int64_t n0, int64_t K, const float *a, int64_t ars,
+                                   int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc, int acc)
+{
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = n0; j < N; j++) {
+            float s = acc ? c[i * ldc + j] : 0.0f;
+            for (int64_t k = 0; k < K; k++) s += a[i * ars + k * acs] * b[k * ldb + j];
+            c[i * ldc + j] = s;
+        }
+}
+
+/* C[M][N] (+)= A[M][K] B[K][N]; B and C row-major with leading dimensions
+ * ldb and ldc; N a multiple of PDI_GEMM_VW for the kernel's speed (a rest
+ * goes through gemm_cols_plain). Column panels outside, so that a K x
+ * NV-vector panel of B stays in L1 while the rows of A stream past it. */
 static inline void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
                         int64_t ldb, float *c, int64_t ldc, int acc)
 {
     for (int64_t n0 = 0; n0 < N;) {
         int64_t nv = (N - n0) / PDI_GEMM_VW;
         nv = nv < PDI_GEMM_NV ? nv : PDI_GEMM_NV;
+        if (nv == 0) {
+            gemm_cols_plain(M, N, n0, K, a, ars, acs, b, ldb, c, ldc, acc);
+            return;
+        }
         const float *bn = b + n0;
         float *cn = c + n0;
 #ifdef __AVX512F__
