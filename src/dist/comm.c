@@ -95,6 +95,14 @@ static void print_line(const char *head, const char *msg, const char *tail)
     fflush(NULL);
 }
 
+int pdi_comm_fits(const char *fn, const char *what, int64_t n, const char *unit)
+{
+    if (n >= 0 && n <= 2147483647) return 1;
+    pdi_errorf(PD_ERR_INVALID, "%s: %s of %lld %s would exceed one MPI message (2^31 - 1 %s)", fn, what, (long long)n,
+               unit, unit);
+    return 0;
+}
+
 #ifdef PD_HAVE_MPI
 static double now_s(void)
 {
@@ -425,9 +433,7 @@ static int check_reduce(const struct pdi_comm_on *on, int64_t count, enum pd_dty
 {
     if (!pdi_comm_reducible(dt))
         return pdi_errorf(PD_ERR_UNSUPPORTED, "%s: MPI does not reduce %s (reduce it in f32)", on->fn, pd_dtype_name(dt));
-    if (count < 0 || count > 2147483647)
-        return pdi_errorf(PD_ERR_INVALID, "%s: %lld elements exceed one MPI message (2^31 - 1)", on->fn, (long long)count);
-    return PD_OK;
+    return pdi_comm_fits(on->fn, "a reduction", count, "elements") ? PD_OK : PD_ERR_INVALID;
 }
 
 /* ---- the calls ------------------------------------------------------------ */

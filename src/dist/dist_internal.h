@@ -112,6 +112,10 @@ static inline struct pdi_comm_on pdi_comm_on_axes(const char *fn, struct pd_mesh
 }
 /* Can MPI reduce dt (f16 and bf16: no, reduce them in f32)? */
 int pdi_comm_reducible(enum pd_dtype dt);
+/* An MPI count is an int: 1 when n (of `unit`s) fits one message, else 0
+ * with the error "<fn>: <what> of <n> <unit> would exceed one MPI message
+ * (2^31 - 1 <unit>)". Every layer that forms a message checks with it. */
+int pdi_comm_fits(const char *fn, const char *what, int64_t n, const char *unit);
 /* Reductions: n elements of dt; PD_RED_AVG sums (the caller divides); send
  * NULL: in place in recv. Byte calls (all-gather, all-to-all, send/recv)
  * take counts and displacements in bytes. Counted in pd_comm_stats as the

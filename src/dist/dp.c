@@ -14,7 +14,9 @@
  * step and by gradient clipping) waits and replaces every gradient with
  * the reduced one, Replicate on the axis: the sum of the ranks' pieces,
  * which is the gradient of the single-process loss when the loss is a
- * mean over the global batch.
+ * mean over the global batch. The reduced gradients are views of their
+ * bucket's storage (bucket_storage): nothing is copied after the
+ * all-reduce.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@
 #include "dist/dist_internal.h"
 
 struct dp_bucket {
-    char *buf;
+    struct pd_tensor *t; /* its storage (1-d, count elements), made at its first write of a step */
+    char *buf;           /* t's bytes */
     int64_t count; /* elements */
     enum pd_dtype dt;
     int n_params, n_arrived, started;
@@ -110,6 +113,30 @@ static void progress(struct pd_dp *dp) { (void)dp; }
 void pdi_dp_progress_all(void) {}
 #endif
 
+/* A bucket's storage for this step: a tensor of the library's allocator.
+ * pd_dp_finish hands it over, the gradients become views of it (no copy
+ * of the reduced sums), and the next step's first write makes a new one,
+ * which the caching allocator serves from the block the last step's
+ * gradients gave back when the optimizer cleared them. */
+static int bucket_storage(struct dp_bucket *b)
+{
+    if (b->t) return PD_OK;
+    int tok = pd_scope_begin();
+    int64_t n = b->count;
+    b->t = pd_empty(&n, 1, b->dt);
+    if (b->t) pd_tensor_retain(b->t);
+    pd_scope_end(tok);
+    if (!b->t) return pd_last_status();
+    b->buf = pd_tensor_data(b->t);
+    return PD_OK;
+}
+
+static void bucket_drop(struct dp_bucket *b)
+{
+    pd_tensor_release(b->t);
+    b->t = NULL, b->buf = NULL;
+}
+
 static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
 {
     struct dp_param *q = ctx;
@@ -121,6 +148,7 @@ static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
         return NULL;
     }
     const struct pdi_dist *dg = g->dist;
+    if (bucket_storage(b)) return NULL;
     char *dst = b->buf + q->off * (int64_t)pd_dtype_size(b->dt);
     int rep = dg && dg->pl[dp->axis].kind != PD_PARTIAL; /* already whole: count it once */
     if (rep && dp->mesh->coord[dp->axis] != 0) {
@@ -194,11 +222,7 @@ struct pd_dp *pd_dp_attach(struct pd_tensor *const *params, int n, struct pd_mes
     }
     for (int i = 0; i < dp->nb; i++) {
         struct dp_bucket *b = &dp->bs[i];
-        if (b->count > 0x7fffffff) {
-            pdi_errorf(PD_ERR_INVALID, "%s: a bucket of %lld elements exceeds one MPI message", fn, (long long)b->count);
-            goto fail;
-        }
-        if (!(b->buf = pdi_calloc((size_t)(b->count ? b->count : 1), pd_dtype_size(b->dt)))) goto fail;
+        if (!pdi_comm_fits(fn, "a bucket", b->count, "elements")) goto fail;
     }
     for (int i = 0; i < n; i++) {
         if (pd_tensor_register_hook(params[i], dp_hook, &dp->ps[i])) goto fail;
@@ -223,10 +247,10 @@ int pd_dp_finish(struct pd_dp *dp)
     for (int i = 0; i < dp->n; i++) any |= dp->ps[i].arrived;
     if (!any) return PD_OK; /* no backward since the last finish */
     /* a bucket some of whose parameters got no gradient: zeros for them */
-    for (int i = 0; i < dp->n; i++) {
+    for (int i = 0; i < dp->n && rc == PD_OK; i++) {
         struct dp_param *q = &dp->ps[i];
         struct dp_bucket *b = &dp->bs[q->bucket];
-        if (!q->arrived && !b->started)
+        if (!q->arrived && !b->started && (rc = bucket_storage(b)) == PD_OK)
             memset(b->buf + q->off * (int64_t)pd_dtype_size(b->dt), 0, (size_t)(q->count * (int64_t)pd_dtype_size(b->dt)));
     }
     for (int i = 0; i < dp->nb && rc == PD_OK; i++) rc = start_bucket(dp, &dp->bs[i]);
@@ -243,8 +267,9 @@ int pd_dp_finish(struct pd_dp *dp)
         if (!q->arrived) continue;
         struct dp_bucket *b = &dp->bs[q->bucket];
         const struct pdi_dist *d = q->p->dist;
-        struct pd_tensor *l = pd_from_buffer(b->buf + q->off * (int64_t)pd_dtype_size(b->dt), d->lshape, d->ndim, b->dt);
-        struct pd_tensor *gr = pdi_dist_wrap(l, d->mesh, d->gshape, d->ndim, d->pl);
+        struct pd_tensor *l = pd_slice(b->t, 0, q->off, q->off + q->count, 1); /* a view: the sums stay where they are */
+        l = l ? pd_view(l, d->lshape, d->ndim) : NULL;
+        struct pd_tensor *gr = l ? pdi_dist_wrap(l, d->mesh, d->gshape, d->ndim, d->pl) : NULL;
         if (gr && q->prev) gr = pd_add(q->prev, gr);
         if (!gr) { rc = pd_last_status(); break; }
         pd_tensor_retain(gr);
@@ -264,6 +289,7 @@ int pd_dp_finish(struct pd_dp *dp)
     for (int i = 0; i < dp->nb; i++) {
         if (dp->bs[i].req) bucket_wait(&dp->bs[i]);
         dp->bs[i].started = 0, dp->bs[i].n_arrived = 0;
+        bucket_drop(&dp->bs[i]); /* the gradients hold it; the next step makes another */
     }
     return rc;
 #else
@@ -299,7 +325,7 @@ void pd_dp_detach(struct pd_dp *dp)
         pd_tensor_release(q->prev);
         pd_tensor_release(q->p);
     }
-    for (int i = 0; dp->bs && i < dp->nb; i++) free(dp->bs[i].buf);
+    for (int i = 0; dp->bs && i < dp->nb; i++) bucket_drop(&dp->bs[i]);
     free(dp->ps);
     free(dp->bs);
     pd_mesh_release(dp->mesh);

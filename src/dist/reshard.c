@@ -12,7 +12,6 @@
  * bytes; reductions run in the dtype (f16 and bf16 move as 2-byte elements,
  * each combination computed in f32: comm.c).
  */
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +98,6 @@ static int64_t row_elems(const struct pd_tensor *x, int d)
     return r;
 }
 
-static int fits_int(int64_t v, const char *what)
-{
-    if (v <= INT_MAX) return 1;
-    pdi_errorf(PD_ERR_INVALID, FN ": %s of %lld exceeds one MPI message (2^31 - 1)", what, (long long)v);
-    return 0;
-}
-
 /* A new tensor of `shape` from host bytes (the received data). */
 static struct pd_tensor *from_bytes(const void *buf, const int64_t *shape, int ndim, enum pd_dtype dt)
 {
@@ -153,7 +145,7 @@ static struct pd_tensor *gather_dim(struct pd_tensor *x, struct pd_mesh *m, cons
     for (int i = 0; i < n && !rc; i++) {
         int64_t s, e;
         pd_dist_piece(extent, n, i, &s, &e);
-        if (!fits_int((e - s) * row, "a piece") || !fits_int(off, "a gathered tensor")) rc = PD_ERR_INVALID;
+        if (!pdi_comm_fits(FN, "a piece", (e - s) * row, "bytes") || !pdi_comm_fits(FN, "a gathered tensor", off, "bytes")) rc = PD_ERR_INVALID;
         counts[i] = (int)((e - s) * row), displs[i] = (int)off, off += (e - s) * row;
     }
     int64_t mine = f ? f->shape[0] * row : 0;
@@ -181,7 +173,7 @@ static struct pd_tensor *reduce_axis(struct pd_tensor *x, struct pd_mesh *m, int
     struct pd_tensor *w = pd_contiguous(rt != dt ? pd_cast(x, rt) : x);
     int64_t n = w ? pd_tensor_numel(w) : 0;
     size_t bytes = w ? (size_t)n * pd_dtype_size(w->dtype) : 0;
-    const void *src = w && fits_int(n, "an all-reduce") ? pdi_host_read(w, FN) : NULL;
+    const void *src = w && pdi_comm_fits(FN, "an all-reduce", n, "elements") ? pdi_host_read(w, FN) : NULL;
     void *out = src || (w && !n) ? pdi_malloc(bytes + 1) : NULL;
     struct pd_tensor *y = NULL;
     if (!out) {
@@ -205,7 +197,7 @@ static struct pd_tensor *reduce_scatter(struct pd_tensor *x, struct pd_mesh *m, 
     int64_t row = f ? row_elems(f, 0) : 0, extent = f ? f->shape[0] : 0, s, e;
     int *counts = f ? pdi_calloc((size_t)n, sizeof *counts) : NULL;
     if (f && !counts) pdi_errorf(PD_ERR_NOMEM, FN ": out of memory (reduce-scatter)");
-    int ok = counts && fits_int(extent * row, "a reduce-scatter");
+    int ok = counts && pdi_comm_fits(FN, "a reduce-scatter", extent * row, "elements");
     for (int i = 0; i < n && ok; i++) pd_dist_piece(extent, n, i, &s, &e), counts[i] = (int)((e - s) * row);
     pd_dist_piece(extent, n, m->coord[a], &s, &e);
     int64_t shape[PD_MAX_DIMS];
@@ -252,7 +244,7 @@ static struct pd_tensor *all_to_all(struct pd_tensor *x, struct pd_mesh *m, int 
         int64_t ks, ke;
         pd_dist_piece(gshape[i], n, k, &ks, &ke);
         int64_t sb = (e - s) * row, rb = my_rows * other * (ke - ks) * (int64_t)es;
-        ok = ok && fits_int(so + sb, "an all-to-all") && fits_int(ro + rb, "an all-to-all");
+        ok = ok && pdi_comm_fits(FN, "an all-to-all", so + sb, "bytes") && pdi_comm_fits(FN, "an all-to-all", ro + rb, "bytes");
         cnt[k] = (int)sb, sd[k] = (int)so, rc_[k] = (int)rb, rd[k] = (int)ro, so += sb, ro += rb;
     }
     void *out = ok ? pdi_malloc((size_t)ro + 1) : NULL;
@@ -334,7 +326,7 @@ static struct pd_tensor *reshard_cross(struct pd_tensor *x, struct pd_mesh *src,
     struct pd_tensor *full = src->index >= 0 ? reshard_same(x, src, from, rep, gshape) : NULL;
     full = full ? pd_contiguous(full) : NULL;
     size_t bytes = (size_t)pdi_numel(gshape, ndim) * pd_dtype_size(x->dtype);
-    if (!fits_int((int64_t)bytes, "a send")) return NULL;
+    if (!pdi_comm_fits(FN, "a send", (int64_t)bytes, "bytes")) return NULL;
     int me = pd_dist_world_rank(), rc = PD_OK;
     struct pd_tensor *got = NULL;
     if (src->index >= 0) { /* send to the target ranks this rank serves */

@@ -66,12 +66,7 @@ static int member_rank(const struct group *g, int q)
     return g->m->ranks[idx];
 }
 
-static int too_big(const char *fn, int64_t bytes)
-{
-    if (bytes <= 0x7fffffff) return 0;
-    pdi_errorf(PD_ERR_UNSUPPORTED, "%s: a message of %lld bytes (at most 2^31 - 1)", fn, (long long)bytes);
-    return 1;
-}
+static int too_big(const char *fn, int64_t bytes) { return !pdi_comm_fits(fn, "a message", bytes, "bytes"); }
 
 /* Blocking, so in flight and exposed alike, as a reshard. */
 static void profile(const char *name, int64_t t0, double bytes)

@@ -124,6 +124,51 @@ static void compare(const char *what, struct pd_mesh *m, const struct pd_placeme
     pd_scope_end(tok);
 }
 
+/* The reduced gradients are views of their bucket's storage: a gradient
+ * the program keeps after its step keeps its values through the next
+ * steps' reductions (each step's buckets are new storage), and the steps
+ * do not pile up memory (the cleared gradients' blocks are reused). */
+static void kept_gradients(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_placement rep[PD_MAX_MESH_DIMS] = {pd_replicate()};
+    const struct pd_placement S0[1] = {pd_shard(0)};
+    struct pd_tensor *w = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){D, H}, 2, 1), m, rep), 1);
+    struct pd_dp *dp = pd_dp_attach(&w, 1, m, "dp", 0);
+    CHECK(dp != NULL, "kept: attach");
+    float first[D * H], now[D * H];
+    struct pd_tensor *kept = NULL;
+    int64_t live[6] = {0};
+    for (int s = 0; s < 6 && dp; s++) {
+        int st = pd_scope_begin();
+        pd_tensor_zero_grad(w);
+        struct pd_tensor *x = pd_shard_tensor(data((int64_t[]){B, D}, 2, 10 + s), m, S0);
+        struct pd_tensor *l = pd_mean(pd_mul(pd_matmul(x, w, 0, 0), pd_matmul(x, w, 0, 0)), NULL, 0, 0);
+        CHECK(l && pd_backward(l, NULL, 0) == 0 && pd_dp_finish(dp) == 0, "kept: step %d", s);
+        struct pd_tensor *g = pd_tensor_grad(w);
+        CHECK(g && pd_to_buffer(pd_dtensor_local(g), s ? now : first, PD_F32) == 0, "kept: read step %d", s);
+        if (s == 0) {
+            kept = g;
+            pd_tensor_retain(kept);
+        } else {
+            CHECK(memcmp(now, first, sizeof now) != 0, "kept: step %d's gradient equals step 0's", s);
+        }
+        pd_scope_end(st);
+        struct pd_memory_stats ms;
+        pd_memory_stats(&ms);
+        live[s] = ms.allocated_bytes;
+    }
+    if (kept) {
+        CHECK(pd_to_buffer(pd_dtensor_local(kept), now, PD_F32) == 0 && memcmp(now, first, sizeof now) == 0,
+              "kept: step 0's gradient changed under later steps");
+        pd_tensor_release(kept);
+    }
+    CHECK(live[5] <= live[2], "kept: live bytes grew from %lld to %lld over three steps", (long long)live[2],
+          (long long)live[5]);
+    pd_dp_detach(dp);
+    pd_scope_end(tok);
+}
+
 /* Bad input: a clear error, nothing attached. */
 static void errors(struct pd_mesh *m)
 {
@@ -160,6 +205,7 @@ int main(void)
     struct pd_placement w_rep[3][PD_MAX_MESH_DIMS] = {{pd_replicate()}, {pd_replicate()}, {pd_replicate()}};
     struct pd_mesh *dpm = pd_mesh_create((int[]){world}, 1, (const char *const[]){"dp"}, NULL);
     errors(dpm);
+    kept_gradients(dpm);
     /* small buckets: w1 (D*H) and b1 (H) and w2 (H*D) floats; 600 bytes holds b1 + w2 (backward order: b1, w2, w1)... */
     compare("dp, one bucket", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 0, 1);
     compare("dp, a bucket per parameter", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 4, 3);

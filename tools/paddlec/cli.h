@@ -316,6 +316,10 @@ void cli_task_check(const struct pd_tokenizer *tok, const struct pd_arith_config
 /* has[k] = 1 when y[k] holds a scored target (>= 0; --mesh: on some dp rank);
  * returns how many do. Collective under --mesh. */
 int cli_count_targets(struct pd_tensor *const *y, int n, int *has);
+/* This rank's targets of y (--mesh: its rows): cnt[0] += the scored ones
+ * (>= 0, and below nv when tb is given), cnt[1] += their bytes (tb[id]);
+ * the sum over ranks is the caller's. Status (a failed read: an error). */
+int cli_local_targets(struct pd_tensor *y, const int64_t *tb, int nv, double cnt[2]);
 /* Why a step's loss or gradient norm is not finite, for the error line. */
 const char *cli_nonfinite_hint(double loss, int64_t updates, int resumed, int f16, int init_hf);
 /* --f16: ',"loss_scale":S,"scaler_skipped_steps":N' for a step's metrics line

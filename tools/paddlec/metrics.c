@@ -75,8 +75,6 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
     if (!it) return pd_last_status();
     int nv = 0, bos = tok && pd_tokenizer_bos_id(tok) >= 0;
     int64_t *tb = tok ? token_bytes(tok, &nv) : NULL;
-    int64_t *ys = cli_hold(malloc(sizeof *ys * ((size_t)batch * (size_t)seq_len + 1)), free);
-    if (!ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
     int was = pd_llama_is_training(m), ng = pd_no_grad_begin();
     pd_llama_train(m, 0);
     double sum = 0, nats = 0;
@@ -89,18 +87,10 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
         if (b > 0 && answer_only) y = cli_answer_targets(x, y);
         if (b > 0 && bos && !pack) with_bos(tok, &x, &y);
         double cb[2] = {0, 0};   /* scored targets and their bytes (this rank's rows) */
-        struct pd_tensor *yl = b > 0 ? cli_local(y) : NULL;
-        if (yl && pd_to_buffer(yl, ys, PD_I64)) { /* a failed read is an error, not a batch without targets */
-            rc = pd_last_status();
+        if (b > 0 && (rc = cli_local_targets(y, tb, nv, cb))) { /* a failed read is an error, not a batch without targets */
             cli_scope_end(scope_tok);
             break;
         }
-        if (yl)
-            for (int64_t i = 0; i < pd_tensor_numel(yl); i++)
-                if (ys[i] >= 0 && (!tb || ys[i] < nv)) {
-                    cb[0]++;
-                    cb[1] += tb ? (double)tb[ys[i]] : 0;
-                }
         if (b > 0) cli_dist_sum(cb, 2, 0);   /* --mesh: over the dp ranks */
         int64_t counted = (int64_t)cb[0], bytes = (int64_t)cb[1];
         /* answer_only: a batch of short windows may hold no answer (targets.c); it is left out */
@@ -125,7 +115,6 @@ int cli_validate(struct pd_llama *m, const struct pd_text_dataset *ds, const str
     }
     pd_llama_train(m, was);
     pd_grad_mode_end(ng);
-    cli_free(ys);
     cli_free(tb);
     cli_free(it);
     if (rc || !seen) return rc ? rc : PD_ERR_INVALID;

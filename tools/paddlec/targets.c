@@ -67,17 +67,30 @@ void cli_task_check(const struct pd_tokenizer *tok, const struct pd_arith_config
              ac->max_digits, need, fix);
 }
 
+int cli_local_targets(struct pd_tensor *y, const int64_t *tb, int nv, double cnt[2])
+{
+    struct pd_tensor *yl = cli_local(y);
+    int64_t m = yl ? pd_tensor_numel(yl) : 0;
+    int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(m + 1)), free); /* m + 1: no rows here */
+    if (!ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
+    int rc = yl ? pd_to_buffer(yl, ys, PD_I64) : pd_last_status();
+    for (int64_t i = 0; i < m && !rc; i++)
+        if (ys[i] >= 0 && (!tb || ys[i] < nv)) {
+            cnt[0]++;
+            cnt[1] += tb ? (double)tb[ys[i]] : 0;
+        }
+    cli_free(ys);
+    return rc;
+}
+
 int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
 {
-    double *cnt = cli_hold(calloc((size_t)n, sizeof *cnt), free);
+    double *cnt = cli_hold(calloc((size_t)n * 2, sizeof *cnt), free);
     if (!cnt) cli_fail(CLI_EXIT_FAIL, "out of memory");
     for (int k = 0; k < n; k++) {
-        struct pd_tensor *yl = cli_local(y[k]); /* --mesh: this rank's rows */
-        int64_t m = pd_tensor_numel(yl);
-        int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(m + 1)), free); /* m + 1: no rows here */
-        if (!ys || pd_to_buffer(yl, ys, PD_I64)) cli_fail_pd("cannot count the targets of a batch");
-        for (int64_t i = 0; i < m; i++) cnt[k] += ys[i] >= 0;
-        cli_free(ys);
+        double c[2] = {0, 0};
+        if (cli_local_targets(y[k], NULL, 0, c)) cli_fail_pd("cannot count the targets of a batch");
+        cnt[k] = c[0];
     }
     cli_dist_sum(cnt, n, 0); /* --mesh: over the dp ranks, the same on every rank */
     int used = 0;
