@@ -60,8 +60,9 @@
 #                    e.g. "--attn matmul --foreach 0" to skip their variant
 #                    probes (see the scripts' --help)
 #   PD_DIST_TORCH_PYPI_ARGS   PyPI PyTorch's own (instead of
-#                    PD_DIST_TORCH_ARGS), e.g. "--attn sdpa": its fused
-#                    attention, which Debian's 1.13 does not have
+#                    PD_DIST_TORCH_ARGS when set, even empty), e.g.
+#                    "--attn sdpa": its fused attention, which Debian's 1.13
+#                    does not have
 #   PD_DIST_PEER_TIMEOUT  seconds one peer configuration may take (default 900)
 # The MPI environment is the one the distributed tests run under
 # (CMakeLists.txt): root allowed, waiting ranks yield their CPU; but the
@@ -220,7 +221,7 @@ peer_run() { # peer what
   local p=$1 what=$2 py script extra
   case $p in
     torch113) py=/usr/bin/python3; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_ARGS:-} ;;
-    torch-pypi) py=$torch_py; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_PYPI_ARGS:-${PD_DIST_TORCH_ARGS:-}} ;;
+    torch-pypi) py=$torch_py; script=$here/ddp_torch.py; extra=${PD_DIST_TORCH_PYPI_ARGS-${PD_DIST_TORCH_ARGS:-}} ;;
     paddle) py=$paddle_py; script=$here/ddp_paddle.py; extra=${PD_DIST_PADDLE_ARGS:-} ;;
   esac
   echo "# peer $p $what: $py $script" >&2

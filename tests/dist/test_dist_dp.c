@@ -169,6 +169,36 @@ static void kept_gradients(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+/* Two backwards with a finish between them add up (the second step's
+ * reduced gradient is added to the first's view of its bucket), and a
+ * parameter that gets no gradient in a step shares a bucket with one that
+ * does: its part of the bucket is zeros, its .grad stays unset, and the
+ * other's gradient is the single-process one. */
+static void accumulate_and_unused(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_placement rep[PD_MAX_MESH_DIMS] = {pd_replicate()};
+    const struct pd_placement S0[1] = {pd_shard(0)};
+    struct pd_tensor *w0 = pd_requires_grad_(data((int64_t[]){D, H}, 2, 1), 1);
+    struct pd_tensor *w = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){D, H}, 2, 1), m, rep), 1);
+    struct pd_tensor *u = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){H}, 1, 2), m, rep), 1);
+    struct pd_tensor *ps[2] = {w, u};
+    struct pd_dp *dp = pd_dp_attach(ps, 2, m, "dp", 0); /* one bucket holds both */
+    CHECK(dp != NULL, "accumulate: attach");
+    for (int s = 0; s < 2 && dp; s++) {
+        struct pd_tensor *x0 = data((int64_t[]){B, D}, 2, 20 + s), *x = pd_shard_tensor(x0, m, S0);
+        struct pd_tensor *l = pd_mean(pd_mul(pd_matmul(x, w, 0, 0), pd_matmul(x, w, 0, 0)), NULL, 0, 0);
+        struct pd_tensor *l0 = pd_mean(pd_mul(pd_matmul(x0, w0, 0, 0), pd_matmul(x0, w0, 0, 0)), NULL, 0, 0);
+        CHECK(l && pd_backward(l, NULL, 0) == 0 && pd_dp_finish(dp) == 0, "accumulate: backward %d", s);
+        CHECK(l0 && pd_backward(l0, NULL, 0) == 0, "accumulate: one process, backward %d", s);
+    }
+    struct pd_tensor *g = pd_tensor_grad(w), *g0 = pd_tensor_grad(w0);
+    CHECK(g && g0 && maxdiff(pd_dtensor_full(g), g0) <= 1e-6, "accumulate: two backwards' gradient differs from one process's");
+    CHECK(pd_tensor_grad(u) == NULL, "accumulate: a parameter without a gradient got one");
+    pd_dp_detach(dp);
+    pd_scope_end(tok);
+}
+
 /* Bad input: a clear error, nothing attached. */
 static void errors(struct pd_mesh *m)
 {
@@ -206,6 +236,7 @@ int main(void)
     struct pd_mesh *dpm = pd_mesh_create((int[]){world}, 1, (const char *const[]){"dp"}, NULL);
     errors(dpm);
     kept_gradients(dpm);
+    accumulate_and_unused(dpm);
     /* small buckets: w1 (D*H) and b1 (H) and w2 (H*D) floats; 600 bytes holds b1 + w2 (backward order: b1, w2, w1)... */
     compare("dp, one bucket", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 0, 1);
     compare("dp, a bucket per parameter", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 4, 3);

@@ -73,7 +73,7 @@ int cli_local_targets(struct pd_tensor *y, const int64_t *tb, int nv, double cnt
     int64_t m = yl ? pd_tensor_numel(yl) : 0;
     int64_t *ys = cli_hold(malloc(sizeof *ys * (size_t)(m + 1)), free); /* m + 1: no rows here */
     if (!ys) cli_fail(CLI_EXIT_FAIL, "out of memory");
-    int rc = yl ? pd_to_buffer(yl, ys, PD_I64) : pd_last_status();
+    int rc = yl ? pd_to_buffer(yl, ys, PD_I64) : pd_last_status() ? pd_last_status() : PD_ERR_NULL;
     for (int64_t i = 0; i < m && !rc; i++)
         if (ys[i] >= 0 && (!tb || ys[i] < nv)) {
             cnt[0]++;
@@ -85,7 +85,7 @@ int cli_local_targets(struct pd_tensor *y, const int64_t *tb, int nv, double cnt
 
 int cli_count_targets(struct pd_tensor *const *y, int n, int *has)
 {
-    double *cnt = cli_hold(calloc((size_t)n * 2, sizeof *cnt), free);
+    double *cnt = cli_hold(calloc((size_t)n, sizeof *cnt), free);
     if (!cnt) cli_fail(CLI_EXIT_FAIL, "out of memory");
     for (int k = 0; k < n; k++) {
         double c[2] = {0, 0};

@@ -260,9 +260,11 @@ static void tile_mask(const struct fm *g, int64_t b, int64_t h, int64_t r0, int6
  * rows (P^T dO, dS^T Q) each column tile the span of rows of its columns'
  * groups. An element left out of S or dP is masked: S there is -inf after
  * tile_mask as before, P is an exact zero, and so is dS (taken as zero
- * wherever P is); the sums skip exact zeros only, in the same order: same
- * bits (x + 0 = x, and the accumulators start at +0, so no -0 is lost).
- * About 40% of a causal diagonal tile's products. */
+ * wherever P is); the sums skip exact zeros only, in the same order: the
+ * same bits, up to the sign of an exact zero (x + 0 = x; dQ, dK and dV
+ * start at +0, but O can hold a -0 after a rescale by exp(-inf) = 0, and
+ * a -0 + +0 left out keeps it -0: whole-tile skipping does the same). A
+ * causal diagonal tile does about 40% fewer multiply-adds. */
 #define SB 16
 #define NSB ((BR > BC ? BR : BC) / SB)
 struct spans {
