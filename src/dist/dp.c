@@ -18,6 +18,7 @@
  * bucket's storage (bucket_storage): nothing is copied after the
  * all-reduce.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,8 @@ struct pd_dp {
     struct dp_param *ps;
     struct dp_bucket *bs;
     struct pd_dp *next; /* the attached reducers (pdi_dp_finish_all) */
+    int rc;             /* a hook's failure this step, returned by pd_dp_finish */
+    char err[256];      /* its message */
 };
 
 static struct pd_dp *attached;
@@ -123,7 +126,10 @@ static int bucket_storage(struct dp_bucket *b)
     if (b->t) return PD_OK;
     int tok = pd_scope_begin();
     int64_t n = b->count;
-    b->t = pd_empty(&n, 1, b->dt);
+    /* bytes under any executor (a meta one makes none), as host data has */
+    int ex = pdi_modes.exec ? pdi_executor_begin(&pdi_exec_eager, NULL) : 0;
+    b->t = ex >= 0 ? pd_empty(&n, 1, b->dt) : NULL;
+    if (ex > 0) pdi_executor_end(ex);
     if (b->t) pd_tensor_retain(b->t);
     pd_scope_end(tok);
     if (!b->t) return pd_last_status();
@@ -137,6 +143,19 @@ static void bucket_drop(struct dp_bucket *b)
     b->t = NULL, b->buf = NULL;
 }
 
+/* A hook cannot fail backward: its NULL keeps the gradient, as a user's
+ * hook's does. The step's first failure is kept with its message, and
+ * pd_dp_finish (which the optimizer's step calls) returns it. */
+static struct pd_tensor *hook_failed(struct pd_dp *dp)
+{
+    if (!dp->rc) {
+        int st = pd_last_status();
+        dp->rc = st ? st : PD_ERR_STATE;
+        snprintf(dp->err, sizeof dp->err, "%s", pd_last_error());
+    }
+    return NULL;
+}
+
 static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
 {
     struct dp_param *q = ctx;
@@ -145,10 +164,10 @@ static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
     if (q->arrived || b->started) {
         pdi_errorf(PD_ERR_STATE, "dp: a second gradient for one parameter before pd_dp_finish (one backward per "
                    "step, or call pd_dp_finish between them)");
-        return NULL;
+        return hook_failed(dp);
     }
     const struct pdi_dist *dg = g->dist;
-    if (bucket_storage(b)) return NULL;
+    if (bucket_storage(b)) return hook_failed(dp);
     char *dst = b->buf + q->off * (int64_t)pd_dtype_size(b->dt);
     int rep = dg && dg->pl[dp->axis].kind != PD_PARTIAL; /* already whole: count it once */
     if (rep && dp->mesh->coord[dp->axis] != 0) {
@@ -156,19 +175,18 @@ static struct pd_tensor *dp_hook(struct pd_tensor *g, void *ctx)
     } else {
         int tok = pd_scope_begin();
         struct pd_tensor *l = dg ? pd_dtensor_local(g) : g;
-        int rc = l && pd_tensor_numel(l) == q->count ? pd_to_buffer(l, dst, b->dt) : PD_ERR_STATE;
+        int rc = l && pd_tensor_numel(l) == q->count ? pd_to_buffer(l, dst, b->dt) /* its own message */
+                                                     : pdi_errorf(PD_ERR_STATE, "dp: a gradient's piece does not "
+                                                                  "match its parameter's");
         pd_scope_end(tok);
-        if (rc) {
-            pdi_errorf(PD_ERR_STATE, "dp: a gradient's piece does not match its parameter's");
-            return NULL;
-        }
+        if (rc) return hook_failed(dp);
     }
     if (q->p->grad) { /* accumulated over several backwards: the earlier sum is reduced already */
         pd_tensor_retain(q->p->grad);
         q->prev = q->p->grad;
     }
     q->arrived = 1;
-    if (++b->n_arrived == b->n_params && start_bucket(dp, b)) return NULL;
+    if (++b->n_arrived == b->n_params && start_bucket(dp, b)) return hook_failed(dp);
     progress(dp);
     return g; /* .grad holds it (Partial) until pd_dp_finish */
 }
@@ -243,9 +261,9 @@ int pd_dp_finish(struct pd_dp *dp)
 {
     if (!dp) return pdi_errorf(PD_ERR_NULL, "dp_finish: NULL");
 #ifdef PD_HAVE_MPI
-    int any = 0, rc = PD_OK;
+    int any = 0, rc = dp->rc, hook_rc = dp->rc;
     for (int i = 0; i < dp->n; i++) any |= dp->ps[i].arrived;
-    if (!any) return PD_OK; /* no backward since the last finish */
+    if (!any && !rc) return PD_OK; /* no backward since the last finish */
     /* a bucket some of whose parameters got no gradient: zeros for them */
     for (int i = 0; i < dp->n && rc == PD_OK; i++) {
         struct dp_param *q = &dp->ps[i];
@@ -291,6 +309,8 @@ int pd_dp_finish(struct pd_dp *dp)
         dp->bs[i].started = 0, dp->bs[i].n_arrived = 0;
         bucket_drop(&dp->bs[i]); /* the gradients hold it; the next step makes another */
     }
+    dp->rc = 0;
+    if (hook_rc) return pdi_errorf(hook_rc, "%s", dp->err);
     return rc;
 #else
     return pdi_errorf(PD_ERR_STATE, "dp_finish: paddle.c was built without MPI");

@@ -199,6 +199,47 @@ static void accumulate_and_unused(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+/* A hook cannot fail backward, so pd_dp_finish reports what went wrong in
+ * its step: a step under the meta executor (shapes only, gradients without
+ * bytes) and a second backward before pd_dp_finish each give a clear error
+ * there (both used to return 0, the second silently dropping a backward's
+ * gradients), and the next step reduces as usual. */
+static void meta_step(struct pd_mesh *m)
+{
+    int tok = pd_scope_begin();
+    struct pd_placement rep[PD_MAX_MESH_DIMS] = {pd_replicate()};
+    const struct pd_placement S0[1] = {pd_shard(0)};
+    struct pd_tensor *w0 = pd_requires_grad_(data((int64_t[]){D, H}, 2, 1), 1);
+    struct pd_tensor *w = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){D, H}, 2, 1), m, rep), 1);
+    struct pd_dp *dp = pd_dp_attach(&w, 1, m, "dp", 0);
+    CHECK(dp != NULL, "meta: attach");
+    struct pd_tensor *x0 = data((int64_t[]){B, D}, 2, 30), *x = pd_shard_tensor(x0, m, S0);
+    int mt = pd_meta_begin();
+    struct pd_tensor *lm = pd_mean(pd_matmul(x, w, 0, 0), NULL, 0, 0);
+    int rc = lm ? pd_backward(lm, NULL, 0) : -1;
+    if (rc == 0) rc = pd_dp_finish(dp);
+    pd_meta_end(mt, NULL);
+    CHECK(rc != 0 && strstr(pd_last_error(), "meta"), "meta: a meta step reduced gradients (rc %d: %s)", rc,
+          pd_last_error());
+    pd_tensor_zero_grad(w);
+    for (int k = 0; k < 2; k++) { /* two backwards, no finish between */
+        struct pd_tensor *lk = pd_mean(pd_matmul(x, w, 0, 0), NULL, 0, 0);
+        CHECK(lk && pd_backward(lk, NULL, 0) == 0, "second: backward %d", k);
+    }
+    rc = pd_dp_finish(dp);
+    CHECK(rc == PD_ERR_STATE && strstr(pd_last_error(), "second gradient"), "second: finish gave %d (%s)", rc,
+          pd_last_error());
+    pd_tensor_zero_grad(w);
+    struct pd_tensor *l = pd_mean(pd_mul(pd_matmul(x, w, 0, 0), pd_matmul(x, w, 0, 0)), NULL, 0, 0);
+    struct pd_tensor *l0 = pd_mean(pd_mul(pd_matmul(x0, w0, 0, 0), pd_matmul(x0, w0, 0, 0)), NULL, 0, 0);
+    CHECK(l && pd_backward(l, NULL, 0) == 0 && pd_dp_finish(dp) == 0, "meta: the next step");
+    CHECK(l0 && pd_backward(l0, NULL, 0) == 0, "meta: one process");
+    struct pd_tensor *g = pd_tensor_grad(w), *g0 = pd_tensor_grad(w0);
+    CHECK(g && g0 && maxdiff(pd_dtensor_full(g), g0) <= 1e-6, "meta: the next step's gradient differs from one process's");
+    pd_dp_detach(dp);
+    pd_scope_end(tok);
+}
+
 /* Bad input: a clear error, nothing attached. */
 static void errors(struct pd_mesh *m)
 {
@@ -237,6 +278,7 @@ int main(void)
     errors(dpm);
     kept_gradients(dpm);
     accumulate_and_unused(dpm);
+    meta_step(dpm);
     /* small buckets: w1 (D*H) and b1 (H) and w2 (H*D) floats; 600 bytes holds b1 + w2 (backward order: b1, w2, w1)... */
     compare("dp, one bucket", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 0, 1);
     compare("dp, a bucket per parameter", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 4, 3);
