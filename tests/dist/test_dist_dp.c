@@ -169,6 +169,38 @@ static void kept_gradients(struct pd_mesh *m)
     pd_scope_end(tok);
 }
 
+static struct pd_tensor *sq_loss(struct pd_tensor *x, struct pd_tensor *w)
+{
+    struct pd_tensor *h = pd_matmul(x, w, 0, 0);
+    return pd_mean(pd_mul(h, h), NULL, 0, 0);
+}
+
+/* w0 in one process and w replicated over the mesh and attached (with
+ * `more` parameters after it), both from the same values. */
+static struct pd_dp *twins(struct pd_mesh *m, struct pd_tensor **w0, struct pd_tensor **w, struct pd_tensor *more)
+{
+    struct pd_placement rep[PD_MAX_MESH_DIMS] = {pd_replicate()};
+    *w0 = pd_requires_grad_(data((int64_t[]){D, H}, 2, 1), 1);
+    *w = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){D, H}, 2, 1), m, rep), 1);
+    struct pd_tensor *ps[2] = {*w, more};
+    struct pd_dp *dp = pd_dp_attach(ps, more ? 2 : 1, m, "dp", 0); /* one bucket holds them */
+    CHECK(dp != NULL, "attach");
+    return dp;
+}
+
+/* One backward of sq_loss on x0's rows sharded over the mesh (reduced) and
+ * in one process, then whether the two gradients agree. */
+static void both_backward(struct pd_mesh *m, struct pd_dp *dp, struct pd_tensor *x0, struct pd_tensor *w,
+                          struct pd_tensor *w0, const char *what)
+{
+    const struct pd_placement S0[1] = {pd_shard(0)};
+    struct pd_tensor *l = sq_loss(pd_shard_tensor(x0, m, S0), w), *l0 = sq_loss(x0, w0);
+    CHECK(l && pd_backward(l, NULL, 0) == 0 && pd_dp_finish(dp) == 0, "%s: backward", what);
+    CHECK(l0 && pd_backward(l0, NULL, 0) == 0, "%s: one process, backward", what);
+    struct pd_tensor *g = pd_tensor_grad(w), *g0 = pd_tensor_grad(w0);
+    CHECK(g && g0 && maxdiff(pd_dtensor_full(g), g0) <= 1e-6, "%s: the gradient differs from one process's", what);
+}
+
 /* Two backwards with a finish between them add up (the second step's
  * reduced gradient is added to the first's view of its bucket), and a
  * parameter that gets no gradient in a step shares a bucket with one that
@@ -178,22 +210,9 @@ static void accumulate_and_unused(struct pd_mesh *m)
 {
     int tok = pd_scope_begin();
     struct pd_placement rep[PD_MAX_MESH_DIMS] = {pd_replicate()};
-    const struct pd_placement S0[1] = {pd_shard(0)};
-    struct pd_tensor *w0 = pd_requires_grad_(data((int64_t[]){D, H}, 2, 1), 1);
-    struct pd_tensor *w = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){D, H}, 2, 1), m, rep), 1);
-    struct pd_tensor *u = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){H}, 1, 2), m, rep), 1);
-    struct pd_tensor *ps[2] = {w, u};
-    struct pd_dp *dp = pd_dp_attach(ps, 2, m, "dp", 0); /* one bucket holds both */
-    CHECK(dp != NULL, "accumulate: attach");
-    for (int s = 0; s < 2 && dp; s++) {
-        struct pd_tensor *x0 = data((int64_t[]){B, D}, 2, 20 + s), *x = pd_shard_tensor(x0, m, S0);
-        struct pd_tensor *l = pd_mean(pd_mul(pd_matmul(x, w, 0, 0), pd_matmul(x, w, 0, 0)), NULL, 0, 0);
-        struct pd_tensor *l0 = pd_mean(pd_mul(pd_matmul(x0, w0, 0, 0), pd_matmul(x0, w0, 0, 0)), NULL, 0, 0);
-        CHECK(l && pd_backward(l, NULL, 0) == 0 && pd_dp_finish(dp) == 0, "accumulate: backward %d", s);
-        CHECK(l0 && pd_backward(l0, NULL, 0) == 0, "accumulate: one process, backward %d", s);
-    }
-    struct pd_tensor *g = pd_tensor_grad(w), *g0 = pd_tensor_grad(w0);
-    CHECK(g && g0 && maxdiff(pd_dtensor_full(g), g0) <= 1e-6, "accumulate: two backwards' gradient differs from one process's");
+    struct pd_tensor *w0, *w, *u = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){H}, 1, 2), m, rep), 1);
+    struct pd_dp *dp = twins(m, &w0, &w, u);
+    for (int s = 0; s < 2 && dp; s++) both_backward(m, dp, data((int64_t[]){B, D}, 2, 20 + s), w, w0, "accumulate");
     CHECK(pd_tensor_grad(u) == NULL, "accumulate: a parameter without a gradient got one");
     pd_dp_detach(dp);
     pd_scope_end(tok);
@@ -204,18 +223,15 @@ static void accumulate_and_unused(struct pd_mesh *m)
  * bytes) and a second backward before pd_dp_finish each give a clear error
  * there (both used to return 0, the second silently dropping a backward's
  * gradients), and the next step reduces as usual. */
-static void meta_step(struct pd_mesh *m)
+static void failed_steps(struct pd_mesh *m)
 {
     int tok = pd_scope_begin();
-    struct pd_placement rep[PD_MAX_MESH_DIMS] = {pd_replicate()};
     const struct pd_placement S0[1] = {pd_shard(0)};
-    struct pd_tensor *w0 = pd_requires_grad_(data((int64_t[]){D, H}, 2, 1), 1);
-    struct pd_tensor *w = pd_requires_grad_(pd_shard_tensor(data((int64_t[]){D, H}, 2, 1), m, rep), 1);
-    struct pd_dp *dp = pd_dp_attach(&w, 1, m, "dp", 0);
-    CHECK(dp != NULL, "meta: attach");
+    struct pd_tensor *w0, *w;
+    struct pd_dp *dp = twins(m, &w0, &w, NULL);
     struct pd_tensor *x0 = data((int64_t[]){B, D}, 2, 30), *x = pd_shard_tensor(x0, m, S0);
     int mt = pd_meta_begin();
-    struct pd_tensor *lm = pd_mean(pd_matmul(x, w, 0, 0), NULL, 0, 0);
+    struct pd_tensor *lm = sq_loss(x, w);
     int rc = lm ? pd_backward(lm, NULL, 0) : -1;
     if (rc == 0) rc = pd_dp_finish(dp);
     pd_meta_end(mt, NULL);
@@ -223,19 +239,14 @@ static void meta_step(struct pd_mesh *m)
           pd_last_error());
     pd_tensor_zero_grad(w);
     for (int k = 0; k < 2; k++) { /* two backwards, no finish between */
-        struct pd_tensor *lk = pd_mean(pd_matmul(x, w, 0, 0), NULL, 0, 0);
+        struct pd_tensor *lk = sq_loss(x, w);
         CHECK(lk && pd_backward(lk, NULL, 0) == 0, "second: backward %d", k);
     }
     rc = pd_dp_finish(dp);
     CHECK(rc == PD_ERR_STATE && strstr(pd_last_error(), "second gradient"), "second: finish gave %d (%s)", rc,
           pd_last_error());
     pd_tensor_zero_grad(w);
-    struct pd_tensor *l = pd_mean(pd_mul(pd_matmul(x, w, 0, 0), pd_matmul(x, w, 0, 0)), NULL, 0, 0);
-    struct pd_tensor *l0 = pd_mean(pd_mul(pd_matmul(x0, w0, 0, 0), pd_matmul(x0, w0, 0, 0)), NULL, 0, 0);
-    CHECK(l && pd_backward(l, NULL, 0) == 0 && pd_dp_finish(dp) == 0, "meta: the next step");
-    CHECK(l0 && pd_backward(l0, NULL, 0) == 0, "meta: one process");
-    struct pd_tensor *g = pd_tensor_grad(w), *g0 = pd_tensor_grad(w0);
-    CHECK(g && g0 && maxdiff(pd_dtensor_full(g), g0) <= 1e-6, "meta: the next step's gradient differs from one process's");
+    both_backward(m, dp, x0, w, w0, "after the failed steps");
     pd_dp_detach(dp);
     pd_scope_end(tok);
 }
@@ -278,7 +289,7 @@ int main(void)
     errors(dpm);
     kept_gradients(dpm);
     accumulate_and_unused(dpm);
-    meta_step(dpm);
+    failed_steps(dpm);
     /* small buckets: w1 (D*H) and b1 (H) and w2 (H*D) floats; 600 bytes holds b1 + w2 (backward order: b1, w2, w1)... */
     compare("dp, one bucket", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 0, 1);
     compare("dp, a bucket per parameter", dpm, (const struct pd_placement (*)[PD_MAX_MESH_DIMS])w_rep, S0, 4, 3);
