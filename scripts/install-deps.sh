@@ -10,6 +10,9 @@ set -euo pipefail
 # (dnnl-config.cmake) requires OpenCL; --no-install-recommends skips it.
 # libopenmpi-dev, openmpi-bin: MPI, the distributed engine (docs/distributed.md).
 pkgs=(build-essential cmake pkg-config libdnnl-dev ocl-icd-opencl-dev libcjson-dev libssl-dev libopenmpi-dev openmpi-bin)
+# bc, procps (pgrep, ps): the test drivers' timing and tests/test_dist_fail.sh's
+# watch over the ranks; not in a minimal Debian image.
+pkgs+=(bc procps)
 # chromium: headless, it renders the page of `paddlec plot` in the test cli_plot (which
 # is reported skipped without it).
 pkgs+=(chromium)

@@ -22,19 +22,51 @@ trap 'rm -f "$out"' EXIT
 fails=0
 fail() { fails=$((fails + 1)); echo "FAIL ($scenario, $np ranks): $*"; }
 
-# run TIMEOUT_ENV [mpirun options] -- program arguments: sets rc, secs
+# run TIMEOUT_ENV [mpirun options] -- program arguments: sets rc, secs, torn.
+# What is bounded is the ranks' lives. Debian's mpirun (Open MPI 4.1 with
+# its external PMIx) now and then hangs, or crashes, in its own teardown
+# after an MPI_Abort: seen here once in about 15 runs of the 4-rank skip
+# case, every rank already ended (zombies mpirun never reaps) and mpirun
+# stuck in PMIx_server_finalize until killed at 90 s. So the ranks are
+# watched: once none is alive, mpirun gets 10 s to leave; if it has not,
+# it is killed, torn=1, rc=137 (its own exit status is then unknown), and
+# secs is when the last rank ended.
 run() {
     local tenv=$1
     shift
     local opts=()
     while [ "$1" != "--" ]; do opts+=("$1"); shift; done
     shift
-    local t0
+    local t0 t_end="" seen=0 mpid="" live total
     t0=$(date +%s.%N)
+    torn=0
     PD_DIST_TIMEOUT=$tenv timeout -k 5 90 "$mpirun" "${opts[@]}" --oversubscribe -x PD_DIST_TIMEOUT -np "$np" "$prog" "$@" \
-        >"$out" 2>&1
+        >"$out" 2>&1 &
+    local tpid=$!
+    while kill -0 "$tpid" 2>/dev/null; do
+        sleep 0.2
+        [ -n "$mpid" ] || mpid=$(pgrep -P "$tpid" | head -1)
+        [ -n "$mpid" ] || continue
+        total=$(ps -o pid= --ppid "$mpid" 2>/dev/null | wc -l)
+        live=$(ps -o stat= --ppid "$mpid" 2>/dev/null | grep -vc '^Z')
+        [ "$total" -gt 0 ] && seen=1
+        if [ $seen = 1 ] && [ "$live" = 0 ]; then
+            [ -n "$t_end" ] || t_end=$(date +%s.%N)
+            if [ "$(echo "$(date +%s.%N) - $t_end > 10" | bc)" = 1 ] && kill -0 "$mpid" 2>/dev/null; then
+                torn=1
+                echo "note ($scenario, $np ranks): every rank ended, mpirun did not leave in 10 s (its teardown hung): killed"
+                kill -9 "$mpid" 2>/dev/null
+            fi
+        fi
+    done
+    wait "$tpid"
     rc=$?
-    secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    [ $torn = 0 ] || rc=137
+    if [ $torn = 1 ]; then
+        secs=$(echo "$t_end - $t0" | bc)
+    else
+        secs=$(echo "$(date +%s.%N) - $t0" | bc)
+    fi
 }
 within() { [ "$(echo "$secs < $1" | bc)" = 1 ] || fail "took ${secs} s, more than $1 s"; }
 has() { grep -Eq -- "$1" "$out" || fail "no line matching: $1"; }
@@ -89,11 +121,11 @@ error) # an error, then exit(1): the job ends at once, not at the 30 s timeout
 abort) # pd_dist_abort(3, message); with 4 ranks pd_dist_abort(0, NULL)
     if [ "$np" = 2 ]; then
         run 30 -- abort
-        [ $rc -eq 3 ] || fail "mpirun exited with $rc, not 3"
+        [ $torn = 1 ] || [ $rc -eq 3 ] || fail "mpirun exited with $rc, not 3"
         has "paddle\.c: rank $last of $np: reshape: [^;]*; aborting the job"
     else
         run 30 -- abort0
-        [ $rc -eq 1 ] || fail "mpirun exited with $rc, not 1"
+        [ $torn = 1 ] || [ $rc -eq 1 ] || fail "mpirun exited with $rc, not 1"
         has "paddle\.c: rank $last of $np: pd_dist_abort; aborting the job"
     fi
     within 20 ;;
