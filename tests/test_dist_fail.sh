@@ -66,7 +66,7 @@ run() {
         torn=1
         echo "note ($scenario, $np ranks): mpirun crashed in its teardown (PMIx_server_finalize)"
     fi
-    if [ $torn = 1 ]; then
+    if [ $torn = 1 ] && [ -n "$t_end" ]; then
         secs=$(echo "$t_end - $t0" | bc)
     else
         secs=$(echo "$(date +%s.%N) - $t0" | bc)
