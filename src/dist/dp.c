@@ -126,10 +126,7 @@ static int bucket_storage(struct dp_bucket *b)
     if (b->t) return PD_OK;
     int tok = pd_scope_begin();
     int64_t n = b->count;
-    /* bytes under any executor (a meta one makes none), as host data has */
-    int ex = pdi_modes.exec ? pdi_executor_begin(&pdi_exec_eager, NULL) : 0;
-    b->t = ex >= 0 ? pd_empty(&n, 1, b->dt) : NULL;
-    if (ex > 0) pdi_executor_end(ex);
+    b->t = pdi_empty_eager(&n, 1, b->dt); /* bytes under any executor */
     if (b->t) pd_tensor_retain(b->t);
     pd_scope_end(tok);
     if (!b->t) return pd_last_status();

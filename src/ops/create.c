@@ -220,15 +220,21 @@ struct pd_tensor *pd_eye(int64_t n, int64_t m, enum pd_dtype dt)
  * op (so observers see it made) and the bytes enter through the host-write
  * entry point (so they see them written). Under another executor the empty
  * call runs eager: host data always has bytes. */
+struct pd_tensor *pdi_empty_eager(const int64_t *shape, int ndim, enum pd_dtype dt)
+{
+    int ex = pdi_modes.exec ? pdi_executor_begin(&pdi_exec_eager, NULL) : 0;
+    struct pd_tensor *t = ex >= 0 ? pd_empty(shape, ndim, dt) : NULL;
+    if (ex > 0) pdi_executor_end(ex);
+    return t;
+}
+
 struct pd_tensor *pdi_from_host(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt, const char *what)
 {
     if (pdi_check_new(shape, ndim, dt)) return NULL;
     if (!data && pdi_numel(shape, ndim)) return pdi_error(PD_ERR_INVALID, "%s: NULL data", what);
     int sc = pd_scope_begin();
     if (sc < 0) return NULL;
-    int ex = pdi_modes.exec ? pdi_executor_begin(&pdi_exec_eager, NULL) : 0;
-    struct pd_tensor *t = ex >= 0 ? pd_empty(shape, ndim, dt) : NULL;
-    if (ex > 0) pdi_executor_end(ex);
+    struct pd_tensor *t = pdi_empty_eager(shape, ndim, dt);
     pd_tensor_retain(t); /* ours once the scope drops its reference */
     pd_scope_end(sc);
     if (t && pdi_host_write(t, data, what)) {
