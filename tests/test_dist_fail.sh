@@ -37,7 +37,7 @@ run() {
     local opts=()
     while [ "$1" != "--" ]; do opts+=("$1"); shift; done
     shift
-    local t0 t_end="" seen=0 mpid="" live total
+    local t0 t_end="" seen=0 mpid="" states live total
     t0=$(date +%s.%N)
     torn=0
     PD_DIST_TIMEOUT=$tenv timeout -k 5 90 "$mpirun" "${opts[@]}" --oversubscribe -x PD_DIST_TIMEOUT -np "$np" "$prog" "$@" \
@@ -47,8 +47,9 @@ run() {
         sleep 0.2
         [ -n "$mpid" ] || mpid=$(pgrep -P "$tpid" | head -1)
         [ -n "$mpid" ] || continue
-        total=$(ps -o pid= --ppid "$mpid" 2>/dev/null | wc -l)
-        live=$(ps -o stat= --ppid "$mpid" 2>/dev/null | grep -vc '^Z')
+        states=$(ps -o stat= --ppid "$mpid" 2>/dev/null)
+        total=$(grep -c . <<<"$states")
+        live=$(grep -c '^[^Z]' <<<"$states")
         [ "$total" -gt 0 ] && seen=1
         if [ $seen = 1 ] && [ "$live" = 0 ]; then
             [ -n "$t_end" ] || t_end=$(date +%s.%N)

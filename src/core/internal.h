@@ -240,7 +240,7 @@ int pdi_host_write(struct pd_tensor *t, const void *src, const char *what);
 struct pd_tensor *pdi_from_host(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt, const char *what);
 /* pd_empty made by the eager executor whatever the thread's (a meta one
  * makes no bytes): a tensor in the current scope that host code or MPI
- * fills (pdi_from_host's, the data-parallel buckets, received pieces). */
+ * fills (pdi_from_host's, the data-parallel buckets). */
 struct pd_tensor *pdi_empty_eager(const int64_t *shape, int ndim, enum pd_dtype dt);
 static inline const void *pdi_host_read(const struct pd_tensor *t, const char *what)
 {

@@ -216,10 +216,6 @@ struct pd_tensor *pd_eye(int64_t n, int64_t m, enum pd_dtype dt)
 }
 
 /* ---- host data -------------------------------------------------------- */
-/* Host bytes cannot be an op's attribute: the tensor is made by the empty
- * op (so observers see it made) and the bytes enter through the host-write
- * entry point (so they see them written). Under another executor the empty
- * call runs eager: host data always has bytes. */
 struct pd_tensor *pdi_empty_eager(const int64_t *shape, int ndim, enum pd_dtype dt)
 {
     int ex = pdi_modes.exec ? pdi_executor_begin(&pdi_exec_eager, NULL) : 0;
@@ -228,6 +224,10 @@ struct pd_tensor *pdi_empty_eager(const int64_t *shape, int ndim, enum pd_dtype 
     return t;
 }
 
+/* Host bytes cannot be an op's attribute: the tensor is made by the empty
+ * op (so observers see it made) and the bytes enter through the host-write
+ * entry point (so they see them written). Under another executor the empty
+ * call runs eager: host data always has bytes. */
 struct pd_tensor *pdi_from_host(const void *data, const int64_t *shape, int ndim, enum pd_dtype dt, const char *what)
 {
     if (pdi_check_new(shape, ndim, dt)) return NULL;

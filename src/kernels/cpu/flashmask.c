@@ -312,60 +312,12 @@ static void gemm_spans_n(const struct spans *s, int64_t R, int64_t nc, int64_t K
     }
 }
 
-/* Rows [m0, m0 + r) of a product whose rows fall in groups of SB with k
- * spans [lo, hi): the union (0 when all are empty). */
-static inline int kspan(const int64_t *lo, const int64_t *hi, int64_t m0, int64_t r, int64_t *k0, int64_t *k1)
-{
-    *k0 = INT64_MAX, *k1 = 0;
-    for (int64_t q = m0 / SB; q <= (m0 + r - 1) / SB; q++)
-        if (hi[q] > lo[q]) *k0 = min64(*k0, lo[q]), *k1 = hi[q] > *k1 ? hi[q] : *k1;
-    return *k1 > *k0;
-}
-
-/* C[M][VW NV] += A B, each kernel tile over its rows' k span only. */
-static inline __attribute__((always_inline)) void panel_ks(int MR, int NV, int64_t M, const int64_t *lo,
-                                                          const int64_t *hi, const float *a, int64_t ars, int64_t acs,
-                                                          const float *b, int64_t ldb, float *c, int64_t ldc)
-{
-    int64_t m0 = 0, k0, k1;
-#define FM_KS_TILE(R)                                                                                               \
-    do {                                                                                                            \
-        if (kspan(lo, hi, m0, R, &k0, &k1))                                                                         \
-            tile(R, NV, k1 - k0, a + m0 * ars + k0 * acs, ars, acs, b + k0 * ldb, ldb, c + m0 * ldc, ldc, 1);       \
-        m0 += R;                                                                                                    \
-    } while (0)
-    while (m0 + MR <= M) FM_KS_TILE(MR);
-    if (8 < MR && M - m0 >= 8) FM_KS_TILE(8);
-    if (4 < MR && M - m0 >= 4) FM_KS_TILE(4);
-    if (2 < MR && M - m0 >= 2) FM_KS_TILE(2);
-    if (M - m0 >= 1) FM_KS_TILE(1);
-#undef FM_KS_TILE
-}
-
-/* C[M][N] += A[M][K] B where row m of A is zero outside the k span of its
- * group: gemm's panels and tiles, each tile over its own span (N a
- * multiple of the vector; a rest, which no caller has, whole). */
+/* C[M][N] += A B where row m of A is zero outside [lo, hi) of its group of
+ * SB (a tile's row or column spans). */
 static void gemm_ks(int64_t M, int64_t N, int64_t K, const int64_t *lo, const int64_t *hi, const float *a, int64_t ars,
                     int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-    for (int64_t n0 = 0; n0 < N;) {
-        int64_t nv = (N - n0) / PDI_GEMM_VW;
-        nv = nv < PDI_GEMM_NV ? nv : PDI_GEMM_NV;
-        if (nv == 0) { /* an unpadded N (the callers pad it): the rest whole */
-            gemm_cols_plain(M, N, n0, K, a, ars, acs, b, ldb, c, ldc, 1);
-            return;
-        }
-#ifdef __AVX512F__
-        if (nv == 4) panel_ks(6, 4, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
-        else if (nv == 3) panel_ks(8, 3, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
-        else if (nv == 2) panel_ks(12, 2, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
-        else panel_ks(12, 1, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
-#else
-        if (nv == 2) panel_ks(6, 2, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
-        else panel_ks(8, 1, M, lo, hi, a, ars, acs, b + n0, ldb, c + n0, ldc);
-#endif
-        n0 += PDI_GEMM_VW * nv;
-    }
+    gemm_spans(M, N, K, &(struct pdi_kspans){lo, hi, SB}, a, ars, acs, b, ldb, c, ldc, 1);
 }
 
 /* The key tiles query tile qt of (b, h) visits, ascending, as kt << 2 |

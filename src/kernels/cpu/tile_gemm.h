@@ -153,24 +153,54 @@ static inline __attribute__((always_inline)) void tile(int MR, int NV, int64_t K
         for (int j = 0; j < NV; j++) stg(c + i * ldc + PDI_GEMM_VW * j, r[i][j]);
 }
 
-/* The M rows of one column panel of NV vectors: tiles of MR rows, then the
- * remainder (< MR rows) as tiles of 8, 4, 2 and 1. */
-static inline __attribute__((always_inline)) void panel(int MR, int NV, int64_t M, int64_t K, const float *a,
-                                                       int64_t ars, int64_t acs, const float *b, int64_t ldb,
-                                                       float *c, int64_t ldc, int acc)
+/* Rows of A that are zero outside a range of k: row m of group m / group
+ * sums over [lo, hi) of its group only (the FlashMask kernels' masked
+ * sub-blocks). A kernel tile sums over the union of its rows' ranges, in
+ * the same order, so only exact-zero terms are left out; a tile whose rows
+ * all have an empty range is left as it is (use with acc = 1). NULL: every
+ * row over [0, K). */
+struct pdi_kspans {
+    const int64_t *lo, *hi;
+    int64_t group;
+};
+
+static inline __attribute__((always_inline)) int pdi_kspan(const struct pdi_kspans *ks, int64_t K, int64_t m0,
+                                                          int64_t r, int64_t *k0, int64_t *k1)
 {
-    int64_t m0 = 0;
-    for (; m0 + MR <= M; m0 += MR) tile(MR, NV, K, a + m0 * ars, ars, acs, b, ldb, c + m0 * ldc, ldc, acc);
-#define PDI_GEMM_REST(R)                                                                   \
-    if (R < MR && M - m0 >= R) {                                                           \
-        tile(R, NV, K, a + m0 * ars, ars, acs, b, ldb, c + m0 * ldc, ldc, acc);            \
-        m0 += R;                                                                           \
+    if (!ks) {
+        *k0 = 0, *k1 = K;
+        return 1;
     }
-    PDI_GEMM_REST(8)
-    PDI_GEMM_REST(4)
-    PDI_GEMM_REST(2)
-    PDI_GEMM_REST(1)
-#undef PDI_GEMM_REST
+    *k0 = INT64_MAX, *k1 = 0;
+    for (int64_t q = m0 / ks->group; q <= (m0 + r - 1) / ks->group; q++)
+        if (ks->hi[q] > ks->lo[q]) {
+            *k0 = ks->lo[q] < *k0 ? ks->lo[q] : *k0;
+            *k1 = ks->hi[q] > *k1 ? ks->hi[q] : *k1;
+        }
+    return *k1 > *k0;
+}
+
+/* The M rows of one column panel of NV vectors: tiles of MR rows, then the
+ * remainder (< MR rows) as tiles of 8, 4, 2 and 1; each tile over its k
+ * range (pdi_kspan). */
+static inline __attribute__((always_inline)) void panel(int MR, int NV, int64_t M, int64_t K,
+                                                       const struct pdi_kspans *ks, const float *a, int64_t ars,
+                                                       int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                                       int acc)
+{
+    int64_t m0 = 0, k0, k1;
+#define PDI_GEMM_TILE(R)                                                                                            \
+    do {                                                                                                            \
+        if (pdi_kspan(ks, K, m0, R, &k0, &k1))                                                                      \
+            tile(R, NV, k1 - k0, a + m0 * ars + k0 * acs, ars, acs, b + k0 * ldb, ldb, c + m0 * ldc, ldc, acc);     \
+        m0 += R;                                                                                                    \
+    } while (0)
+    while (m0 + MR <= M) PDI_GEMM_TILE(MR);
+    if (8 < MR && M - m0 >= 8) PDI_GEMM_TILE(8);
+    if (4 < MR && M - m0 >= 4) PDI_GEMM_TILE(4);
+    if (2 < MR && M - m0 >= 2) PDI_GEMM_TILE(2);
+    if (M - m0 >= 1) PDI_GEMM_TILE(1);
+#undef PDI_GEMM_TILE
 }
 
 /* Columns [n0, N) of C (+)= A B element by element: the last N % VW
@@ -187,12 +217,13 @@ static inline void gemm_cols_plain(int64_t M, int64_t N, int64_t n0, int64_t K, 
         }
 }
 
-/* C[M][N] (+)= A[M][K] B[K][N]; B and C row-major with leading dimensions
- * ldb and ldc; N a multiple of PDI_GEMM_VW for the kernel's speed (a rest
- * goes through gemm_cols_plain). Column panels outside, so that a K x
+/* C[M][N] (+)= A[M][K] B[K][N], row m of A over its k range (ks; NULL:
+ * all of K); B and C row-major with leading dimensions ldb and ldc; N a
+ * multiple of PDI_GEMM_VW for the kernel's speed (a rest goes through
+ * gemm_cols_plain, over all of K). Column panels outside, so that a K x
  * NV-vector panel of B stays in L1 while the rows of A stream past it. */
-static inline void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
-                        int64_t ldb, float *c, int64_t ldc, int acc)
+static inline void gemm_spans(int64_t M, int64_t N, int64_t K, const struct pdi_kspans *ks, const float *a,
+                              int64_t ars, int64_t acs, const float *b, int64_t ldb, float *c, int64_t ldc, int acc)
 {
     for (int64_t n0 = 0; n0 < N;) {
         int64_t nv = (N - n0) / PDI_GEMM_VW;
@@ -204,16 +235,22 @@ static inline void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t
         const float *bn = b + n0;
         float *cn = c + n0;
 #ifdef __AVX512F__
-        if (nv == 4) panel(6, 4, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
-        else if (nv == 3) panel(8, 3, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
-        else if (nv == 2) panel(12, 2, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
-        else panel(12, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        if (nv == 4) panel(6, 4, M, K, ks, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else if (nv == 3) panel(8, 3, M, K, ks, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else if (nv == 2) panel(12, 2, M, K, ks, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else panel(12, 1, M, K, ks, a, ars, acs, bn, ldb, cn, ldc, acc);
 #else
-        if (nv == 2) panel(6, 2, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
-        else panel(8, 1, M, K, a, ars, acs, bn, ldb, cn, ldc, acc);
+        if (nv == 2) panel(6, 2, M, K, ks, a, ars, acs, bn, ldb, cn, ldc, acc);
+        else panel(8, 1, M, K, ks, a, ars, acs, bn, ldb, cn, ldc, acc);
 #endif
         n0 += PDI_GEMM_VW * nv;
     }
+}
+
+static inline void gemm(int64_t M, int64_t N, int64_t K, const float *a, int64_t ars, int64_t acs, const float *b,
+                        int64_t ldb, float *c, int64_t ldc, int acc)
+{
+    gemm_spans(M, N, K, NULL, a, ars, acs, b, ldb, c, ldc, acc);
 }
 
 #endif
